@@ -1,0 +1,59 @@
+"""PECAN entry point: python main_app.py CONFIG.yaml [--set section.key=value ...]"""
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+from pecan import config as config_module
+from pecan import tracing
+from pecan.data.index import DataError
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    """Command line: a config file and any number of --set overrides."""
+    parser = argparse.ArgumentParser(description="Train an EGNN pose classifier on HDF5 shards.")
+    parser.add_argument("config", help="YAML config file (see configs/demo.yaml and the README reference)")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                        help="override a config value; the value is parsed as YAML (repeatable)")
+    return parser.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    """Load config, set up distributed, build, train, clean up."""
+    args = parse_args(argv)
+    from pecan.train.distributed import cleanup_distributed, discover, init_distributed
+    from pecan.train.trainer import Trainer
+
+    try:
+        config = config_module.load(args.config, args.overrides)
+        env = discover()
+    except (config_module.ConfigError, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    logging.basicConfig(level=logging.INFO if env.is_main else logging.WARNING,
+                        format=f"[pecan r{env.rank}] %(levelname)s %(message)s")
+    trainer = None
+    try:
+        device = init_distributed(env)
+        if config.train.device != "auto":
+            import torch
+
+            device = torch.device(config.train.device)
+        trace_dir = config.trace.dir if config.trace.dir.startswith("/") else f"{config.train.out_dir}/{config.trace.dir}"
+        tracing.setup(config.trace.enabled, trace_dir, env.rank)
+        trainer = Trainer(config, env, device).setup()
+        trainer.fit()
+        return 0
+    except (DataError, config_module.ConfigError, FileNotFoundError) as err:
+        logging.getLogger("pecan").error("%s", err)
+        return 1
+    finally:
+        if trainer is not None:
+            trainer.close()
+        tracing.finalize()
+        cleanup_distributed()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

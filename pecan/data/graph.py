@@ -1,0 +1,96 @@
+"""Atoms -> graph: validate the 22-column array, crop the pocket, build radius edges and edge types."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from pecan.data import format as fmt
+from pecan.data.index import DataError
+
+# Rows of the distance matrix computed at once; bounds memory at ~CHUNK x n floats for huge pockets.
+CHUNK_ROWS = 4096
+
+LIGAND_LIGAND, LIGAND_PROTEIN, PROTEIN_PROTEIN = 0, 1, 2
+
+
+@dataclass
+class AtomGraph:
+    """One sample's graph as plain arrays (what the packed store keeps and the dataset turns into Data)."""
+
+    x: np.ndarray           # float32 [n, 19] atom features (columns 3..21)
+    pos: np.ndarray         # float32 [n, 3]
+    edge_index: np.ndarray  # int64 [2, E], both directions, no self loops
+    edge_type: np.ndarray   # int8 [E]: 0 ligand-ligand, 1 ligand-protein, 2 protein-protein
+
+    @property
+    def num_nodes(self) -> int:
+        """Atoms kept after cropping."""
+        return int(self.x.shape[0])
+
+
+def validate_atoms(atoms: np.ndarray, where: str) -> np.ndarray:
+    """Check shape, finiteness and ligand presence; ``where`` names shard and pose in the error."""
+    if atoms.ndim != 2 or atoms.shape[1] != fmt.N_COLUMNS:
+        raise DataError(f"{where}: 'data' has shape {atoms.shape}, expected [n_atoms, {fmt.N_COLUMNS}]")
+    if not np.isfinite(atoms).all():
+        bad = int((~np.isfinite(atoms)).any(axis=1).sum())
+        raise DataError(f"{where}: 'data' has {bad} row(s) with NaN or infinite values")
+    if not (atoms[:, fmt.MOLCODE_COLUMN] > 0).any():
+        raise DataError(f"{where}: pose has no ligand atoms (no row with molcode +1)")
+    return atoms.astype(np.float32, copy=False)
+
+
+def crop_pocket(atoms: np.ndarray, pocket_radius: float) -> np.ndarray:
+    """Keep every ligand atom and the protein atoms within ``pocket_radius`` of any ligand atom."""
+    is_ligand = atoms[:, fmt.MOLCODE_COLUMN] > 0
+    coords = torch.from_numpy(np.ascontiguousarray(atoms[:, fmt.COORD_COLUMNS]))
+    ligand, protein = coords[torch.from_numpy(is_ligand)], coords[torch.from_numpy(~is_ligand)]
+    near = np.zeros(len(protein), dtype=bool)
+    for start in range(0, len(protein), CHUNK_ROWS):
+        block = torch.cdist(protein[start:start + CHUNK_ROWS], ligand)
+        near[start:start + CHUNK_ROWS] = (block.min(dim=1).values <= pocket_radius).numpy()
+    keep = is_ligand.copy()
+    keep[~is_ligand] = near
+    return atoms[keep]
+
+
+def radius_edges(pos: np.ndarray, cutoff: float) -> np.ndarray:
+    """All ordered pairs (i, j), i != j, closer than ``cutoff``; row-chunked torch.cdist."""
+    coords = torch.from_numpy(np.ascontiguousarray(pos))
+    pieces = []
+    for start in range(0, len(coords), CHUNK_ROWS):
+        block = torch.cdist(coords[start:start + CHUNK_ROWS], coords)
+        src, dst = torch.nonzero(block < cutoff, as_tuple=True)
+        src = src + start
+        keep = src != dst
+        pieces.append(torch.stack([src[keep], dst[keep]]))
+    if not pieces:
+        return np.zeros((2, 0), dtype=np.int64)
+    return torch.cat(pieces, dim=1).numpy().astype(np.int64)
+
+
+def edge_types(edge_index: np.ndarray, is_ligand: np.ndarray) -> np.ndarray:
+    """0 ligand-ligand, 1 ligand-protein (either direction), 2 protein-protein."""
+    ligand_ends = is_ligand[edge_index[0]].astype(np.int8) + is_ligand[edge_index[1]].astype(np.int8)
+    return (2 - ligand_ends).astype(np.int8)
+
+
+def build_graph(atoms: np.ndarray, pocket_radius: float, edge_cutoff: float, where: str = "sample") -> AtomGraph:
+    """Validated 22-column atoms -> cropped graph with radius edges."""
+    atoms = crop_pocket(validate_atoms(atoms, where), pocket_radius)
+    pos = np.ascontiguousarray(atoms[:, fmt.COORD_COLUMNS])
+    x = np.ascontiguousarray(atoms[:, fmt.FEATURE_COLUMNS])
+    edge_index = radius_edges(pos, edge_cutoff)
+    return AtomGraph(x=x, pos=pos, edge_index=edge_index,
+                     edge_type=edge_types(edge_index, x[:, fmt.MOLCODE_FEATURE] > 0))
+
+
+def random_rotation(rng: np.random.Generator) -> np.ndarray:
+    """Uniform random proper rotation (QR of a Gaussian matrix, sign-fixed, det +1)."""
+    q, r = np.linalg.qr(rng.standard_normal((3, 3)))
+    q = q * np.sign(np.diag(r))
+    if np.linalg.det(q) < 0:
+        q[:, 0] = -q[:, 0]
+    return q.astype(np.float32)

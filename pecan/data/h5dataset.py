@@ -1,0 +1,255 @@
+"""Dataset_PDB: HDF5 shard reads at a chosen I/O level, with per-worker handle and decode caches.
+
+Levels (``io_mode``), each including the previous one:
+  reopen        open the shard, walk to the pose, read data + attributes, close - every sample (baseline)
+  handle_cache  per-worker open handles, created lazily inside the worker and dropped across fork
+  hoist         labels and the 5 interaction counts come from the index, not from HDF5 attributes
+  decode_cache  per-worker cache of decoded graphs keyed by sample; off under augmentation
+The zero-HDF5 level, ``packed``, lives in ``pecan.data.packed``.
+"""
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import numpy as np
+import pandas as pd
+import torch
+from torch_geometric.data import Batch, Data
+
+from pecan import tracing
+from pecan.data import format as fmt
+from pecan.data.graph import AtomGraph, build_graph, random_rotation
+from pecan.data.index import DataError
+
+log = logging.getLogger(__name__)
+
+DECODE_CACHE_ENV = "PECAN_DECODE_CACHE"
+H5_LEVELS = ("reopen", "handle_cache", "hoist", "decode_cache")
+
+COUNTER_FIELDS = ("file_opens", "h5_file_opens", "h5_object_opens", "attr_reads", "dataset_reads", "bytes_read", "samples",
+                  "skipped")
+
+
+class IOCounters:
+    """Cheap always-on counters of one worker's I/O; ``take()`` hands over and resets the increments."""
+
+    def __init__(self) -> None:
+        self.values = np.zeros(len(COUNTER_FIELDS), dtype=np.int64)
+
+    def add(self, name: str, amount: int = 1) -> None:
+        """Increase one counter."""
+        self.values[COUNTER_FIELDS.index(name)] += amount
+
+    def take(self) -> torch.Tensor:
+        """Increments since the last take, as an int64 tensor ordered like COUNTER_FIELDS."""
+        out = torch.from_numpy(self.values.copy())
+        self.values[:] = 0
+        return out
+
+
+def counters_to_dict(values: torch.Tensor) -> dict[str, int]:
+    """Name the entries of a counter tensor."""
+    return {name: int(v) for name, v in zip(COUNTER_FIELDS, values.tolist())}
+
+
+@dataclass
+class SampleTable:
+    """The index as flat arrays: one row per sample, nothing looked up per sample in pandas."""
+
+    shards: list[str]
+    shard_id: np.ndarray       # int32 [S]
+    pdbid: np.ndarray          # object [S]
+    poseid: np.ndarray         # object [S]
+    is_crystal: np.ndarray     # bool [S]
+    label: np.ndarray          # float32 [S]
+    pose_features: np.ndarray  # float32 [S, 5]
+    complex_id: np.ndarray     # int64 [S]
+
+    @classmethod
+    def from_frame(cls, frame: pd.DataFrame) -> "SampleTable":
+        """Flatten an index DataFrame."""
+        shard_codes, shards = pd.factorize(frame["shard"])
+        complex_codes, _ = pd.factorize(frame["pdbid"])
+        return cls(shards=[str(s) for s in shards], shard_id=shard_codes.astype(np.int32),
+                   pdbid=frame["pdbid"].to_numpy(dtype=object), poseid=frame["poseid"].to_numpy(dtype=object),
+                   is_crystal=frame["is_crystal"].to_numpy().astype(bool),
+                   label=frame["label"].to_numpy().astype(np.float32),
+                   pose_features=frame[list(fmt.INTERACTION_ATTRS)].to_numpy().astype(np.float32),
+                   complex_id=complex_codes.astype(np.int64))
+
+    def __len__(self) -> int:
+        return len(self.shard_id)
+
+    def where(self, i: int) -> str:
+        """Human-readable location of sample i for error messages."""
+        return f"shard {self.shards[self.shard_id[i]]}, pose {self.pdbid[i]}/{self.poseid[i]}"
+
+
+def graph_to_data(graph: AtomGraph, label: float, pose_features: np.ndarray, complex_id: int,
+                  sample_id: int) -> Data:
+    """Wrap a graph and its sample scalars as a PyG Data object (the model's input contract)."""
+    x = torch.from_numpy(graph.x)
+    return Data(x=x, pos=torch.from_numpy(graph.pos), edge_index=torch.from_numpy(graph.edge_index),
+                edge_type=torch.from_numpy(graph.edge_type).long(), is_ligand=x[:, fmt.MOLCODE_FEATURE] > 0,
+                y=torch.tensor([label], dtype=torch.float32),
+                pose_features=torch.from_numpy(np.asarray(pose_features, dtype=np.float32)).view(1, -1),
+                complex_id=torch.tensor([complex_id]), sample_id=torch.tensor([sample_id]))
+
+
+def passthrough_collate(batch: Any) -> Any:
+    """Collate for datasets whose ``__getitems__`` already returns a finished Batch."""
+    return batch
+
+
+def rotate_data(data: Data) -> Data:
+    """Apply a random rigid rotation about the centroid (per-sample augmentation)."""
+    rotation = torch.from_numpy(random_rotation(np.random.default_rng(int(torch.randint(2**31, (1,))))))
+    centre = data.pos.mean(dim=0, keepdim=True)
+    data.pos = (data.pos - centre) @ rotation.T + centre
+    return data
+
+
+class Dataset_PDB(torch.utils.data.Dataset):  # noqa: N801 - public name kept from the PECAN code base
+    """Pose graphs read from HDF5 shards; ``io_mode`` picks how much HDF5 work each sample costs."""
+
+    def __init__(self, index: pd.DataFrame, *, pose_group: str = fmt.DEFAULT_POSE_GROUP,
+                 crystal_group: str = fmt.DEFAULT_CRYSTAL_GROUP, pocket_radius: float = 6.0,
+                 edge_cutoff: float = 4.5, rmsd_threshold: float = 2.0, io_mode: str = "handle_cache",
+                 on_bad_sample: str = "error", augment: bool = False) -> None:
+        if io_mode not in H5_LEVELS:
+            raise ValueError(f"io_mode {io_mode!r} is not an HDF5 level ({', '.join(H5_LEVELS)})")
+        self.table = SampleTable.from_frame(index)
+        self.pose_group, self.crystal_group = pose_group, crystal_group
+        self.pocket_radius, self.edge_cutoff, self.rmsd_threshold = pocket_radius, edge_cutoff, rmsd_threshold
+        self.io_mode, self.on_bad_sample, self.augment = io_mode, on_bad_sample, augment
+        self.use_decode_cache = io_mode == "decode_cache" and decode_cache_allowed(augment)
+        self.counters = IOCounters()
+        self._handles: dict[int, Any] = {}
+        self._decoded: dict[int, AtomGraph] = {}
+
+    def __len__(self) -> int:
+        return len(self.table)
+
+    def __getstate__(self) -> dict:
+        # Open HDF5 handles must never cross a fork or a pickle: each worker opens its own.
+        state = self.__dict__.copy()
+        state["_handles"], state["_decoded"] = {}, {}
+        state["counters"] = IOCounters()
+        return state
+
+    def close(self) -> None:
+        """Close every cached handle of this process."""
+        for handle in self._handles.values():
+            handle.close()
+        self._handles.clear()
+
+    # ------------------------------------------------------------------ reading
+
+    def _open(self, shard_id: int):
+        import h5py
+
+        path = self.table.shards[shard_id]
+        try:
+            handle = h5py.File(path, "r", locking=False)
+        except OSError as err:
+            raise DataError(f"cannot open shard {path} as HDF5: {err}") from err
+        self.counters.add("file_opens")
+        self.counters.add("h5_file_opens")
+        return handle
+
+    def _handle(self, shard_id: int):
+        if self.io_mode == "reopen":
+            return self._open(shard_id)
+        handle = self._handles.get(shard_id)
+        if handle is None:
+            handle = self._handles[shard_id] = self._open(shard_id)
+        return handle
+
+    def _group_path(self, i: int) -> str:
+        t = self.table
+        return fmt.sample_path(t.pdbid[i], t.poseid[i], bool(t.is_crystal[i]), self.pose_group, self.crystal_group)
+
+    def _read_attrs(self, group, i: int) -> tuple[float, np.ndarray]:
+        """Label and interaction counts from HDF5 attributes (levels reopen and handle_cache)."""
+        attrs = group.attrs
+        values = {}
+        for name in fmt.POSE_ATTRS:
+            if name in attrs:
+                values[name] = float(np.asarray(attrs[name]).reshape(-1)[0])
+                self.counters.add("attr_reads")
+        if "label" in values:
+            label = values["label"]
+        elif "rmsd" in values:
+            label = float(values["rmsd"] < self.rmsd_threshold)
+        else:
+            label = float(self.table.label[i])  # the CSV supplied it
+        features = np.array([values.get(n, 0.0) for n in fmt.INTERACTION_ATTRS], dtype=np.float32)
+        return label, features
+
+    def _read(self, i: int) -> tuple[np.ndarray, float, np.ndarray]:
+        handle = self._handle(int(self.table.shard_id[i]))
+        try:
+            label, features = float(self.table.label[i]), self.table.pose_features[i]
+            path = self._group_path(i)
+            if self.io_mode in ("reopen", "handle_cache"):
+                group = handle.get(path)
+                self.counters.add("h5_object_opens")
+                if group is None:
+                    raise DataError(f"{self.table.where(i)}: group '{path}' not found")
+                label, features = self._read_attrs(group, i)
+                dataset = group.get(fmt.DATASET_NAME)
+            else:
+                dataset = handle.get(f"{path}/{fmt.DATASET_NAME}")
+            self.counters.add("h5_object_opens")
+            if dataset is None:
+                raise DataError(f"{self.table.where(i)}: dataset '{path}/{fmt.DATASET_NAME}' not found")
+            atoms = dataset[()]
+            self.counters.add("dataset_reads")
+            self.counters.add("bytes_read", atoms.nbytes)
+            return atoms, label, features
+        finally:
+            if self.io_mode == "reopen":
+                handle.close()
+
+    def _graph(self, i: int) -> tuple[AtomGraph, float, np.ndarray]:
+        if self.use_decode_cache and i in self._decoded:
+            return self._decoded[i], float(self.table.label[i]), self.table.pose_features[i]
+        atoms, label, features = self._read(i)
+        graph = build_graph(atoms, self.pocket_radius, self.edge_cutoff, self.table.where(i))
+        if self.use_decode_cache:
+            self._decoded[i] = graph
+        return graph, label, features
+
+    @tracing.traced("data", "item")
+    def __getitem__(self, i: int) -> Optional[Data]:
+        i = int(i)
+        try:
+            graph, label, features = self._graph(i)
+        except DataError as err:
+            if self.on_bad_sample != "skip":
+                raise
+            self.counters.add("skipped")
+            log.warning("skipping bad sample: %s", err)
+            return None
+        self.counters.add("samples")
+        data = graph_to_data(graph, label, features, int(self.table.complex_id[i]), i)
+        return rotate_data(data) if self.augment else data
+
+    def __getitems__(self, indices: list[int]) -> Batch:
+        """A finished Batch (bad samples dropped when skipping) carrying this worker's counter increments."""
+        items = [d for d in (self[i] for i in indices) if d is not None]
+        batch = Batch.from_data_list(items) if items else Batch()
+        batch.io_counts = self.counters.take()
+        return batch
+
+
+def decode_cache_allowed(augment: bool, environ: Optional[dict] = None) -> bool:
+    """The decode cache is off under augmentation (cached samples would repeat one transform) or when the
+    env gate PECAN_DECODE_CACHE=0 says so."""
+    env = os.environ if environ is None else environ
+    if augment:
+        return False
+    return env.get(DECODE_CACHE_ENV, "1").strip() not in ("0", "false", "off", "no")

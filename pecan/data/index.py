@@ -1,0 +1,257 @@
+"""The sample index: one row type for every sample, read from CSVs or derived from the shards once.
+
+Everything a sample needs besides its atoms (label, rmsd, score, the 5 interaction counts) lives here,
+so the per-sample read path never touches HDF5 attributes.
+"""
+from __future__ import annotations
+
+import glob
+import logging
+import os
+import tempfile
+from pathlib import Path
+from typing import Iterable, Optional
+
+import numpy as np
+import pandas as pd
+
+from pecan.data import format as fmt
+
+log = logging.getLogger(__name__)
+
+INDEX_CSV_DIR_ENV = "PECAN_INDEX_CSV_DIR"
+
+
+class DataError(ValueError):
+    """Bad input data: the message names the file, group or pose."""
+
+
+# ---------------------------------------------------------------------------- paths
+
+def resolve_shards(patterns: Iterable[str], data_dir: str = "") -> list[Path]:
+    """Expand shard paths and globs (relative ones resolve against ``data_dir``); missing -> DataError."""
+    shards: list[Path] = []
+    for pattern in patterns:
+        path = Path(pattern)
+        if not path.is_absolute() and data_dir:
+            path = Path(data_dir) / path
+        if glob.has_magic(str(path)):
+            matches = sorted(Path(p) for p in glob.glob(str(path)))
+            if not matches:
+                raise DataError(f"shard pattern {pattern!r} matched no files (looked in {path.parent})")
+            shards.extend(matches)
+        elif path.is_dir():
+            matches = sorted(p for p in path.iterdir() if p.suffix in fmt.SHARD_SUFFIXES)
+            if not matches:
+                raise DataError(f"directory {path} holds no shard files ({', '.join(fmt.SHARD_SUFFIXES)})")
+            shards.extend(matches)
+        elif not path.exists():
+            raise DataError(f"shard file not found: {path}")
+        else:
+            shards.append(path)
+    return [p.resolve() for p in shards]
+
+
+# ---------------------------------------------------------------------------- normalising rows
+
+def _label_from(label: pd.Series, rmsd: pd.Series, threshold: float) -> pd.Series:
+    derived = (rmsd < threshold).astype("float64").where(rmsd.notna())
+    return label.where(label.notna(), derived)
+
+
+def normalise(frame: pd.DataFrame, rmsd_threshold: float, source: str) -> pd.DataFrame:
+    """Fill optional columns, derive missing labels from rmsd, and reject rows with neither."""
+    missing = [c for c in fmt.REQUIRED_INDEX_COLUMNS if c not in frame.columns]
+    if missing:
+        raise DataError(f"{source}: index is missing required column(s) {', '.join(missing)}")
+    frame = frame.copy()
+    for column in ("label", "rmsd", "affinity", "score"):
+        if column not in frame.columns:
+            frame[column] = np.nan
+        frame[column] = pd.to_numeric(frame[column], errors="coerce")
+    for column in fmt.INTERACTION_ATTRS:
+        frame[column] = pd.to_numeric(frame[column], errors="coerce").fillna(0.0) if column in frame else 0.0
+    frame["is_crystal"] = (pd.to_numeric(frame["is_crystal"], errors="coerce").fillna(0).astype(int)
+                           if "is_crystal" in frame else 0)
+    frame["pdbid"] = frame["pdbid"].astype(str)
+    frame["poseid"] = frame["poseid"].astype(str)
+    frame["label"] = _label_from(frame["label"], frame["rmsd"], rmsd_threshold)
+    unlabeled = frame[frame["label"].isna()]
+    if len(unlabeled):
+        row = unlabeled.iloc[0]
+        raise DataError(f"{source}: pose {row['pdbid']}/{row['poseid']} in shard {row['shard']} has neither a "
+                        f"label nor an rmsd ({len(unlabeled)} such rows)")
+    frame["label"] = frame["label"].astype(int)
+    return frame
+
+
+# ---------------------------------------------------------------------------- CSV
+
+def read_index_csv(path: str | os.PathLike, data_dir: str, rmsd_threshold: float) -> pd.DataFrame:
+    """Read one index CSV; shard paths resolve against ``data_dir`` (else the CSV's directory)."""
+    path = Path(path)
+    if not path.is_absolute() and data_dir and not path.exists():
+        path = Path(data_dir) / path
+    try:
+        frame = pd.read_csv(path, dtype={"pdbid": str, "poseid": str, "shard": str})
+    except (OSError, pd.errors.ParserError, UnicodeDecodeError, pd.errors.EmptyDataError) as err:
+        raise DataError(f"cannot read index CSV {path}: {err}") from err
+    frame = normalise(frame, rmsd_threshold, str(path))
+    base = Path(data_dir) if data_dir else path.parent
+    frame["shard"] = [str(p if Path(p).is_absolute() else (base / p).resolve()) for p in frame["shard"]]
+    for shard in frame["shard"].unique():
+        if not Path(shard).exists():
+            raise DataError(f"{path}: shard file not found: {shard}")
+    return frame
+
+
+def index_csv_destination(shard_dir: Path, prefix: str, environ: Optional[dict] = None) -> list[Path]:
+    """Candidate paths of a derived CSV in order of preference: $PECAN_INDEX_CSV_DIR, beside shards, temp."""
+    env = os.environ if environ is None else environ
+    name = f"{prefix}_all.csv"
+    candidates = []
+    if env.get(INDEX_CSV_DIR_ENV):
+        candidates.append(Path(env[INDEX_CSV_DIR_ENV]) / name)
+    candidates.append(shard_dir / name)
+    candidates.append(Path(tempfile.gettempdir()) / name)
+    return candidates
+
+
+def write_atomic_csv(frame: pd.DataFrame, path: Path) -> None:
+    """Write via a temp file in the destination directory, then os.replace (never across devices)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(handle, "w") as out:
+            frame.to_csv(out, index=False)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_derived_index(frame: pd.DataFrame, shard_dir: Path, prefix: str, data_dir: str = "") -> Path:
+    """Save a derived index where allowed: the first destination that is writable wins."""
+    out = frame.copy()
+    if data_dir:
+        base = Path(data_dir).resolve()
+        out["shard"] = [os.path.relpath(p, base) if Path(p).is_relative_to(base) else p for p in out["shard"]]
+    errors = []
+    for path in index_csv_destination(shard_dir, prefix):
+        try:
+            write_atomic_csv(out, path)
+            log.info("derived index written to %s", path)
+            return path
+        except PermissionError as err:
+            errors.append(f"{path}: {err.strerror}")
+            log.warning("cannot write derived index to %s (%s); trying the next location", path, err.strerror)
+    raise DataError("cannot write the derived index anywhere: " + "; ".join(errors))
+
+
+# ---------------------------------------------------------------------------- deriving from shards
+
+def _attr(attrs, name: str) -> float:
+    value = attrs.get(name)
+    if value is None:
+        return np.nan
+    return float(np.asarray(value).reshape(-1)[0])
+
+
+def _pose_row(shard: Path, pdbid: str, poseid: str, group, affinity: float, is_crystal: int) -> dict:
+    attrs = dict(group.attrs)
+    dataset = group.get(fmt.DATASET_NAME)
+    if dataset is not None and hasattr(dataset, "attrs"):
+        # Some producers put the pose attributes on the dataset rather than the group.
+        attrs = {**dict(dataset.attrs), **attrs}
+    row = {"shard": str(shard), "pdbid": pdbid, "poseid": poseid,
+           "label": _attr(attrs, "label"), "rmsd": _attr(attrs, "rmsd"),
+           "affinity": affinity, "score": _attr(attrs, "score"), "is_crystal": is_crystal}
+    for name in fmt.INTERACTION_ATTRS:
+        row[name] = _attr(attrs, name)
+    if is_crystal and np.isnan(row["rmsd"]):
+        row["rmsd"] = 0.0
+    return row
+
+
+def _complex_rows(shard: Path, pdbid: str, complex_group, pose_group: str, crystal_group: str,
+                  use_crystal: bool) -> list[dict]:
+    affinity = _attr(complex_group.attrs, "affinity")
+    poses = complex_group.get(pose_group)
+    if poses is None:
+        raise DataError(f"{shard}: complex {pdbid} has no pose group '{pose_group}'")
+    rows = [_pose_row(shard, pdbid, name, poses[name], affinity, 0) for name in poses]
+    if use_crystal:
+        for candidate in fmt.crystal_candidates(crystal_group):
+            group = complex_group.get(candidate)
+            if group is not None:
+                rows.append(_pose_row(shard, pdbid, candidate.rpartition("/")[2], group, affinity, 1))
+                break
+    return rows
+
+
+def derive_index(shards: Iterable[Path], pose_group: str, crystal_group: str, use_crystal: bool,
+                 rmsd_threshold: float, on_bad_sample: str = "error", progress: bool = False) -> pd.DataFrame:
+    """Walk each shard once and build the index (attributes hoisted); errors name shard and complex."""
+    import h5py
+    from tqdm import tqdm
+
+    rows: list[dict] = []
+    skipped = 0
+    shards = list(shards)
+    for shard in tqdm(shards, desc="indexing shards", unit="shard", disable=not progress):
+        try:
+            handle = h5py.File(shard, "r", locking=False)
+        except OSError as err:
+            raise DataError(f"cannot open shard {shard} as HDF5: {err}") from err
+        with handle:
+            for pdbid in handle:
+                try:
+                    rows.extend(_complex_rows(shard, pdbid, handle[pdbid], pose_group, crystal_group, use_crystal))
+                except DataError as err:
+                    if on_bad_sample != "skip":
+                        raise
+                    skipped += 1
+                    log.warning("skipping: %s", err)
+    if skipped:
+        log.warning("skipped %d complexes with a bad layout while indexing", skipped)
+    if not rows:
+        raise DataError(f"no samples found in {len(shards)} shard(s): {', '.join(str(s) for s in shards[:3])}")
+    frame = pd.DataFrame(rows, columns=list(fmt.INDEX_COLUMNS))
+    return normalise(frame, rmsd_threshold, f"shards under {Path(shards[0]).parent}")
+
+
+# ---------------------------------------------------------------------------- splits
+
+def build_index(csvs: list[str], fns: list[str], data_dir: str, *, pose_group: str, crystal_group: str,
+                use_crystal: bool, rmsd_threshold: float, index_prefix: str, on_bad_sample: str = "error",
+                progress: bool = False, write_csv: bool = True) -> pd.DataFrame:
+    """One split's index: from CSVs when readable, else derived from the shard list (and saved)."""
+    if csvs:
+        try:
+            frames = [read_index_csv(p, data_dir, rmsd_threshold) for p in csvs]
+            frame = pd.concat(frames, ignore_index=True)
+            if not use_crystal:
+                frame = frame[frame["is_crystal"] == 0].reset_index(drop=True)
+            return frame
+        except DataError as err:
+            if not fns:
+                raise
+            log.warning("%s; deriving the index from data.train_fns/val_fns instead", err)
+    shards = resolve_shards(fns if fns else [data_dir], data_dir)
+    frame = derive_index(shards, pose_group, crystal_group, use_crystal, rmsd_threshold, on_bad_sample, progress)
+    if write_csv:
+        write_derived_index(frame, shards[0].parent, index_prefix, data_dir)
+    return frame
+
+
+def split_by_complex(frame: pd.DataFrame, val_fraction: float, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Seeded complex-level split: every pose of a complex lands on the same side."""
+    complexes = np.array(sorted(frame["pdbid"].unique()))
+    rng = np.random.default_rng(seed)
+    rng.shuffle(complexes)
+    n_val = int(round(len(complexes) * val_fraction))
+    if val_fraction > 0 and len(complexes) > 1:
+        n_val = min(max(n_val, 1), len(complexes) - 1)
+    val_ids = set(complexes[:n_val])
+    is_val = frame["pdbid"].isin(val_ids)
+    return frame[~is_val].reset_index(drop=True), frame[is_val].reset_index(drop=True)

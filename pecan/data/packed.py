@@ -1,0 +1,410 @@
+"""The zero-metadata data path: each shard read once into a flat, memory-mapped, columnar pack file.
+
+One pack file per shard (``<stem>.<key>.pecanpack``) holds every sample of the shard, already cropped and
+with its radius edges (they never change between epochs):
+
+    magic b"PECANPK1" | uint64 header length | JSON header | 64-byte aligned arrays
+    x [A, 19] f4, pos [A, 3] f4, atom_offsets [S+1] i8,
+    edge_src [E] i4, edge_dst [E] i4 (local to the sample), edge_type [E] i1, edge_offsets [S+1] i8,
+    scalars [S, 8] f4 (label, rmsd, score, 5 interaction counts as the shard stores them)
+
+The header names the source shard's size, mtime and a sampled hash (a changed shard invalidates the pack),
+the graph parameters, and the (pdbid, poseid) key of every sample. Each worker maps each pack once; the
+page cache shares the bytes between workers and ranks of a node. ``__getitems__`` gathers a whole batch
+with offset arithmetic and builds the PyG Batch directly. Steady state: zero HDF5 calls per sample.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import struct
+import tempfile
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Optional
+
+import numpy as np
+import pandas as pd
+import torch
+from torch_geometric.data import Batch
+
+from pecan import tracing
+from pecan.data import format as fmt
+from pecan.data.graph import build_graph, random_rotation
+from pecan.data.h5dataset import IOCounters, SampleTable
+from pecan.data.index import DataError
+
+log = logging.getLogger(__name__)
+
+MAGIC = b"PECANPK1"
+PACK_VERSION = 1
+ALIGN = 64
+CACHE_DIR_ENV = "PECAN_CACHE_DIR"
+HASH_SPAN = 1 << 20
+SCALAR_COLUMNS = ("label", "rmsd", "score", *fmt.INTERACTION_ATTRS)
+ARRAY_DTYPES = {"x": np.float32, "pos": np.float32, "atom_offsets": np.int64, "edge_src": np.int32,
+                "edge_dst": np.int32, "edge_type": np.int8, "edge_offsets": np.int64, "scalars": np.float32}
+
+
+@dataclass(frozen=True)
+class PackParams:
+    """Everything that changes a pack's contents besides the shard itself."""
+
+    pose_group: str
+    crystal_group: str
+    pocket_radius: float
+    edge_cutoff: float
+    rmsd_threshold: float
+
+    def key(self, shard: Path) -> str:
+        """Short hash naming the pack of ``shard`` under these parameters."""
+        text = json.dumps([PACK_VERSION, str(shard.resolve()), self.__dict__], sort_keys=True)
+        return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def source_fingerprint(shard: Path) -> dict:
+    """Size, mtime and a hash of the first and last MiB: cheap enough to check at every start."""
+    stat = shard.stat()
+    digest = hashlib.sha256()
+    with open(shard, "rb") as handle:
+        digest.update(handle.read(HASH_SPAN))
+        if stat.st_size > HASH_SPAN:
+            handle.seek(max(HASH_SPAN, stat.st_size - HASH_SPAN))
+            digest.update(handle.read(HASH_SPAN))
+    return {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "sha256_ends": digest.hexdigest()}
+
+
+# ---------------------------------------------------------------------------- locating packs
+
+def cache_candidates(shard: Path, cache_dir: str = "", environ: Optional[dict] = None) -> list[Path]:
+    """Where a shard's pack may live, in order: data.cache_dir, $PECAN_CACHE_DIR, beside the shard, temp."""
+    env = os.environ if environ is None else environ
+    if cache_dir:
+        return [Path(cache_dir)]
+    out = []
+    if env.get(CACHE_DIR_ENV):
+        out.append(Path(env[CACHE_DIR_ENV]))
+    out.append(shard.parent / ".pecan_cache")
+    out.append(Path(tempfile.gettempdir()) / "pecan_cache")
+    return out
+
+
+def pack_name(shard: Path, params: PackParams) -> str:
+    """File name of a shard's pack."""
+    return f"{shard.stem}.{params.key(shard)}.pecanpack"
+
+
+def _data_start(header_length: int) -> int:
+    """First byte of the array area: after magic, length and header, rounded up to ALIGN."""
+    return -(-(len(MAGIC) + 8 + header_length) // ALIGN) * ALIGN
+
+
+def read_header(path: Path) -> dict:
+    """Parse a pack file's header (one open, one small read)."""
+    with open(path, "rb") as handle:
+        if handle.read(len(MAGIC)) != MAGIC:
+            raise DataError(f"{path} is not a PECAN pack file")
+        (length,) = struct.unpack("<Q", handle.read(8))
+        header = json.loads(handle.read(length))
+    header["data_start"] = _data_start(length)
+    return header
+
+
+def find_valid_pack(shard: Path, params: PackParams, cache_dir: str = "") -> Optional[Path]:
+    """An existing pack for ``shard`` whose fingerprint still matches the shard, if any."""
+    fingerprint = source_fingerprint(shard)
+    for directory in cache_candidates(shard, cache_dir):
+        path = directory / pack_name(shard, params)
+        if not path.exists():
+            continue
+        try:
+            header = read_header(path)
+        except (OSError, ValueError, DataError):
+            continue
+        if header.get("version") == PACK_VERSION and header.get("source") == fingerprint:
+            return path
+        log.info("pack %s is stale (its shard changed); it will be rebuilt", path)
+    return None
+
+
+# ---------------------------------------------------------------------------- building packs
+
+def _shard_samples(handle, shard: Path, params: PackParams):
+    """Yield (pdbid, poseid, is_crystal, group) for every sample of an open shard."""
+    for pdbid in handle:
+        complex_group = handle[pdbid]
+        poses = complex_group.get(params.pose_group)
+        if poses is None:
+            raise DataError(f"{shard}: complex {pdbid} has no pose group '{params.pose_group}'")
+        for poseid in poses:
+            yield pdbid, poseid, False, poses[poseid]
+        for candidate in fmt.crystal_candidates(params.crystal_group):
+            group = complex_group.get(candidate)
+            if group is not None:
+                yield pdbid, candidate.rpartition("/")[2], True, group
+                break
+
+
+def _scalars(group) -> list[float]:
+    attrs = group.attrs
+    values = {n: float(np.asarray(attrs[n]).reshape(-1)[0]) for n in SCALAR_COLUMNS if n in attrs}
+    return [values.get(n, np.nan) for n in SCALAR_COLUMNS]
+
+
+def _read_shard(shard: Path, params: PackParams):
+    """Decode every sample of a shard into flat lists; per-sample problems are recorded, not raised."""
+    import h5py
+
+    try:
+        handle = h5py.File(shard, "r", locking=False)
+    except OSError as err:
+        raise DataError(f"cannot pack shard {shard}: not a readable HDF5 file ({err})") from err
+    keys, bad, graphs, scalars = [], [], [], []
+    with handle:
+        for pdbid, poseid, is_crystal, group in _shard_samples(handle, shard, params):
+            where = f"shard {shard}, pose {pdbid}/{poseid}"
+            dataset = group.get(fmt.DATASET_NAME)
+            try:
+                if dataset is None:
+                    raise DataError(f"{where}: dataset '{fmt.DATASET_NAME}' not found")
+                graph = build_graph(dataset[()], params.pocket_radius, params.edge_cutoff, where)
+            except DataError as err:
+                bad.append([pdbid, poseid, str(err)])
+                continue
+            keys.append([pdbid, poseid, int(is_crystal)])
+            graphs.append(graph)
+            scalars.append(_scalars(group))
+    return keys, bad, graphs, scalars
+
+
+def _flatten(graphs, scalars) -> dict[str, np.ndarray]:
+    atom_counts = np.array([g.num_nodes for g in graphs], dtype=np.int64)
+    edge_counts = np.array([g.edge_index.shape[1] for g in graphs], dtype=np.int64)
+    empty_edges = np.zeros((2, 0), dtype=np.int64)
+    edges = np.concatenate([g.edge_index for g in graphs], axis=1) if graphs else empty_edges
+    return {
+        "x": np.concatenate([g.x for g in graphs]) if graphs else np.zeros((0, fmt.N_FEATURES), np.float32),
+        "pos": np.concatenate([g.pos for g in graphs]) if graphs else np.zeros((0, 3), np.float32),
+        "atom_offsets": np.concatenate([[0], np.cumsum(atom_counts)]),
+        "edge_src": edges[0].astype(np.int32), "edge_dst": edges[1].astype(np.int32),
+        "edge_type": np.concatenate([g.edge_type for g in graphs]) if graphs else np.zeros(0, np.int8),
+        "edge_offsets": np.concatenate([[0], np.cumsum(edge_counts)]),
+        "scalars": np.asarray(scalars, dtype=np.float32).reshape(-1, len(SCALAR_COLUMNS)),
+    }
+
+
+def _write_pack(path: Path, header: dict, arrays: dict[str, np.ndarray]) -> None:
+    """Atomic write: temp file in the destination directory, then os.replace."""
+    layout, offset = {}, 0
+    for name, array in arrays.items():
+        layout[name] = {"dtype": np.dtype(ARRAY_DTYPES[name]).str, "shape": list(array.shape), "offset": offset}
+        offset += -(-array.nbytes // ALIGN) * ALIGN
+    blob = json.dumps({**header, "arrays": layout}).encode()
+    data_start = _data_start(len(blob))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(MAGIC + struct.pack("<Q", len(blob)) + blob)
+            out.write(b"\0" * (data_start - out.tell()))
+            for name, array in arrays.items():
+                out.seek(data_start + layout[name]["offset"])
+                out.write(np.ascontiguousarray(array, dtype=ARRAY_DTYPES[name]).tobytes())
+            out.truncate(data_start + offset)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def pack_shard(shard: Path, params: PackParams, cache_dir: str = "") -> Path:
+    """Read a shard once and write its pack where allowed; a corrupt shard raises and leaves nothing."""
+    shard = Path(shard).resolve()
+    fingerprint = source_fingerprint(shard)
+    keys, bad, graphs, scalars = _read_shard(shard, params)
+    header = {"version": PACK_VERSION, "shard": str(shard), "source": fingerprint,
+              "params": params.__dict__, "keys": keys, "bad": bad}
+    arrays = _flatten(graphs, scalars)
+    errors = []
+    for directory in cache_candidates(shard, cache_dir):
+        path = directory / pack_name(shard, params)
+        try:
+            _write_pack(path, header, arrays)
+            return path
+        except PermissionError as err:
+            errors.append(f"{directory}: {err.strerror}")
+    raise DataError(f"cannot write the pack of {shard} anywhere: " + "; ".join(errors))
+
+
+def _pack_one(job) -> str:
+    shard, params, cache_dir = job
+    return str(find_valid_pack(shard, params, cache_dir) or pack_shard(shard, params, cache_dir))
+
+
+def ensure_packed(shards: Iterable[Path], params: PackParams, cache_dir: str = "", processes: int = 1,
+                  progress: bool = False) -> list[Path]:
+    """Valid pack paths for every shard, building the missing or stale ones (in parallel if asked)."""
+    from tqdm import tqdm
+
+    shards = [Path(s).resolve() for s in shards]
+    todo = [s for s in shards if find_valid_pack(s, params, cache_dir) is None]
+    if todo:
+        log.info("packing %d of %d shard(s) (one-time read; later runs map the packs)", len(todo), len(shards))
+        jobs = [(s, params, cache_dir) for s in todo]
+        bar = tqdm(total=len(jobs), desc="packing shards", unit="shard", disable=not progress)
+        if processes > 1 and len(jobs) > 1:
+            with ProcessPoolExecutor(max_workers=min(processes, len(jobs))) as pool:
+                for _ in pool.map(_pack_one, jobs):
+                    bar.update()
+        else:
+            for job in jobs:
+                _pack_one(job)
+                bar.update()
+        bar.close()
+    return [find_valid_pack(s, params, cache_dir) for s in shards]
+
+
+# ---------------------------------------------------------------------------- reading packs
+
+def map_pack(path: Path) -> dict[str, np.ndarray]:
+    """Memory-map one pack file once and return views of its arrays."""
+    header = read_header(path)
+    mapped = np.memmap(path, dtype=np.uint8, mode="r")
+    arrays = {}
+    for name, spec in header["arrays"].items():
+        start = header["data_start"] + spec["offset"]
+        count = int(np.prod(spec["shape"])) if spec["shape"] else 1
+        dtype = np.dtype(spec["dtype"])
+        arrays[name] = mapped[start:start + count * dtype.itemsize].view(dtype).reshape(spec["shape"])
+    return arrays
+
+
+def gather_batch(packs: list[dict[str, np.ndarray]], pack_ids: np.ndarray, local_ids: np.ndarray) -> dict:
+    """Concatenate the samples (pack_ids[k], local_ids[k]) into flat batch arrays, in the given order."""
+    xs, poss, srcs, dsts, types = [], [], [], [], []
+    atom_counts = np.empty(len(local_ids), dtype=np.int64)
+    edge_counts = np.empty(len(local_ids), dtype=np.int64)
+    for k, (p, s) in enumerate(zip(pack_ids.tolist(), local_ids.tolist())):
+        pack = packs[p]
+        a0, a1 = pack["atom_offsets"][s], pack["atom_offsets"][s + 1]
+        e0, e1 = pack["edge_offsets"][s], pack["edge_offsets"][s + 1]
+        xs.append(pack["x"][a0:a1])
+        poss.append(pack["pos"][a0:a1])
+        srcs.append(pack["edge_src"][e0:e1])
+        dsts.append(pack["edge_dst"][e0:e1])
+        types.append(pack["edge_type"][e0:e1])
+        atom_counts[k], edge_counts[k] = a1 - a0, e1 - e0
+    # Local edge ends become batch node ids by adding each sample's first node position.
+    node_start = np.concatenate([[0], np.cumsum(atom_counts)[:-1]])
+    shift = np.repeat(node_start, edge_counts)
+    edge_index = np.stack([np.concatenate(srcs).astype(np.int64) + shift,
+                           np.concatenate(dsts).astype(np.int64) + shift])
+    return {"x": np.concatenate(xs), "pos": np.concatenate(poss), "edge_index": edge_index,
+            "edge_type": np.concatenate(types), "atom_counts": atom_counts}
+
+
+def to_batch(arrays: dict, label: np.ndarray, pose_features: np.ndarray, complex_id: np.ndarray,
+             sample_id: np.ndarray) -> Batch:
+    """Build the PyG Batch straight from flat arrays (no per-sample Data objects)."""
+    counts = torch.from_numpy(arrays["atom_counts"])
+    x = torch.from_numpy(arrays["x"])
+    batch = Batch(x=x, pos=torch.from_numpy(arrays["pos"]), edge_index=torch.from_numpy(arrays["edge_index"]),
+                  edge_type=torch.from_numpy(arrays["edge_type"]).long(), is_ligand=x[:, fmt.MOLCODE_FEATURE] > 0,
+                  y=torch.from_numpy(label), pose_features=torch.from_numpy(pose_features),
+                  complex_id=torch.from_numpy(complex_id), sample_id=torch.from_numpy(sample_id),
+                  batch=torch.repeat_interleave(torch.arange(len(counts)), counts),
+                  ptr=torch.cat([torch.zeros(1, dtype=torch.long), torch.cumsum(counts, 0)]))
+    batch._num_graphs = len(counts)
+    return batch
+
+
+def rotate_batch(batch: Batch) -> Batch:
+    """One random rigid rotation per graph about its centroid (vectorised augmentation)."""
+    rng = np.random.default_rng(int(torch.randint(2**31, (1,))))
+    rotations = torch.from_numpy(np.stack([random_rotation(rng) for _ in range(batch.num_graphs)]))
+    counts = batch.ptr[1:] - batch.ptr[:-1]
+    centres = torch.zeros(batch.num_graphs, 3).index_add_(0, batch.batch, batch.pos) / counts.unsqueeze(1)
+    local = batch.pos - centres[batch.batch]
+    batch.pos = torch.einsum("nij,nj->ni", rotations[batch.batch], local) + centres[batch.batch]
+    return batch
+
+
+class PackedDataset(torch.utils.data.Dataset):
+    """Samples gathered from memory-mapped packs; zero HDF5 calls per sample."""
+
+    def __init__(self, index: pd.DataFrame, pack_paths: dict[str, Path], *, on_bad_sample: str = "error",
+                 augment: bool = False) -> None:
+        self.table = SampleTable.from_frame(index)
+        self.pack_paths = [Path(pack_paths[s]) for s in self.table.shards]
+        self.on_bad_sample, self.augment = on_bad_sample, augment
+        self.counters = IOCounters()
+        self._packs: Optional[list[dict[str, np.ndarray]]] = None
+        keep, self.pack_id, self.local_id = self._locate()
+        if not keep.all():
+            self.table = _subset(self.table, keep)
+        self.skipped_at_build = int((~keep).sum())
+
+    def _locate(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Map each index row to (pack, sample); missing or bad samples error or are counted and dropped."""
+        t = self.table
+        keep = np.ones(len(t), dtype=bool)
+        local = np.full(len(t), -1, dtype=np.int64)
+        for shard_id, path in enumerate(self.pack_paths):
+            header = read_header(path)
+            lookup = {(p, q): k for k, (p, q, _) in enumerate(header["keys"])}
+            bad = {(p, q): message for p, q, message in header["bad"]}
+            for i in np.flatnonzero(t.shard_id == shard_id):
+                key = (t.pdbid[i], t.poseid[i])
+                if key in lookup:
+                    local[i] = lookup[key]
+                    continue
+                message = bad.get(key, f"{t.where(i)}: pose named in the index does not exist in the shard")
+                if self.on_bad_sample != "skip":
+                    raise DataError(message)
+                log.warning("skipping bad sample: %s", message)
+                keep[i] = False
+        if not keep.any():
+            raise DataError("every sample of the index is bad or missing; nothing to train on")
+        return keep, t.shard_id[keep].astype(np.int64), local[keep]
+
+    def __len__(self) -> int:
+        return len(self.table)
+
+    def __getstate__(self) -> dict:
+        # Maps are per process: a worker maps each pack itself, once.
+        state = self.__dict__.copy()
+        state["_packs"] = None
+        state["counters"] = IOCounters()
+        return state
+
+    def _mapped(self) -> list[dict[str, np.ndarray]]:
+        if self._packs is None:
+            self._packs = [map_pack(p) for p in self.pack_paths]
+            self.counters.add("file_opens", len(self._packs))
+        return self._packs
+
+    @tracing.traced("data", "item")
+    def __getitems__(self, indices: list[int]) -> Batch:
+        """Gather one whole batch."""
+        idx = np.asarray(indices, dtype=np.int64)
+        arrays = gather_batch(self._mapped(), self.pack_id[idx], self.local_id[idx])
+        t = self.table
+        batch = to_batch(arrays, t.label[idx], t.pose_features[idx], t.complex_id[idx], idx)
+        self.counters.add("samples", len(idx))
+        self.counters.add("bytes_read", sum(a.nbytes for k, a in arrays.items() if k != "atom_counts"))
+        if self.augment:
+            batch = rotate_batch(batch)
+        batch.io_counts = self.counters.take()
+        return batch
+
+    def __getitem__(self, i: int) -> Batch:
+        return self.__getitems__([i])
+
+
+def _subset(table: SampleTable, keep: np.ndarray) -> SampleTable:
+    return SampleTable(shards=table.shards, shard_id=table.shard_id[keep], pdbid=table.pdbid[keep],
+                       poseid=table.poseid[keep], is_crystal=table.is_crystal[keep], label=table.label[keep],
+                       pose_features=table.pose_features[keep], complex_id=table.complex_id[keep])

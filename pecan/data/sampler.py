@@ -1,0 +1,62 @@
+"""Distributed, shard-aware, epoch-seeded sampling (a DistributedSampler that knows about shards)."""
+from __future__ import annotations
+
+import math
+from typing import Iterator, Optional
+
+import numpy as np
+import torch
+
+
+class ShardAwareSampler(torch.utils.data.Sampler[int]):
+    """Each rank's share of one epoch's order; ``set_epoch`` reshuffles identically on every rank.
+
+    ``mode="global"`` is a uniform permutation. ``mode="block"`` shuffles the order of shards and the
+    samples inside each shard, then gives each rank a contiguous run, so a rank reads few shards at a
+    time (for storage that prefers locality). Training pads every rank to the same length (DDP needs
+    equal step counts); evaluation (``pad=False``) covers each sample exactly once.
+    """
+
+    def __init__(self, num_samples: int, *, shard_ids: Optional[np.ndarray] = None, rank: int = 0,
+                 world_size: int = 1, shuffle: bool = True, mode: str = "global", seed: int = 0,
+                 pad: bool = True) -> None:
+        if mode not in ("global", "block"):
+            raise ValueError(f"shuffle mode must be 'global' or 'block', got {mode!r}")
+        self.num_samples, self.rank, self.world_size = num_samples, rank, world_size
+        self.shard_ids = np.zeros(num_samples, dtype=np.int64) if shard_ids is None else np.asarray(shard_ids)
+        self.shuffle, self.mode, self.seed, self.pad = shuffle, mode, seed, pad
+        self.epoch = 0
+
+    def set_epoch(self, epoch: int) -> None:
+        """Select the epoch whose order to produce."""
+        self.epoch = epoch
+
+    def _order(self) -> np.ndarray:
+        if not self.shuffle:
+            return np.arange(self.num_samples)
+        rng = np.random.default_rng([self.seed, self.epoch])
+        if self.mode == "global":
+            return rng.permutation(self.num_samples)
+        shards = rng.permutation(np.unique(self.shard_ids))
+        return np.concatenate([rng.permutation(np.flatnonzero(self.shard_ids == s)) for s in shards])
+
+    def indices(self) -> np.ndarray:
+        """This rank's indices for the current epoch."""
+        order = self._order()
+        if not self.pad:
+            return order[self.rank::self.world_size]
+        per_rank = math.ceil(self.num_samples / self.world_size)
+        total = per_rank * self.world_size
+        if total > len(order):
+            order = np.concatenate([order, np.resize(order, total - len(order))])
+        if self.mode == "block" and self.shuffle:
+            return order[self.rank * per_rank:(self.rank + 1) * per_rank]
+        return order[self.rank:total:self.world_size]
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self.indices().tolist())
+
+    def __len__(self) -> int:
+        if self.pad:
+            return math.ceil(self.num_samples / self.world_size)
+        return len(range(self.rank, self.num_samples, self.world_size))

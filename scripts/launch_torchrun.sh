@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Launch PECAN training with torchrun: one node (--standalone) or NNODES nodes (c10d rendezvous).
+#
+# Usage: scripts/launch_torchrun.sh CONFIG.yaml [--set key=value ...]
+#
+# Environment (defaults in brackets):
+#   NNODES [1]            nodes taking part; run this script once on each of them when > 1
+#   NPROC_PER_NODE [GPUs] ranks per node: `nvidia-smi -L` count, or 1 without GPUs
+#   NODE_RANK             set it (0 on the MASTER_ADDR node) to use a static rendezvous instead of c10d
+#   MASTER_ADDR           rendezvous host, required when NNODES > 1; the same value on every node
+#   MASTER_PORT [29500]   rendezvous port
+#   RDZV_ID [pecan]       c10d job id; change it to run two jobs on the same endpoint
+#   PYTHON [python]       interpreter
+#   PECAN_JEMALLOC        path of libjemalloc.so to preload into the Python processes
+#   OMP_NUM_THREADS       [physical cores per rank]
+#   PECAN_DRY_RUN=1       print the command and exit
+set -euo pipefail
+
+die() { echo "launch_torchrun: error: $*" >&2; exit 1; }
+
+if [[ $# -lt 1 || $1 == -h || $1 == --help ]]; then
+    awk 'NR > 1 && /^#/ {sub(/^# ?/, ""); print; next} NR > 1 {exit}' "${BASH_SOURCE[0]}"
+    exit 2
+fi
+
+script_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+app="$(cd "$script_dir/.." && pwd)/main_app.py"
+python=${PYTHON:-python}
+dry_run=${PECAN_DRY_RUN:-0}
+[[ -f $1 ]] || die "config file '$1' not found"
+
+# Distinct (socket, core) pairs: hyperthreads share a core's decode throughput.
+physical_cores() {
+    local cores logical
+    cores=$(awk -F: '/^physical id/ {socket=$2} /^core id/ {print socket ":" $2}' /proc/cpuinfo 2>/dev/null \
+        | sort -u | wc -l)
+    logical=$(nproc 2>/dev/null || echo 1)
+    if (( cores < 1 || cores > logical )); then cores=$logical; fi
+    echo "$cores"
+}
+
+gpu_count() {
+    local count
+    count=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
+    echo "${count:-0}"
+}
+
+NNODES=${NNODES:-1}
+if [[ -z ${NPROC_PER_NODE:-} ]]; then
+    NPROC_PER_NODE=$(gpu_count)
+    (( NPROC_PER_NODE > 0 )) || NPROC_PER_NODE=1
+fi
+MASTER_PORT=${MASTER_PORT:-29500}
+[[ $NNODES =~ ^[1-9][0-9]*$ ]] || die "NNODES='$NNODES' is not a positive integer"
+[[ $NPROC_PER_NODE =~ ^[1-9][0-9]*$ ]] || die "NPROC_PER_NODE='$NPROC_PER_NODE' is not a positive integer"
+
+if [[ -z ${OMP_NUM_THREADS:-} ]]; then
+    OMP_NUM_THREADS=$(( $(physical_cores) / NPROC_PER_NODE ))
+    (( OMP_NUM_THREADS > 0 )) || OMP_NUM_THREADS=1
+fi
+
+# Python output must not sit in a buffer: a slow import and a hung rendezvous look the same otherwise.
+# torchrun passes this environment, and -u, on to every rank it starts.
+task_env=(env PYTHONUNBUFFERED=1 "OMP_NUM_THREADS=$OMP_NUM_THREADS")
+if [[ -n ${PECAN_JEMALLOC:-} ]]; then
+    [[ -f $PECAN_JEMALLOC ]] || die "PECAN_JEMALLOC='$PECAN_JEMALLOC' is not a file"
+    task_env+=("LD_PRELOAD=$PECAN_JEMALLOC${LD_PRELOAD:+:$LD_PRELOAD}")
+fi
+
+cmd=("${task_env[@]}" "$python" -u -m torch.distributed.run --nproc-per-node="$NPROC_PER_NODE")
+if (( NNODES == 1 )); then
+    cmd+=(--standalone)
+else
+    # 127.0.0.1 would point every node at itself and the rendezvous would never complete.
+    [[ -n ${MASTER_ADDR:-} ]] || die "MASTER_ADDR must name the same rendezvous host on every node when NNODES > 1"
+    if [[ -n ${NODE_RANK:-} ]]; then
+        cmd+=(--nnodes="$NNODES" --node-rank="$NODE_RANK" --master-addr="$MASTER_ADDR" --master-port="$MASTER_PORT")
+    else
+        cmd+=(--nnodes="$NNODES" --rdzv-backend=c10d --rdzv-endpoint="$MASTER_ADDR:$MASTER_PORT"
+              --rdzv-id="${RDZV_ID:-pecan}")
+    fi
+fi
+cmd+=("$app" "$@")
+
+echo "[pecan] launch: $(printf '%q ' "${cmd[@]}")"
+if [[ $dry_run == 1 ]]; then exit 0; fi
+[[ -f $app ]] || die "$app not found"
+exec "${cmd[@]}"

@@ -1,0 +1,27 @@
+"""PECAN: EGNN protein-ligand pose classification on HDF5 shards, built for HPC file systems."""
+from setuptools import find_packages, setup
+
+setup(
+    name="pecan",
+    version="0.1.0",
+    description="E(n)-equivariant GNN training for docked pose classification on HPC clusters",
+    packages=find_packages(include=["pecan", "pecan.*", "model", "model.*"]),
+    py_modules=["main_app"],
+    python_requires=">=3.9",
+    install_requires=[
+        "torch>=2.4",
+        "torch-geometric>=2.5",
+        "h5py>=3.8",
+        "pyyaml>=6",
+        "pandas>=1.5",
+        "numpy>=1.23",
+        "pydftracer>=2.0",
+        "tqdm>=4.60",
+    ],
+    extras_require={
+        "trace-native": ["dftracer>=2.0"],
+        "pyg-ext": ["torch-scatter", "torch-sparse"],
+        "dev": ["pytest>=7"],
+    },
+    entry_points={"console_scripts": ["pecan-train=main_app:main"]},
+)

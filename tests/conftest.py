@@ -1,0 +1,23 @@
+"""Shared fixtures and markers."""
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "slow: takes more than a few seconds (still runs in CI)")
+    config.addinivalue_line("markers", "multiprocess: starts several processes (DDP ranks, workers)")
+
+
+@pytest.fixture
+def tiny_dataset(tmp_path):
+    """Two shards x 2 complexes x 3 poses + crystal, with an index CSV."""
+    from tests.shards import write_dataset
+
+    shards, csv = write_dataset(tmp_path / "data")
+    return tmp_path / "data", shards, csv

@@ -1,0 +1,154 @@
+"""Index: CSV reading, derivation from shards, where the derived CSV goes, complex-level splits."""
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pandas as pd
+import pytest
+
+from pecan.data import format as fmt
+from pecan.data import index as idx
+from pecan.data.index import DataError
+from tests.shards import write_dataset, write_shard
+
+COMMON = dict(pose_group=fmt.DEFAULT_POSE_GROUP, crystal_group=fmt.DEFAULT_CRYSTAL_GROUP, use_crystal=True,
+              rmsd_threshold=2.0, index_prefix="pecan")
+
+
+def test_derived_index_matches_csv(tiny_dataset, tmp_path, monkeypatch):
+    data_dir, shards, csv = tiny_dataset
+    monkeypatch.setenv(idx.INDEX_CSV_DIR_ENV, str(tmp_path / "idx"))
+    from_csv = idx.build_index([str(csv)], [], str(data_dir), **COMMON)
+    derived = idx.build_index([], [str(p) for p in shards], str(data_dir), **COMMON)
+    key = ["pdbid", "poseid"]
+    a = from_csv.sort_values(key).reset_index(drop=True)
+    b = derived.sort_values(key).reset_index(drop=True)
+    assert len(a) == len(b) == 2 * 2 * 4
+    for column in ["shard", "pdbid", "poseid", "label", "is_crystal", *fmt.INTERACTION_ATTRS]:
+        assert a[column].tolist() == b[column].tolist(), column
+    assert np.allclose(a["rmsd"], b["rmsd"])
+    written = pd.read_csv(tmp_path / "idx" / "pecan_all.csv")
+    assert len(written) == len(b) and list(written.columns)[:3] == ["shard", "pdbid", "poseid"]
+    assert set(written.columns) >= set(fmt.INDEX_COLUMNS)
+
+
+def test_one_row_type_for_crystal_and_docked(tiny_dataset):
+    data_dir, shards, _ = tiny_dataset
+    frame = idx.derive_index(shards, fmt.DEFAULT_POSE_GROUP, fmt.DEFAULT_CRYSTAL_GROUP, True, 2.0)
+    crystal = frame[frame["is_crystal"] == 1]
+    assert len(crystal) == 4 and (crystal["label"] == 1).all() and (crystal["rmsd"] == 0).all()
+    assert frame.notna()[list(fmt.INDEX_COLUMNS)].drop(columns=["affinity"]).all().all()
+
+
+def test_crystal_group_named_crystal_is_accepted(tmp_path):
+    write_shard(tmp_path / "s.hdf5", crystal_name="crystal")
+    frame = idx.derive_index([tmp_path / "s.hdf5"], fmt.DEFAULT_POSE_GROUP, fmt.DEFAULT_CRYSTAL_GROUP, True, 2.0)
+    assert set(frame.loc[frame["is_crystal"] == 1, "poseid"]) == {"crystal"}
+
+
+def test_missing_attributes_defaults(tmp_path):
+    path = tmp_path / "s.hdf5"
+    write_shard(path, n_complexes=1, n_poses=2, crystal=False, rmsds=[1.0, 5.0])
+    with h5py.File(path, "a") as handle:
+        for pose in handle[f"c000/{fmt.DEFAULT_POSE_GROUP}"].values():
+            for name in ("label", "hpbond"):
+                del pose.attrs[name]
+    frame = idx.derive_index([path], fmt.DEFAULT_POSE_GROUP, fmt.DEFAULT_CRYSTAL_GROUP, True, 2.0)
+    assert frame["label"].tolist() == [1, 0]  # from rmsd < threshold
+    assert (frame["hpbond"] == 0).all()
+
+
+def test_pose_without_label_or_rmsd_is_rejected_naming_it(tmp_path):
+    path = tmp_path / "s.hdf5"
+    write_shard(path, n_complexes=1, n_poses=2, crystal=False)
+    with h5py.File(path, "a") as handle:
+        pose = handle[f"c000/{fmt.DEFAULT_POSE_GROUP}/c000_pose1"]
+        del pose.attrs["label"], pose.attrs["rmsd"]
+    with pytest.raises(DataError, match="c000/c000_pose1"):
+        idx.derive_index([path], fmt.DEFAULT_POSE_GROUP, fmt.DEFAULT_CRYSTAL_GROUP, True, 2.0)
+
+
+def test_missing_shard_file_is_named(tmp_path):
+    with pytest.raises(DataError, match="missing.hdf5"):
+        idx.resolve_shards([str(tmp_path / "missing.hdf5")])
+
+
+def test_csv_naming_missing_shard(tiny_dataset, tmp_path):
+    data_dir, _, csv = tiny_dataset
+    frame = pd.read_csv(csv)
+    frame.loc[0, "shard"] = "gone.hdf5"
+    bad = tmp_path / "bad.csv"
+    frame.to_csv(bad, index=False)
+    with pytest.raises(DataError, match="gone.hdf5"):
+        idx.read_index_csv(bad, str(data_dir), 2.0)
+
+
+def test_not_hdf5_shard_is_named(tmp_path):
+    path = tmp_path / "fake.hdf5"
+    path.write_text("not an hdf5 file")
+    with pytest.raises(DataError, match="fake.hdf5"):
+        idx.derive_index([path], fmt.DEFAULT_POSE_GROUP, fmt.DEFAULT_CRYSTAL_GROUP, True, 2.0)
+
+
+def test_missing_pose_group_error_or_skip(tmp_path):
+    path = tmp_path / "s.hdf5"
+    write_shard(path, n_complexes=2)
+    with h5py.File(path, "a") as handle:
+        del handle["c001/pybel/processed/docking"]
+    with pytest.raises(DataError, match="c001"):
+        idx.derive_index([path], fmt.DEFAULT_POSE_GROUP, fmt.DEFAULT_CRYSTAL_GROUP, True, 2.0)
+    frame = idx.derive_index([path], fmt.DEFAULT_POSE_GROUP, fmt.DEFAULT_CRYSTAL_GROUP, True, 2.0,
+                             on_bad_sample="skip")
+    assert set(frame["pdbid"]) == {"c000"}
+
+
+def test_unreadable_csv_falls_back_to_shards(tiny_dataset, monkeypatch, tmp_path):
+    data_dir, shards, csv = tiny_dataset
+    real = pd.read_csv
+
+    def deny(path, *args, **kwargs):
+        if Path(path) == csv:
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(pd, "read_csv", deny)
+    monkeypatch.setenv(idx.INDEX_CSV_DIR_ENV, str(tmp_path / "idx"))
+    frame = idx.build_index([str(csv)], [str(p) for p in shards], str(data_dir), **COMMON)
+    assert len(frame) == 16
+    with pytest.raises(DataError, match="index.csv"):
+        idx.build_index([str(csv)], [], str(data_dir), **COMMON)
+
+
+def test_read_only_data_dir_falls_back_to_temp(tiny_dataset, monkeypatch, tmp_path):
+    data_dir, shards, _ = tiny_dataset
+    real = idx.write_atomic_csv
+    monkeypatch.delenv(idx.INDEX_CSV_DIR_ENV, raising=False)
+    monkeypatch.setattr(idx.tempfile, "gettempdir", lambda: str(tmp_path / "tmp"))
+
+    def read_only(frame, path):
+        if Path(path).parent == Path(data_dir):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(frame, path)
+
+    monkeypatch.setattr(idx, "write_atomic_csv", read_only)
+    frame = idx.build_index([], [str(p) for p in shards], str(data_dir), **COMMON)
+    assert (tmp_path / "tmp" / "pecan_all.csv").exists()
+    assert not (Path(data_dir) / "pecan_all.csv").exists()
+    assert len(pd.read_csv(tmp_path / "tmp" / "pecan_all.csv")) == len(frame)
+
+
+def test_destination_order(tmp_path):
+    env = {idx.INDEX_CSV_DIR_ENV: str(tmp_path / "env")}
+    got = idx.index_csv_destination(tmp_path / "shards", "p", env)
+    assert got[0] == tmp_path / "env" / "p_all.csv" and got[1] == tmp_path / "shards" / "p_all.csv"
+    assert idx.index_csv_destination(tmp_path / "shards", "p", {})[0] == tmp_path / "shards" / "p_all.csv"
+
+
+def test_split_by_complex_never_splits_a_complex(tiny_dataset):
+    _, shards, _ = tiny_dataset
+    frame = idx.derive_index(shards, fmt.DEFAULT_POSE_GROUP, fmt.DEFAULT_CRYSTAL_GROUP, True, 2.0)
+    train, val = idx.split_by_complex(frame, 0.5, seed=1)
+    assert not set(train["pdbid"]) & set(val["pdbid"])
+    assert len(train) + len(val) == len(frame) and len(val) > 0
+    again_train, _ = idx.split_by_complex(frame, 0.5, seed=1)
+    assert train.equals(again_train)

@@ -1,0 +1,295 @@
+"""Tests for the EGNN layer and pose classifier on tiny hand-built graphs."""
+
+import pytest
+import torch
+from torch_geometric.data import Batch, Data
+
+from model.egnn import EGNNClassifier, EGNNLayer, build
+
+CUTOFF = 6.0
+FEATURES = 19
+
+
+def make_graph(generator, ligand_atoms=10, protein_atoms=20, label=0.0, isolated_protein=False):
+    """Build one pose graph with radius edges, typed like the data pipeline's."""
+    count = ligand_atoms + protein_atoms
+    pos = torch.randn(count, 3, generator=generator) * 3.0
+    if isolated_protein:
+        # The last protein atom sits far from every other atom, so it has no edges.
+        pos[-1] = torch.tensor([100.0, 100.0, 100.0])
+    x = torch.randn(count, FEATURES, generator=generator)
+    is_ligand = torch.arange(count) < ligand_atoms
+    x[:, 13] = torch.where(is_ligand, 1.0, -1.0)
+    distance = torch.cdist(pos, pos)
+    adjacent = (distance < CUTOFF) & ~torch.eye(count, dtype=torch.bool)
+    edge_index = adjacent.nonzero().t().contiguous()
+    source_ligand = is_ligand[edge_index[0]]
+    target_ligand = is_ligand[edge_index[1]]
+    edge_type = torch.where(
+        source_ligand & target_ligand,
+        0,
+        torch.where(source_ligand | target_ligand, 1, 2),
+    )
+    pose_features = torch.randint(0, 6, (1, 5), generator=generator).float()
+    return Data(
+        x=x,
+        pos=pos,
+        edge_index=edge_index,
+        edge_type=edge_type,
+        is_ligand=is_ligand,
+        pose_features=pose_features,
+        y=torch.tensor([label]),
+        num_nodes=count,
+    )
+
+
+def make_batch(seed=0, sizes=((10, 20), (8, 22)), **kwargs):
+    """Batch a few random pose graphs of the given (ligand, protein) sizes."""
+    generator = torch.Generator().manual_seed(seed)
+    graphs = [make_graph(generator, ligand, protein, **kwargs) for ligand, protein in sizes]
+    return Batch.from_data_list(graphs)
+
+
+def random_orthogonal(generator, reflect=False):
+    """Random rotation (det +1), or a rotation composed with a reflection (det -1)."""
+    q, r = torch.linalg.qr(torch.randn(3, 3, generator=generator, dtype=torch.float64))
+    q = q * torch.sign(torch.diagonal(r))
+    if torch.det(q) < 0:
+        q[:, 0] = -q[:, 0]
+    if reflect:
+        q = q @ torch.diag(torch.tensor([-1.0, 1.0, 1.0], dtype=torch.float64))
+    return q.float()
+
+
+def transformed(batch, rotation, translation):
+    """Copy of ``batch`` with positions rotated then translated."""
+    moved = batch.clone()
+    moved.pos = batch.pos @ rotation.T + translation
+    return moved
+
+
+def make_model(seed=0, **kwargs):
+    """Small classifier in eval mode, seeded."""
+    torch.manual_seed(seed)
+    options = dict(hidden=32, layers=3)
+    options.update(kwargs)
+    return EGNNClassifier(**options).eval()
+
+
+@pytest.mark.parametrize("update_coords", [False, True])
+@pytest.mark.parametrize("reflect", [False, True])
+def test_logits_invariant_to_rotation_reflection_translation(update_coords, reflect):
+    batch = make_batch()
+    model = make_model(update_coords=update_coords)
+    generator = torch.Generator().manual_seed(1)
+    rotation = random_orthogonal(generator, reflect=reflect)
+    translation = torch.randn(3, generator=generator) * 10.0
+    expected_det = -1.0 if reflect else 1.0
+    assert torch.det(rotation).item() == pytest.approx(expected_det, abs=1e-5)
+    with torch.no_grad():
+        reference = model(batch)
+        moved = model(transformed(batch, rotation, translation))
+    torch.testing.assert_close(moved, reference, atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("reflect", [False, True])
+def test_layer_coordinates_equivariant(reflect):
+    batch = make_batch()
+    torch.manual_seed(0)
+    layer = EGNNLayer(hidden=16, update_coords=True).eval()
+    with torch.no_grad():
+        # Make the coordinate MLP's output large enough that the move is not trivially zero.
+        layer.coordinate_mlp[-1].weight.normal_()
+    h = torch.randn(batch.num_nodes, 16)
+    generator = torch.Generator().manual_seed(2)
+    rotation = random_orthogonal(generator, reflect=reflect)
+    translation = torch.randn(3, generator=generator) * 10.0
+    with torch.no_grad():
+        h_out, pos_out = layer(h, batch.pos, batch.edge_index, batch.edge_type)
+        moved_pos = batch.pos @ rotation.T + translation
+        h_moved, pos_moved = layer(h, moved_pos, batch.edge_index, batch.edge_type)
+    assert (pos_out - batch.pos).abs().max() > 1e-2
+    torch.testing.assert_close(pos_moved, pos_out @ rotation.T + translation, atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(h_moved, h_out, atol=1e-4, rtol=1e-4)
+
+
+def test_layer_without_coordinate_update_keeps_positions():
+    batch = make_batch()
+    layer = EGNNLayer(hidden=16, update_coords=False)
+    h = torch.randn(batch.num_nodes, 16)
+    h_out, pos_out = layer(h, batch.pos, batch.edge_index, batch.edge_type)
+    assert h_out.shape == h.shape
+    assert torch.equal(pos_out, batch.pos)
+
+
+def test_logits_invariant_to_node_order():
+    generator = torch.Generator().manual_seed(3)
+    graphs = [make_graph(generator, 10, 20), make_graph(generator, 7, 18)]
+    model = make_model()
+    with torch.no_grad():
+        reference = model(Batch.from_data_list(graphs))
+    permuted = []
+    for graph in graphs:
+        order = torch.randperm(graph.num_nodes, generator=generator)
+        inverse = torch.empty_like(order)
+        inverse[order] = torch.arange(order.numel())
+        permuted.append(
+            Data(
+                x=graph.x[order],
+                pos=graph.pos[order],
+                edge_index=inverse[graph.edge_index],
+                edge_type=graph.edge_type,
+                is_ligand=graph.is_ligand[order],
+                pose_features=graph.pose_features,
+                y=graph.y,
+                num_nodes=graph.num_nodes,
+            )
+        )
+    with torch.no_grad():
+        shuffled = model(Batch.from_data_list(permuted))
+    torch.testing.assert_close(shuffled, reference, atol=1e-5, rtol=1e-5)
+
+
+def test_shapes_and_dtype():
+    batch = make_batch(sizes=((10, 20), (8, 22), (5, 9)))
+    logits = make_model()(batch)
+    assert logits.shape == (3,)
+    assert logits.dtype == torch.float32
+    assert torch.isfinite(logits).all()
+
+
+@pytest.mark.parametrize("update_coords", [False, True])
+def test_bfloat16_autocast_gives_finite_float32_logits(update_coords):
+    batch = make_batch()
+    model = make_model(update_coords=update_coords).train()
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        logits = model(batch)
+    assert logits.dtype == torch.float32
+    assert torch.isfinite(logits).all()
+    logits.sum().backward()
+    for name, parameter in model.named_parameters():
+        assert parameter.grad is not None and torch.isfinite(parameter.grad).all(), name
+    model.eval()
+    with torch.no_grad():
+        full_precision = model(batch)
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            reduced_precision = model(batch)
+    # bfloat16 keeps ~3 significant digits; the two should agree roughly, not exactly.
+    assert (reduced_precision - full_precision).abs().max() < 0.1 + 0.1 * full_precision.abs().max()
+
+
+@pytest.mark.parametrize("update_coords", [False, True])
+@pytest.mark.parametrize("attention", [False, True])
+def test_gradient_reaches_every_parameter(update_coords, attention):
+    batch = make_batch()
+    model = make_model(update_coords=update_coords, attention=attention).train()
+    loss = torch.nn.functional.binary_cross_entropy_with_logits(model(batch), batch.y)
+    loss.backward()
+    missing = [
+        name
+        for name, parameter in model.named_parameters()
+        if parameter.grad is None or parameter.grad.abs().sum() == 0
+    ]
+    if update_coords:
+        # The last layer's coordinate move feeds nothing downstream.
+        last = len(model.layers) - 1
+        missing = [name for name in missing if not name.startswith(f"layers.{last}.coordinate_mlp")]
+    assert missing == []
+
+
+def test_readout_ignores_protein_atom_without_edges():
+    batch = make_batch(isolated_protein=True)
+    model = make_model()
+    isolated = batch.ptr[1] - 1
+    assert not batch.is_ligand[isolated]
+    assert not (batch.edge_index == isolated).any()
+    with torch.no_grad():
+        reference = model(batch)
+        changed = batch.clone()
+        changed.x[isolated] += 10.0
+        after = model(changed)
+    torch.testing.assert_close(after, reference, atol=0.0, rtol=0.0)
+
+
+def test_readout_depends_on_ligand_atom_features():
+    batch = make_batch()
+    model = make_model()
+    with torch.no_grad():
+        reference = model(batch)
+        changed = batch.clone()
+        changed.x[0] += 1.0
+        after = model(changed)
+    assert (after[0] - reference[0]).abs() > 1e-4
+    torch.testing.assert_close(after[1], reference[1])
+
+
+@pytest.mark.parametrize("use_pose_features", [False, True])
+def test_pose_features_used_only_when_enabled(use_pose_features):
+    batch = make_batch()
+    model = make_model(use_pose_features=use_pose_features)
+    with torch.no_grad():
+        reference = model(batch)
+        changed = batch.clone()
+        changed.pose_features = batch.pose_features + 3.0
+        after = model(changed)
+    changed_amount = (after - reference).abs().max()
+    if use_pose_features:
+        assert changed_amount > 1e-4
+    else:
+        assert changed_amount == 0
+
+
+def test_graph_without_ligand_atoms_gives_finite_logit():
+    batch = make_batch(sizes=((0, 12), (6, 10)))
+    logits = make_model()(batch)
+    assert torch.isfinite(logits).all()
+
+
+def test_overfits_tiny_data_set():
+    generator = torch.Generator().manual_seed(4)
+    graphs = [make_graph(generator, 6, 10, label=float(index % 2)) for index in range(8)]
+    batch = Batch.from_data_list(graphs)
+    model = make_model(hidden=32, layers=2).train()
+    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
+    losses = []
+    for _ in range(100):
+        optimizer.zero_grad()
+        loss = torch.nn.functional.binary_cross_entropy_with_logits(model(batch), batch.y)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.detach())
+    assert losses[-1] < 0.5 * losses[0]
+
+
+def test_build_reads_attributes_with_defaults():
+    from types import SimpleNamespace
+
+    model = build(SimpleNamespace(hidden=24, layers=2, update_coords=True))
+    assert isinstance(model, EGNNClassifier)
+    assert len(model.layers) == 2
+    assert model.embedding.out_features == 24
+    assert all(layer.update_coords and layer.attention for layer in model.layers)
+    assert model.use_pose_features
+
+
+@pytest.mark.slow
+def test_compiled_matches_eager_on_changing_sizes():
+    torch._dynamo.reset()
+    model = make_model(update_coords=True)
+    compiled = torch.compile(model, dynamic=True)
+    # Four then six graphs of other sizes: one symbolic graph should serve both. (Two or three
+    # graphs would coincide with a constant dimension and cost a recompile, not a failure.)
+    first = ((10, 20), (8, 22), (6, 11), (4, 9))
+    second = ((12, 25), (7, 15), (9, 30), (5, 8), (3, 14), (6, 6))
+    for seed, sizes in [(5, first), (6, second)]:
+        batch = make_batch(seed=seed, sizes=sizes)
+        eager_logits = model(batch)
+        eager_logits.sum().backward()
+        eager_gradients = [parameter.grad.clone() for parameter in model.parameters()]
+        model.zero_grad()
+        compiled_logits = compiled(batch)
+        compiled_logits.sum().backward()
+        torch.testing.assert_close(compiled_logits, eager_logits, atol=1e-4, rtol=1e-4)
+        for parameter, expected in zip(model.parameters(), eager_gradients):
+            torch.testing.assert_close(parameter.grad, expected, atol=1e-4, rtol=1e-3)
+        model.zero_grad()

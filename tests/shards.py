@@ -1,0 +1,79 @@
+"""Tiny hand-made shards for tests (independent of the synthetic generator)."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import h5py
+import numpy as np
+import pandas as pd
+
+from pecan.data import format as fmt
+
+
+def make_atoms(rng: np.random.Generator, n_ligand: int = 6, n_protein: int = 20, shift: float = 0.0) -> np.ndarray:
+    """A [n, 22] array: ligand rows (molcode +1) near the origin, protein rows around them."""
+    atoms = np.zeros((n_ligand + n_protein, fmt.N_COLUMNS), dtype=np.float32)
+    atoms[:n_ligand, :3] = rng.normal(0, 1.5, (n_ligand, 3)) + shift
+    direction = rng.normal(size=(n_protein, 3))
+    direction /= np.linalg.norm(direction, axis=1, keepdims=True)
+    atoms[n_ligand:, :3] = direction * rng.uniform(3.0, 8.0, (n_protein, 1))
+    element = rng.integers(3, 12, n_ligand + n_protein)
+    atoms[np.arange(len(atoms)), element] = 1.0
+    atoms[:, 15] = rng.normal(0, 0.3, len(atoms))
+    atoms[:n_ligand, fmt.MOLCODE_COLUMN] = 1.0
+    atoms[n_ligand:, fmt.MOLCODE_COLUMN] = -1.0
+    atoms[:, 17:22] = rng.integers(0, 2, (len(atoms), 5))
+    return atoms
+
+
+def pose_attrs(rng: np.random.Generator, rmsd: float) -> dict:
+    """A full set of pose attributes."""
+    attrs = {"rmsd": rmsd, "score": float(rng.uniform(-10, -4)), "label": int(rmsd < 2.0)}
+    for name in fmt.INTERACTION_ATTRS:
+        attrs[name] = float(rng.integers(0, 6))
+    return attrs
+
+
+def write_shard(path: Path, n_complexes: int = 2, n_poses: int = 3, seed: int = 0, crystal: bool = True,
+                prefix: str = "c", crystal_name: str = "pdbbind", rmsds: Optional[list] = None) -> list[dict]:
+    """Write a shard in the FAST layout; returns the index rows it holds."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    with h5py.File(path, "w") as handle:
+        for c in range(n_complexes):
+            pdbid = f"{prefix}{seed}{c:02d}"
+            group = handle.create_group(pdbid)
+            group.attrs["affinity"] = float(rng.uniform(2, 10))
+            for p in range(n_poses):
+                poseid = f"{pdbid}_pose{p}"
+                rmsd = rmsds[p] if rmsds else float(rng.uniform(0, 6))
+                pose = group.create_group(f"{fmt.DEFAULT_POSE_GROUP}/{poseid}")
+                pose.create_dataset("data", data=make_atoms(rng, shift=rmsd / 3))
+                for key, value in pose_attrs(rng, rmsd).items():
+                    pose.attrs[key] = value
+                rows.append({"pdbid": pdbid, "poseid": poseid, "is_crystal": 0, **dict(pose.attrs)})
+            if crystal:
+                xtal = group.create_group(f"pybel/processed/{crystal_name}")
+                xtal.create_dataset("data", data=make_atoms(rng))
+                for key, value in pose_attrs(rng, 0.0).items():
+                    xtal.attrs[key] = value
+                rows.append({"pdbid": pdbid, "poseid": crystal_name, "is_crystal": 1, **dict(xtal.attrs)})
+    for row in rows:
+        row["shard"] = str(path)
+    return rows
+
+
+def write_dataset(directory: Path, n_shards: int = 2, **kwargs) -> tuple[list[Path], Path]:
+    """Several shards plus an index CSV (relative shard names); returns (shards, csv)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    shards, rows = [], []
+    for s in range(n_shards):
+        path = directory / f"shard_{s}.hdf5"
+        rows += write_shard(path, seed=s, **kwargs)
+        shards.append(path)
+    frame = pd.DataFrame(rows)
+    frame["shard"] = [Path(p).name for p in frame["shard"]]
+    csv = directory / "index.csv"
+    frame.to_csv(csv, index=False)
+    return shards, csv
