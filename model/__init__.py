@@ -48,25 +48,21 @@ def known() -> list[str]:
 
 
 def resolve_name(name: str | None = None, nn_type: int | None = None) -> str:
-    """Return the registry name selected by ``name``, else by the legacy ``nn_type``.
+    """Return the registry name selected by the legacy ``nn_type`` when given, else by ``name``.
 
-    Raises ValueError for an unknown name or number, or when both are given and disagree.
+    The number wins because configs always carry a default name; a number is only ever set on
+    purpose, by a legacy config. Raises ValueError for an unknown name or number.
     """
-    if name is None and nn_type is None:
-        raise ValueError(f"no model selected: give a name ({', '.join(known())}) or an nn_type")
-    from_number = None
     if nn_type is not None:
         if isinstance(nn_type, bool) or nn_type not in _BY_NN_TYPE:
             numbers = ", ".join(f"{variant.nn_type} ({variant.name})" for variant in _VARIANTS)
             raise ValueError(f"unknown nn_type {nn_type!r}; valid: {numbers}")
-        from_number = _BY_NN_TYPE[nn_type].name
+        return _BY_NN_TYPE[nn_type].name
     if name is None:
-        return from_number
+        raise ValueError(f"no model selected: give a name ({', '.join(known())}) or an nn_type")
     key = name.strip().lower()
     if key not in _BY_NAME:
         raise ValueError(f"unknown model {name!r}; valid: {', '.join(known())}")
-    if from_number is not None and from_number != key:
-        raise ValueError(f"model {name!r} disagrees with nn_type {nn_type} ({from_number})")
     return key
 
 

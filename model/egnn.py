@@ -327,7 +327,8 @@ def ligand_pool(h: Tensor, is_ligand: Tensor, graph: Tensor, num_graphs: int) ->
     mean = mean / ligand_count.clamp_min(1.0)
     # A large finite value, not -inf: the max then stays finite and its gradient well defined.
     lowest = torch.finfo(h.dtype).min
-    maximum = scatter(h.masked_fill(~ligand, lowest), graph, dim=0, dim_size=num_graphs, reduce="max")
+    ligand_only = h.masked_fill(~ligand, lowest)
+    maximum = scatter(ligand_only, graph, dim=0, dim_size=num_graphs, reduce="max")
     maximum = torch.where(ligand_count > 0, maximum, torch.zeros_like(maximum))
     return torch.cat([mean, maximum], dim=-1)
 

@@ -129,6 +129,7 @@ class Dataset_PDB(torch.utils.data.Dataset):  # noqa: N801 - public name kept fr
         self.counters = IOCounters()
         self._handles: dict[int, Any] = {}
         self._decoded: dict[int, AtomGraph] = {}
+        self._owner_pid = os.getpid()
 
     def __len__(self) -> int:
         return len(self.table)
@@ -138,7 +139,15 @@ class Dataset_PDB(torch.utils.data.Dataset):  # noqa: N801 - public name kept fr
         state = self.__dict__.copy()
         state["_handles"], state["_decoded"] = {}, {}
         state["counters"] = IOCounters()
+        state["_owner_pid"] = None
         return state
+
+    def _own_process(self) -> None:
+        """A forked worker inherits the parent's objects without pickling; it must not use its handles."""
+        if self._owner_pid != os.getpid():
+            self._handles, self._decoded = {}, {}
+            self.counters = IOCounters()
+            self._owner_pid = os.getpid()
 
     def close(self) -> None:
         """Close every cached handle of this process."""
@@ -225,6 +234,7 @@ class Dataset_PDB(torch.utils.data.Dataset):  # noqa: N801 - public name kept fr
 
     @tracing.traced("data", "item")
     def __getitem__(self, i: int) -> Optional[Data]:
+        self._own_process()
         i = int(i)
         try:
             graph, label, features = self._graph(i)

@@ -342,6 +342,7 @@ class PackedDataset(torch.utils.data.Dataset):
         self.on_bad_sample, self.augment = on_bad_sample, augment
         self.counters = IOCounters()
         self._packs: Optional[list[dict[str, np.ndarray]]] = None
+        self._owner_pid = os.getpid()
         keep, self.pack_id, self.local_id = self._locate()
         if not keep.all():
             self.table = _subset(self.table, keep)
@@ -378,9 +379,13 @@ class PackedDataset(torch.utils.data.Dataset):
         state = self.__dict__.copy()
         state["_packs"] = None
         state["counters"] = IOCounters()
+        state["_owner_pid"] = None
         return state
 
     def _mapped(self) -> list[dict[str, np.ndarray]]:
+        if self._owner_pid != os.getpid():
+            # Forked workers inherit the parent's maps without pickling; each maps the packs itself.
+            self._packs, self.counters, self._owner_pid = None, IOCounters(), os.getpid()
         if self._packs is None:
             self._packs = [map_pack(p) for p in self.pack_paths]
             self.counters.add("file_opens", len(self._packs))

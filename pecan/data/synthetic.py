@@ -40,6 +40,7 @@ DOCKING_GROUP = "pybel/processed/docking"
 CRYSTAL_GROUP = "pybel/processed/pdbbind"
 CRYSTAL_POSE_ID = "pdbbind"
 INTERACTION_NAMES = ("num_hbonds", "hpbond", "habond", "sbond", "pbond")
+INTERACTION_CUTOFFS = np.array([3.5, 4.5, 3.5, 4.0, 5.5])  # A, same order
 INDEX_COLUMNS = ("shard", "pdbid", "poseid", "label", "rmsd", "affinity", "score",
                  *INTERACTION_NAMES, "is_crystal")
 N_COLUMNS = 22
@@ -55,9 +56,11 @@ MIN_PROTEIN_SPACING = 1.4
 MIN_BULK_TO_LIGAND = 3.4
 PROTEIN_DENSITY = 1.0 / 22.0  # heavy atoms per A^3
 POCKET_RADIUS = (8.0, 14.0)
+GRID_CELL = 2.4              # candidate grid; must stay wider than MIN_PROTEIN_SPACING
 OPENING_HALF_ANGLE = np.deg2rad(60.0)
 NEAR_NATIVE_FRACTION = (0.25, 0.40)
 TRANSLATION_TRIES = 6         # docked poses take the least-clashing of this many translations
+CONTACT_PROBABILITY = 0.9     # share of ligand atoms that get a complementary partner
 MIN_CONTACT = 2.5             # closer ligand-protein pairs are clashes, not interactions
 FAR_RMSD = 10.0
 PDBID_ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz"
@@ -207,9 +210,17 @@ def _rotation_matrices(axis, angle):
 
 
 def _squared_distances(a, b):
-    """Pairwise squared distances between a (..., n, 3) and b (m, 3)."""
-    d2 = (a * a).sum(-1)[..., :, None] + (b * b).sum(-1) - 2.0 * (a @ b.T)
-    return np.maximum(d2, 0.0)
+    """Pairwise squared distances between a (..., n, 3) and b (m, 3), in a's precision."""
+    flat = a.reshape(-1, 3)
+    b = b.astype(flat.dtype, copy=False)
+    # explicit differences, not a @ b.T: with K=3 a threaded BLAS only adds contention
+    delta = np.subtract(flat[:, 0, None], b[:, 0])
+    d2 = delta * delta
+    for axis in (1, 2):
+        np.subtract(flat[:, axis, None], b[:, axis], out=delta)
+        delta *= delta
+        d2 += delta
+    return d2.reshape(*a.shape[:-1], len(b))
 
 
 def _min_distances(a, b):
@@ -412,19 +423,20 @@ def _contact_atoms(rng, ligand, opening):
     """Complementary partners facing ligand atoms; returns (xyz, role)."""
     lig = ligand.xyz
     keys = _partner_key(ligand.atoms)
-    roles = np.array([_ROLE_INDEX[PARTNERS[key][0]] for key in keys])
-    ranges = np.array([PARTNERS[key][1] for key in keys])
+    # polar atoms ask twice: a buried donor or acceptor usually has more than one partner
+    polar = np.flatnonzero(np.isin(keys, ["o_negative", "n_positive", "donor", "acceptor"]))
+    requests = rng.permutation(np.concatenate([np.arange(len(lig)), polar]))
+    roles = np.array([_ROLE_INDEX[PARTNERS[key][0]] for key in keys[requests]])
+    ranges = np.array([PARTNERS[key][1] for key in keys[requests]])
     k = 12
-    radius = rng.uniform(ranges[:, :1], ranges[:, 1:], (len(lig), k))
-    candidates = lig[:, None] + radius[..., None] * _random_units(rng, (len(lig), k))
-    clear = _min_distances(candidates.reshape(-1, 3), lig).reshape(len(lig), k) >= 3.0
+    radius = rng.uniform(ranges[:, :1], ranges[:, 1:], (len(requests), k))
+    candidates = lig[requests, None] + radius[..., None] * _random_units(rng, (len(requests), k))
+    clear = _min_distances(candidates.reshape(-1, 3), lig).reshape(len(requests), k) >= 3.0
     clear &= ~_in_opening(candidates, lig.mean(0), opening)
-    wanted = rng.random(len(lig)) < 0.85
+    clear &= (rng.random(len(requests)) < CONTACT_PROBABILITY)[:, None]
     placed_xyz, placed_role = [], []
-    for i in rng.permutation(len(lig)):
+    for i in np.flatnonzero(clear.any(1)):
         options = candidates[i][clear[i]]
-        if not wanted[i] or len(options) == 0:
-            continue
         if placed_xyz:
             # partners of neighbouring ligand atoms must not pile onto each other
             options = options[_min_distances(options, np.array(placed_xyz)) >= 2.6]
@@ -464,24 +476,25 @@ def _shifted_slices(shape, offset):
 def _bulk_atoms(rng, ligand_xyz, count, fixed_xyz, opening):
     """`count` protein atoms filling the shell around the ligand at PROTEIN_DENSITY."""
     centre = ligand_xyz.mean(0)
-    reach = np.linalg.norm(ligand_xyz - centre, axis=1).max() + POCKET_RADIUS[1]
-    cell = 2.1
+    outer = POCKET_RADIUS[1]
     while True:
-        points, density = _jittered_grid(rng, centre - reach, centre + reach, cell)
+        reach = np.linalg.norm(ligand_xyz - centre, axis=1).max() + outer
+        points, density = _jittered_grid(rng, centre - reach, centre + reach, GRID_CELL)
         points = points[np.linalg.norm(points - centre, axis=1) <= reach]
         distance = _min_distances(points, ligand_xyz)
-        usable = (distance >= MIN_BULK_TO_LIGAND) & (distance <= POCKET_RADIUS[1])
+        usable = (distance >= MIN_BULK_TO_LIGAND) & (distance <= outer)
         usable &= ~_in_opening(points, centre, opening)
         if len(fixed_xyz):
             usable &= _min_distances(points, fixed_xyz) >= MIN_PROTEIN_SPACING
-        points, distance = points[usable], distance[usable]
-        if len(points) >= count:
+        if usable.sum() >= count:
             break
-        cell = max(cell * 0.85, MIN_PROTEIN_SPACING * 1.05)
-    # shrink the shell until the requested atoms reach protein-like density
+        # more atoms than a protein holds this close: let the pocket reach further out
+        outer *= 1.25
+    points, distance = points[usable], distance[usable]
+    # the shell ends where the requested atoms reach protein-like density
     needed = int(np.ceil(count * density / PROTEIN_DENSITY))
     order = np.argsort(distance, kind="stable")
-    radius = np.clip(distance[order[min(needed, len(order)) - 1]], *POCKET_RADIUS)
+    radius = max(distance[order[min(needed, len(order)) - 1]], POCKET_RADIUS[0])
     inside = np.flatnonzero(distance <= radius)
     if len(inside) < count:
         inside = order[:count]
@@ -577,7 +590,7 @@ def _fewest_clashes(xyz, moves, pocket_xyz, probes=8):
 
 
 def _pair_masks(ligand_atoms, pocket_atoms):
-    """(5, n_ligand, n_pocket) float32 masks of atom pairs that can form each interaction."""
+    """(5, n_ligand, n_pocket) bool masks of atom pairs that can form each interaction."""
     lig, pro = ligand_atoms, pocket_atoms
 
     def pairs(a, b):
@@ -589,23 +602,17 @@ def _pair_masks(ligand_atoms, pocket_atoms):
     masks = [hbond, pairs(lig.hydrophobic, pro.hydrophobic),
              pairs(lig.field("element") == HALOGEN, pro.field("acceptor")), salt,
              pairs(lig.aromatic, pro.aromatic)]
-    return np.stack(masks).astype(np.float32)
-
-
-INTERACTION_CUTOFFS = np.array([3.5, 4.5, 3.5, 4.0, 5.5])
+    return np.stack(masks)
 
 
 def _interaction_counts(ligand_xyz, pocket_xyz, masks):
     """(n_poses, 5) pair counts in INTERACTION_NAMES order."""
-    d2 = _squared_distances(ligand_xyz, pocket_xyz).reshape(len(ligand_xyz), -1)
-    not_clashing = d2 >= MIN_CONTACT ** 2
-    flat_masks = masks.reshape(len(masks), -1)
-    counts = np.empty((len(ligand_xyz), len(masks)))
-    for cutoff in np.unique(INTERACTION_CUTOFFS):
-        which = np.flatnonzero(INTERACTION_CUTOFFS == cutoff)
-        close = ((d2 < cutoff ** 2) & not_clashing).astype(np.float32)
-        counts[:, which] = close @ flat_masks[which].T
-    return counts
+    n_poses = len(ligand_xyz)
+    d2 = _squared_distances(ligand_xyz, pocket_xyz).reshape(n_poses, -1)
+    # few pairs are in range, so test the interaction types on those alone
+    pose, pair = np.nonzero((d2 < INTERACTION_CUTOFFS.max() ** 2) & (d2 >= MIN_CONTACT ** 2))
+    hits = masks.reshape(len(masks), -1)[:, pair] & (d2[pose, pair] < INTERACTION_CUTOFFS[:, None] ** 2)
+    return np.stack([np.bincount(pose, weights=row, minlength=n_poses) for row in hits], 1)
 
 
 def _scores(rng, best, rmsd):
@@ -645,7 +652,7 @@ def generate_complex(index, seed=0, poses_per_complex=(10, 30), pocket_atoms=(30
     ligand_xyz = np.concatenate([ligand.xyz[None], docked]).astype(np.float32)
     geometry = ligand_xyz.astype(np.float64)
     rmsd = np.sqrt(((geometry - geometry[0]) ** 2).sum(-1).mean(1))
-    counts = _interaction_counts(geometry, pocket_xyz.astype(np.float32).astype(np.float64),
+    counts = _interaction_counts(ligand_xyz, pocket_xyz.astype(np.float32),
                                  _pair_masks(ligand.atoms, pocket))
     n_ligand = len(ligand.xyz)
     affinity = float(np.clip(2.5 + 0.09 * n_ligand + rng.normal(0.0, 1.2), 2.0, 11.0))

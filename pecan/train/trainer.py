@@ -1,10 +1,8 @@
 """The training loop: data, model, AMP, compile, DDP, evaluation, checkpoints and epoch reports."""
 from __future__ import annotations
 
-import json
 import logging
 import math
-import os
 import platform
 import subprocess
 import sys
@@ -22,7 +20,6 @@ from tqdm import tqdm
 from pecan import config as config_module
 from pecan import report, tracing
 from pecan.config import Config
-from pecan.data import format as fmt
 from pecan.data.h5dataset import COUNTER_FIELDS, counters_to_dict
 from pecan.data.loader import load_split_frames, make_dataset, make_loader, make_sampler, prepare_packs
 from pecan.train import checkpoint as ckpt
@@ -286,6 +283,7 @@ class Trainer:
         with timer.phase("checkpoint_s"), tracing.span("checkpoint", "capture", epoch=epoch + 1):
             self.save_checkpoints(epoch, metrics)
         record = self.epoch_record(epoch, time.perf_counter() - start, timer.totals(), train, metrics, io_counts)
+        record.update(self.weights_check())
         if self.env.is_main:
             report.append_record(self.out_dir / "epochs.jsonl", record)
             print(report.epoch_line(record), flush=True)
@@ -398,6 +396,18 @@ class Trainer:
                   "data_wait_share": phase_values["data_wait_s"] / max(wall, 1e-9), "io_counts": counts,
                   "amp": self.config.train.amp, "compile": self.config.train.compile}
         return record
+
+    @torch.no_grad()
+    def weights_check(self) -> dict[str, Any]:
+        """A checksum of the weights on every rank; ranks that disagree ran different code or lost sync."""
+        checksum = torch.zeros(1, dtype=torch.float64, device=self.device)
+        for index, parameter in enumerate(self.raw_model.parameters()):
+            checksum += (parameter.double() * (1.0 + 1e-3 * index)).sum()
+        sums = gather_varlen(checksum, self.env).cpu().tolist()
+        in_sync = all(value == sums[0] for value in sums)
+        if not in_sync and self.env.is_main:
+            log.error("model weights differ between ranks: %s", sums)
+        return {"weights_checksum": sums[0], "ranks_in_sync": in_sync}
 
     def close(self) -> None:
         """Stop loader workers (persistent workers otherwise outlive the run)."""

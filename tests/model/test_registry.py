@@ -40,9 +40,9 @@ def test_unknown_number_lists_valid_numbers():
         model.resolve_name(nn_type=42)
 
 
-def test_name_and_number_must_agree():
-    with pytest.raises(ValueError, match="disagrees"):
-        model.resolve_name("egnn", nn_type=1)
+def test_number_overrides_name():
+    assert model.resolve_name("egnn", nn_type=1) == "sgcnn"
+    assert model.resolve_name("sgcnn", nn_type=3) == "egnn"
 
 
 def test_nothing_selected_is_an_error():
@@ -80,7 +80,8 @@ def test_importing_registry_does_not_import_variants():
     code = (
         "import sys, model\n"
         "model.resolve_name('egnn')\n"
-        "print(sorted(name for name in sys.modules if name.startswith(('model.', 'torch_geometric'))))\n"
+        "prefixes = ('model.', 'torch_geometric')\n"
+        "print(sorted(name for name in sys.modules if name.startswith(prefixes)))\n"
     )
     assert run_fresh(code) == "[]"
 

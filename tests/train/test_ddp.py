@@ -1,0 +1,101 @@
+"""Multi-process DDP on CPU with gloo: torchrun 2 ranks, a 2-node loopback job, 1 vs 2 ranks, kill + resume."""
+import os
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pecan import report
+from tests.train.helpers import tiny_run
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = [pytest.mark.multiprocess, pytest.mark.slow]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def env() -> dict:
+    out = {k: v for k, v in os.environ.items() if not k.startswith(("RANK", "WORLD_SIZE", "LOCAL_", "MASTER_",
+                                                                    "SLURM_", "FLUX_", "PECAN_"))}
+    out.update(PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT))
+    return out
+
+
+def torchrun(*args: str) -> list[str]:
+    return [sys.executable, "-m", "torch.distributed.run", *args]
+
+
+def run_ok(command: list[str], timeout: int = 300) -> str:
+    done = subprocess.run(command, cwd=ROOT, env=env(), capture_output=True, text=True, timeout=timeout)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return done.stdout + done.stderr
+
+
+def test_two_ranks_standalone(tmp_path):
+    path, _ = tiny_run(tmp_path)
+    out = run_ok(torchrun("--standalone", "--nproc_per_node=2", "main_app.py", str(path),
+                          "--set", "data.num_workers=1"))
+    assert out.count("joined via torchrun") == 2
+    records = report.read_records(tmp_path / "run" / "epochs.jsonl")
+    assert [r["epoch"] for r in records] == [1, 2]  # written once, by rank 0
+    assert all(r["world_size"] == 2 and r["ranks_in_sync"] for r in records)
+    assert len(report.read_records(tmp_path / "run" / "runs.jsonl")) == 1
+
+
+def test_two_nodes_on_loopback(tmp_path):
+    path, _ = tiny_run(tmp_path)
+    port = str(free_port())
+    common = ["--nnodes=2", "--nproc_per_node=1", "--rdzv_backend=c10d", f"--rdzv_endpoint=127.0.0.1:{port}",
+              "--rdzv_id=pecan-test", "main_app.py", str(path), "--set", "train.epochs=1"]
+    agents = [subprocess.Popen(torchrun(f"--node_rank={rank}", *common), cwd=ROOT, env=env(),
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for rank in (0, 1)]
+    outputs = [agent.communicate(timeout=300)[0] for agent in agents]
+    assert all(agent.returncode == 0 for agent in agents), "\n".join(o[-2000:] for o in outputs)
+    records = report.read_records(tmp_path / "run" / "epochs.jsonl")
+    assert len(records) == 1 and records[0]["world_size"] == 2 and records[0]["ranks_in_sync"]
+
+
+def test_one_and_two_ranks_agree(tmp_path):
+    settings = ["train.epochs=2", "train.deterministic=true", "train.max_steps_per_epoch=4", "model.dropout=0.0"]
+    one, _ = tiny_run(tmp_path, *settings)
+    run_ok([sys.executable, "main_app.py", str(one), "--set", "data.batch_size=8",
+            "--set", f"train.out_dir={tmp_path / 'one'}", *sum((["--set", s] for s in settings), [])])
+    run_ok(torchrun("--standalone", "--nproc_per_node=2", "main_app.py", str(one), "--set", "data.batch_size=4",
+                    "--set", f"train.out_dir={tmp_path / 'two'}", *sum((["--set", s] for s in settings), [])))
+    single = report.read_records(tmp_path / "one" / "epochs.jsonl")
+    double = report.read_records(tmp_path / "two" / "epochs.jsonl")
+    for a, b in zip(single, double):
+        assert a["samples"] == b["samples"]
+        for key in ("train_loss", "val_loss", "val_auc", "val_acc", "weights_checksum"):
+            assert a[key] == pytest.approx(b[key], rel=1e-4, abs=1e-5), key
+
+
+def test_kill_and_resume_matches_uninterrupted(tmp_path):
+    settings = ["--set", "train.epochs=3", "--set", "train.deterministic=true"]
+    path, _ = tiny_run(tmp_path)
+    run_ok([sys.executable, "main_app.py", str(path), *settings, "--set", f"train.out_dir={tmp_path / 'full'}"])
+    out_dir = tmp_path / "killed"
+    command = [sys.executable, "-u", "main_app.py", str(path), *settings, "--set", f"train.out_dir={out_dir}"]
+    process = subprocess.Popen(command, cwd=ROOT, env=env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True)
+    for line in process.stdout:
+        if line.startswith("epoch   1 |"):
+            process.send_signal(signal.SIGKILL)
+            break
+    process.wait(timeout=60)
+    assert len(report.read_records(out_dir / "epochs.jsonl")) == 1
+    run_ok(command)  # train.resume defaults to auto
+    full = report.read_records(tmp_path / "full" / "epochs.jsonl")
+    resumed = report.read_records(out_dir / "epochs.jsonl")
+    assert [r["epoch"] for r in resumed] == [1, 2, 3]
+    for key in ("train_loss", "val_auc", "weights_checksum"):
+        assert resumed[-1][key] == pytest.approx(full[-1][key], rel=1e-5), key
+    runs = report.read_records(out_dir / "runs.jsonl")
+    assert runs[-1]["resumed_from"] and runs[-1]["start_epoch"] == 1
