@@ -269,10 +269,10 @@ def ensure_packed(shards: Iterable[Path], params: PackParams, cache_dir: str = "
 
 # ---------------------------------------------------------------------------- reading packs
 
-def map_pack(path: Path) -> dict[str, np.ndarray]:
-    """Memory-map one pack file once and return views of its arrays."""
+def map_pack(path: Path, in_memory: bool = False) -> dict[str, np.ndarray]:
+    """Memory-map one pack file once (or read it whole into RAM) and return views of its arrays."""
     header = read_header(path)
-    mapped = np.memmap(path, dtype=np.uint8, mode="r")
+    mapped = np.fromfile(path, dtype=np.uint8) if in_memory else np.memmap(path, dtype=np.uint8, mode="r")
     arrays = {}
     for name, spec in header["arrays"].items():
         start = header["data_start"] + spec["offset"]
@@ -336,10 +336,10 @@ class PackedDataset(torch.utils.data.Dataset):
     """Samples gathered from memory-mapped packs; zero HDF5 calls per sample."""
 
     def __init__(self, index: pd.DataFrame, pack_paths: dict[str, Path], *, on_bad_sample: str = "error",
-                 augment: bool = False) -> None:
+                 augment: bool = False, in_memory: bool = False) -> None:
         self.table = SampleTable.from_frame(index)
         self.pack_paths = [Path(pack_paths[s]) for s in self.table.shards]
-        self.on_bad_sample, self.augment = on_bad_sample, augment
+        self.on_bad_sample, self.augment, self.in_memory = on_bad_sample, augment, in_memory
         self.counters = IOCounters()
         self._packs: Optional[list[dict[str, np.ndarray]]] = None
         self._owner_pid = os.getpid()
@@ -387,7 +387,7 @@ class PackedDataset(torch.utils.data.Dataset):
             # Forked workers inherit the parent's maps without pickling; each maps the packs itself.
             self._packs, self.counters, self._owner_pid = None, IOCounters(), os.getpid()
         if self._packs is None:
-            self._packs = [map_pack(p) for p in self.pack_paths]
+            self._packs = [map_pack(p, self.in_memory) for p in self.pack_paths]
             self.counters.add("file_opens", len(self._packs))
         return self._packs
 

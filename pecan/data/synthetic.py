@@ -6,8 +6,9 @@ with a pocket built around it: complementary partner atoms at 3.0-4.3 A from the
 protein atoms at protein-like density (1 heavy atom per ~22 A^3, at least 1.4 A apart) that ends
 where the requested atom count is used up (8-14 A from the ligand). A cone on one side is left empty
 as the solvent opening. Docked poses are the crystal ligand with tail torsions, a rigid rotation and
-a translation chosen to hit a target RMSD (about a third below 2 A, the rest up to 10 A), so near-native
-poses keep the pocket contacts while far decoys clash with the protein or leave through the opening.
+a translation chosen to hit a target RMSD (about a third below 2 A, the rest up to 10 A); of a few
+candidate translations the least clashing is kept, as a docking search would. Near-native poses keep
+the pocket contacts while far decoys clash with the protein or leave through the opening.
 
 Interaction counts are ligand-protein atom pairs within a cutoff: H-bonds (donor-acceptor, 3.5 A),
 hydrophobic (4.5 A), halogen bonds (halogen-acceptor, 3.5 A), salt bridges (opposite formal charge,
@@ -31,20 +32,21 @@ import h5py
 import numpy as np
 from tqdm import tqdm
 
+from pecan.data import format as shard_format
+
 SHARD_NAME = "shard_{:03d}.hdf5"
 MARKER_NAME = ".synthetic.json"
 LOCK_NAME = ".synthetic.lock"
 GENERATOR_VERSION = 1
 
-DOCKING_GROUP = "pybel/processed/docking"
-CRYSTAL_GROUP = "pybel/processed/pdbbind"
-CRYSTAL_POSE_ID = "pdbbind"
-INTERACTION_NAMES = ("num_hbonds", "hpbond", "habond", "sbond", "pbond")
+DOCKING_GROUP = shard_format.DEFAULT_POSE_GROUP
+CRYSTAL_GROUP = shard_format.DEFAULT_CRYSTAL_GROUP
+CRYSTAL_POSE_ID = CRYSTAL_GROUP.rpartition("/")[2]  # crystal rows use the group's own name
+INTERACTION_NAMES = shard_format.INTERACTION_ATTRS
 INTERACTION_CUTOFFS = np.array([3.5, 4.5, 3.5, 4.0, 5.5])  # A, same order
-INDEX_COLUMNS = ("shard", "pdbid", "poseid", "label", "rmsd", "affinity", "score",
-                 *INTERACTION_NAMES, "is_crystal")
-N_COLUMNS = 22
-MOLCODE_COLUMN = 16
+INDEX_COLUMNS = shard_format.INDEX_COLUMNS
+N_COLUMNS = shard_format.N_COLUMNS
+MOLCODE_COLUMN = shard_format.MOLCODE_COLUMN
 
 # One-hot element slots of columns 3-11.
 B, C, N, O, P, S, SE, HALOGEN, METAL = range(9)
@@ -261,7 +263,7 @@ class _LigandBuilder:
         self.count = 0
 
     def build(self):
-        """Grow to n_atoms and return (xyz, parent, ring, ring_start, aromatic, neighbours)."""
+        """Grow the molecule to n_atoms atoms; returns self."""
         self._add(np.zeros(3), -1)
         self._add(np.array([BOND_LENGTH, 0.0, 0.0]), 0)
         tip, blocked = 1, set()
@@ -292,7 +294,8 @@ class _LigandBuilder:
         self.neighbours[b].append(a)
 
     def _pick_attach(self, tip, blocked):
-        open_atoms = [i for i in range(self.count) if len(self.neighbours[i]) < 3 and i not in blocked]
+        open_atoms = [i for i in range(self.count)
+                      if len(self.neighbours[i]) < 3 and i not in blocked]
         if not open_atoms:
             raise RuntimeError("ligand growth ran out of open atoms")
         if tip in open_atoms and self.rng.random() < self.TIP_PROBABILITY:
@@ -387,8 +390,8 @@ def _partial_charges(rng, role):
     """Role mean plus noise; formal charges stay beyond +-0.55, neutral atoms within +-0.5."""
     noisy = _ROLE_TABLE["charge"][role] + rng.normal(0.0, 0.12, len(role))
     formal = _ROLE_TABLE["formal_charge"][role]
-    return np.select([formal > 0, formal < 0], [np.clip(noisy, 0.55, 1.0), np.clip(noisy, -1.0, -0.55)],
-                     np.clip(noisy, -0.5, 0.5))
+    charged = [np.clip(noisy, 0.55, 1.0), np.clip(noisy, -1.0, -0.55)]
+    return np.select([formal > 0, formal < 0], charged, np.clip(noisy, -0.5, 0.5))
 
 
 def _make_ligand(rng, n_atoms):
@@ -508,8 +511,8 @@ def _protein_chemistry(rng, role):
                   heavy_valence=rng.integers(heavy[:, 0], heavy[:, 1] + 1),
                   hetero_valence=rng.integers(hetero[:, 0], hetero[:, 1] + 1),
                   charge=_partial_charges(rng, role),
-                  hydrophobic=_ROLE_TABLE["hydrophobic"][role], aromatic=_ROLE_TABLE["aromatic"][role],
-                  ring=_ROLE_TABLE["ring"][role])
+                  hydrophobic=_ROLE_TABLE["hydrophobic"][role],
+                  aromatic=_ROLE_TABLE["aromatic"][role], ring=_ROLE_TABLE["ring"][role])
 
 
 def _make_pocket(rng, ligand, n_atoms):
@@ -596,7 +599,8 @@ def _pair_masks(ligand_atoms, pocket_atoms):
     def pairs(a, b):
         return a.astype(bool)[:, None] & b.astype(bool)[None, :]
 
-    hbond = pairs(lig.field("donor"), pro.field("acceptor")) | pairs(lig.field("acceptor"), pro.field("donor"))
+    hbond = pairs(lig.field("donor"), pro.field("acceptor")) \
+        | pairs(lig.field("acceptor"), pro.field("donor"))
     salt = pairs(lig.field("formal_charge") > 0, pro.field("formal_charge") < 0) \
         | pairs(lig.field("formal_charge") < 0, pro.field("formal_charge") > 0)
     masks = [hbond, pairs(lig.hydrophobic, pro.hydrophobic),
@@ -611,7 +615,8 @@ def _interaction_counts(ligand_xyz, pocket_xyz, masks):
     d2 = _squared_distances(ligand_xyz, pocket_xyz).reshape(n_poses, -1)
     # few pairs are in range, so test the interaction types on those alone
     pose, pair = np.nonzero((d2 < INTERACTION_CUTOFFS.max() ** 2) & (d2 >= MIN_CONTACT ** 2))
-    hits = masks.reshape(len(masks), -1)[:, pair] & (d2[pose, pair] < INTERACTION_CUTOFFS[:, None] ** 2)
+    in_reach = d2[pose, pair] < INTERACTION_CUTOFFS[:, None] ** 2
+    hits = masks.reshape(len(masks), -1)[:, pair] & in_reach
     return np.stack([np.bincount(pose, weights=row, minlength=n_poses) for row in hits], 1)
 
 
@@ -654,17 +659,23 @@ def generate_complex(index, seed=0, poses_per_complex=(10, 30), pocket_atoms=(30
     rmsd = np.sqrt(((geometry - geometry[0]) ** 2).sum(-1).mean(1))
     counts = _interaction_counts(ligand_xyz, pocket_xyz.astype(np.float32),
                                  _pair_masks(ligand.atoms, pocket))
-    n_ligand = len(ligand.xyz)
-    affinity = float(np.clip(2.5 + 0.09 * n_ligand + rng.normal(0.0, 1.2), 2.0, 11.0))
-    best = -(0.85 * affinity + 2.0) + rng.normal(0.0, 0.6)
-    score = np.concatenate([[best + rng.normal(0.0, 0.3)], _scores(rng, best, rmsd[1:])])
+    affinity, score = _affinity_and_scores(rng, len(ligand.xyz), rmsd)
     arrays = _pose_arrays(ligand, pocket_xyz, pocket, ligand_xyz)
     attrs = [_pose_attrs(rmsd[k], score[k], counts[k], rmsd_threshold) for k in range(len(rmsd))]
     attrs[0]["rmsd"], attrs[0]["label"] = 0.0, 1
+    # docking programs list poses best score first
     order = 1 + np.argsort(score[1:], kind="stable")
     return SyntheticComplex(pdbid=pdbid_for(index, seed), affinity=affinity, crystal=arrays[0],
                             crystal_attrs=attrs[0], poses=arrays[order],
-                            pose_attrs=[attrs[k] for k in order], n_ligand_atoms=n_ligand)
+                            pose_attrs=[attrs[k] for k in order], n_ligand_atoms=len(ligand.xyz))
+
+
+def _affinity_and_scores(rng, n_ligand, rmsd):
+    """pK that grows with ligand size, and scores for the crystal (rmsd[0]) and docked poses."""
+    affinity = float(np.clip(2.5 + 0.09 * n_ligand + rng.normal(0.0, 1.2), 2.0, 11.0))
+    best = -(0.85 * affinity + 2.0) + rng.normal(0.0, 0.6)
+    crystal = best + rng.normal(0.0, 0.3)
+    return affinity, np.concatenate([[crystal], _scores(rng, best, rmsd[1:])])
 
 
 def _pose_arrays(ligand, pocket_xyz, pocket, ligand_xyz):
@@ -699,7 +710,7 @@ def _atomic_path(path):
 
 def _write_pose(parent, name, data, attrs):
     group = parent.create_group(name)
-    group.create_dataset("data", data=data)
+    group.create_dataset(shard_format.DATASET_NAME, data=data)
     for key, value in attrs.items():
         group.attrs[key] = value
 
@@ -737,7 +748,8 @@ def _check_range(name, bounds, minimum):
     lo, hi = bounds
     if not (isinstance(lo, (int, np.integer)) and isinstance(hi, (int, np.integer))
             and minimum <= lo <= hi):
-        raise ValueError(f"{name} must be integers (lo, hi) with {minimum} <= lo <= hi, got {bounds!r}")
+        raise ValueError(f"{name} must be integers (lo, hi) with {minimum} <= lo <= hi, "
+                         f"got {bounds!r}")
     return int(lo), int(hi)
 
 
@@ -751,6 +763,8 @@ def generate_dataset(out_dir, n_shards=2, complexes_per_shard=10, poses_per_comp
                 "rmsd_threshold": float(rmsd_threshold), "seed": int(seed)}
     if n_shards < 1 or complexes_per_shard < 1:
         raise ValueError("n_shards and complexes_per_shard must be >= 1")
+    if n_shards * complexes_per_shard > PDBID_SPACE:
+        raise ValueError(f"at most {PDBID_SPACE} complexes have distinct PDB-like ids")
     out_dir = pathlib.Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     # whatever marker was here described other files from now on
@@ -824,6 +838,12 @@ def ensure_dataset(out_dir, **kwargs):
         with _atomic_path(marker_path) as temporary:
             temporary.write_text(json.dumps(payload, indent=1, sort_keys=True))
     return shards
+
+
+def dataset_is_current(out_dir, **kwargs):
+    """True when out_dir holds a complete dataset that ensure_dataset made with these arguments."""
+    out_dir = pathlib.Path(out_dir)
+    return _marker_matches(out_dir, _read_marker(out_dir / MARKER_NAME), _marker_arguments(kwargs))
 
 
 def _marker_matches(out_dir, marker, arguments):

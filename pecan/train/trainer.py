@@ -412,9 +412,8 @@ class Trainer:
     def close(self) -> None:
         """Stop loader workers (persistent workers otherwise outlive the run)."""
         for loader in (getattr(self, "train_loader", None), getattr(self, "val_loader", None)):
-            iterator = getattr(loader, "_iterator", None)
-            if iterator is not None and hasattr(iterator, "_shutdown_workers"):
-                iterator._shutdown_workers()
+            if loader is not None:
+                loader.close()
 
 
 def git_state(root: Path) -> dict[str, Any]:
