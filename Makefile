@@ -9,13 +9,13 @@ CONSTRAINTS := constraints-cpu.txt
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -c $(CONSTRAINTS) -e '.[dev]'
+	$(PY) -m pip install -q -c $(CONSTRAINTS) -e '.[dev,trace-native]'
 
 venv: $(PY)
 
 # Generates the demo shards on first use (data/demo, not committed), then trains.
 demo: $(PY)
-	$(PY) scripts/make_synthetic.py --config configs/demo.yaml
+	$(PY) scripts/make_synthetic.py --config configs/demo.yaml --shards 4 --complexes-per-shard 12
 	$(PY) -u main_app.py configs/demo.yaml $(ARGS)
 
 test: $(PY)

@@ -19,6 +19,17 @@ def parse_args(argv=None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def resolve_device(setting: str, discovered, local_rank: int):
+    """train.device: auto keeps what distributed setup chose; a bare 'cuda' means this rank's GPU."""
+    import torch
+
+    if setting == "auto":
+        return discovered
+    if setting == "cuda":
+        return torch.device("cuda", local_rank % max(torch.cuda.device_count(), 1))
+    return torch.device(setting)
+
+
 def main(argv=None) -> int:
     """Load config, set up distributed, build, train, clean up."""
     args = parse_args(argv)
@@ -35,11 +46,7 @@ def main(argv=None) -> int:
                         format=f"[pecan r{env.rank}] %(levelname)s %(message)s")
     trainer = None
     try:
-        device = init_distributed(env)
-        if config.train.device != "auto":
-            import torch
-
-            device = torch.device(config.train.device)
+        device = resolve_device(config.train.device, init_distributed(env), env.local_rank)
         trace_dir = config.trace.dir if config.trace.dir.startswith("/") else f"{config.train.out_dir}/{config.trace.dir}"
         tracing.setup(config.trace.enabled, trace_dir, env.rank)
         trainer = Trainer(config, env, device).setup()

@@ -53,7 +53,9 @@ class DataConfig:
     pocket_radius: float = _doc("Keep protein atoms within this distance (Angstrom) of any ligand atom.", 6.0)
     edge_cutoff: float = _doc("Connect atoms closer than this (Angstrom).", 4.5)
     batch_size: int = _doc("Graphs per batch per rank.", 8)
-    num_workers: int = _doc("DataLoader workers per rank; -1 sizes them from physical cores per rank.", 2)
+    num_workers: int = _doc(
+        "DataLoader workers per rank; -1 (auto): 0 for io_mode packed (its in-process gather is cheaper than "
+        "a worker hand-over), else physical cores per rank minus one.", -1)
     io_mode: Literal["reopen", "handle_cache", "hoist", "decode_cache", "packed"] = _doc(
         "Data path level: reopen (naive baseline), handle_cache, hoist, decode_cache, packed "
         "(memory-mapped flat copy, zero HDF5 calls per sample).", "packed")
@@ -79,7 +81,7 @@ class ModelConfig:
     attention: bool = _doc("Gate each message with a learned soft edge weight.", True)
     update_coords: bool = _doc("Let layers update coordinates equivariantly.", False)
     use_pose_features: bool = _doc("Feed the 5 interaction counts to the classifier head.", True)
-    dropout: float = _doc("Dropout in the classifier head.", 0.0)
+    dropout: float = _doc("Dropout in each layer's node update and in the classifier head.", 0.0)
     rbf: int = _doc("Radial basis functions expanding each edge length.", 16)
     cutoff: float = _doc("Largest distance (Angstrom) the radial basis covers; match data.edge_cutoff.", 4.5)
 
@@ -334,3 +336,26 @@ def describe() -> str:
             lines.append(f"| `{section.name}.{f.name}` | {_type_name(section_hints[f.name])} | "
                          f"`{default!r}` | {f.metadata.get('doc', '')} |")
     return "\n".join(lines)
+
+
+README_MARKERS = ("<!-- config-reference:start -->", "<!-- config-reference:end -->")
+
+
+def update_readme(path: str | os.PathLike) -> bool:
+    """Rewrite the config table between the README's markers; returns whether it changed."""
+    path = Path(path)
+    text = path.read_text()
+    start, end = (text.index(marker) for marker in README_MARKERS)
+    updated = text[:start + len(README_MARKERS[0])] + "\n" + describe() + "\n" + text[end:]
+    if updated != text:
+        path.write_text(updated)
+    return updated != text
+
+
+if __name__ == "__main__":
+    import sys
+
+    if "--update-readme" in sys.argv:
+        print("updated" if update_readme(Path(__file__).resolve().parents[1] / "README.md") else "current")
+    else:
+        print(describe())

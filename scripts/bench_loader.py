@@ -1,16 +1,16 @@
 """Loader benchmark: every I/O level plus an in-RAM gather, side by side on one generated data set.
 
-    python scripts/bench_loader.py --data /tmp/pecan-bench --workers 1 2 --samples 4000 --repeats 3 \
-        --strace --trainer --out bench_loader.json
+    python scripts/bench_loader.py --data /tmp/pecan-bench --workers 0 1 2 --samples 4000 --repeats 3 \
+        --out bench_loader.json
 
 Stages:
   1. generate (once) >= 100k poses of ~500 atoms with scripts/make_synthetic.py's library; pack (once, timed)
   2. for each worker count: one persistent DataLoader per level, one warm-up pass over a fixed random subset
      (fills handle/decode caches, maps packs), then ``repeats`` timed passes, levels interleaved round-robin
      so machine noise hits all of them alike; medians and ratios
-  3. --strace: openat syscalls per sample for reopen and packed (difference of two run lengths, so start-up
+  3. strace: openat syscalls per sample for reopen and packed (difference of two run lengths, so start-up
      opens cancel out)
-  4. --trainer: the trainer's data-wait share of an epoch on the demo model, reopen vs packed
+  4. trainer: the trainer's data-wait share of an epoch on the demo model, reopen vs packed
 """
 from __future__ import annotations
 
@@ -54,8 +54,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--levels", nargs="+", default=list(LEVELS), choices=LEVELS)
-    parser.add_argument("--strace", action="store_true", help="count openat syscalls per sample (needs strace)")
-    parser.add_argument("--trainer", action="store_true", help="measure the trainer's data-wait share")
+    parser.add_argument("--stages", nargs="+", default=["loader", "strace", "trainer"],
+                        choices=["loader", "strace", "trainer"],
+                        help="loader: levels side by side; strace: openat per sample (needs strace); "
+                             "trainer: the trainer's data-wait share")
     parser.add_argument("--out", default="", help="write all results as JSON here")
     parser.add_argument("--strace-child", default="", help=argparse.SUPPRESS)
     parser.add_argument("--child-samples", type=int, default=0, help=argparse.SUPPRESS)
@@ -100,12 +102,14 @@ def measure(args, cfg, frame, packs, subset: list[int]) -> list[dict]:
     """Round-robin timed passes over persistent loaders, one per level and worker count."""
     results = []
     for workers in args.workers:
-        loaders = {}
+        loaders, warmup = {}, {}
         for level in args.levels:
             dataset = build(level, cfg, frame, packs)
             loaders[level] = make_loader(dataset, subset, args.batch_size, workers)
             seconds, samples, counts = one_pass(loaders[level])
-            print(f"  warm-up {level:<13} workers={workers}: {samples / seconds:9.1f} samples/s", flush=True)
+            warmup[level] = counters_to_dict(torch.from_numpy(counts))
+            print(f"  warm-up {level:<13} workers={workers}: {samples / seconds:9.1f} samples/s, "
+                  f"{warmup[level]['file_opens']} file opens", flush=True)
         timings = {level: [] for level in args.levels}
         steady = {level: np.zeros(len(COUNTER_FIELDS), dtype=np.int64) for level in args.levels}
         for repeat in range(args.repeats):
@@ -117,7 +121,7 @@ def measure(args, cfg, frame, packs, subset: list[int]) -> list[dict]:
             counts = counters_to_dict(torch.from_numpy(steady[level]))
             results.append({"level": level, "workers": workers, "samples_per_s": timings[level],
                             "median_samples_per_s": statistics.median(timings[level]), **io_ratios(counts),
-                            "counts": counts})
+                            "counts": counts, "warmup_counts": warmup[level]})
         for loader in loaders.values():
             loader.close()
     return results
@@ -190,14 +194,15 @@ def trainer_stage(args) -> dict:
                    "--set", f"data.data_dir={args.data}", "--set", f"data.io_mode={level}",
                    "--set", "train.epochs=2", "--set", "train.max_steps_per_epoch=60",
                    "--set", "data.val_fraction=0.01", "--set", f"train.out_dir={run_dir}",
-                   "--set", "train.progress=false", "--set", "data.num_workers=1"]
+                   "--set", "train.progress=false", "--set", "data.num_workers=-1"]
         subprocess.run(command, check=True, capture_output=True, cwd=ROOT)
         records = [json.loads(line) for line in (run_dir / "epochs.jsonl").read_text().splitlines()]
         steady = records[-1]
         out[level] = {k: steady[k] for k in ("data_wait_share", "data_wait_s", "forward_s", "backward_s",
-                                             "wall_s", "file_opens_per_sample", "h5_calls_per_sample")}
+                                             "optimizer_s", "eval_s", "wall_s", "file_opens_per_sample",
+                                             "h5_calls_per_sample")}
         print(f"  trainer {level}: data-wait share {steady['data_wait_share']:.1%} of a {steady['wall_s']:.1f}s "
-              f"epoch (60 steps)", flush=True)
+              f"epoch (60 steps + evaluation of 1% of the samples, eval {steady['eval_s']:.1f}s)", flush=True)
     return out
 
 
@@ -216,14 +221,15 @@ def main(argv=None) -> int:
     print(f"{len(frame)} samples in {frame['shard'].nunique()} shards; packs ready in {pack_seconds:.1f}s "
           f"(0 if they existed)", flush=True)
     subset = np.random.default_rng(0).choice(len(frame), size=min(args.samples, len(frame)), replace=False)
-    results = measure(args, cfg, frame, packs, subset.tolist())
-    print(table(results), flush=True)
     everything = {"samples_total": len(frame), "shards": int(frame["shard"].nunique()), "subset": len(subset),
-                  "batch_size": args.batch_size, "pack_seconds": pack_seconds, "results": results}
+                  "batch_size": args.batch_size, "pack_seconds": pack_seconds}
+    if "loader" in args.stages:
+        everything["results"] = measure(args, cfg, frame, packs, subset.tolist())
+        print(table(everything["results"]), flush=True)
     args.samples_total = len(frame)
-    if args.strace:
+    if "strace" in args.stages:
         everything["strace_openat_per_sample"] = strace_stage(args)
-    if args.trainer:
+    if "trainer" in args.stages:
         everything["trainer"] = trainer_stage(args)
     if args.out:
         Path(args.out).write_text(json.dumps(everything, indent=1))

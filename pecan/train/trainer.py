@@ -175,7 +175,9 @@ class Trainer:
         if len(self.val_frame) == 0:
             raise config_module.ConfigError("the validation split is empty: set data.val_fraction > 0 or "
                                             "data.val_csvs / data.val_fns")
-        workers = data.num_workers if data.num_workers >= 0 else loader_workers_per_rank(self.env.local_world_size)
+        workers = data.num_workers
+        if workers < 0:
+            workers = 0 if data.io_mode == "packed" else loader_workers_per_rank(self.env.local_world_size)
         packs = None
         if data.io_mode == "packed":
             frames = [self.train_frame, self.val_frame]

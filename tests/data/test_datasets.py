@@ -204,3 +204,38 @@ def test_missing_data_dataset_named(tmp_path):
     frame, _ = load_split_frames(cfg)
     with pytest.raises(DataError, match="c000_pose0"):
         make_dataset(cfg, frame)
+
+
+def test_pack_shards_script(tiny_dataset, tmp_path):
+    import subprocess
+    import sys
+
+    data_dir, shards, _ = tiny_dataset
+    root = Path(__file__).resolve().parents[2]
+    config = tmp_path / "c.yaml"
+    config.write_text(f"data: {{data_dir: {data_dir}, train_csvs: [index.csv], cache_dir: {tmp_path / 'packs'}}}\n")
+    done = subprocess.run([sys.executable, "scripts/pack_shards.py", str(config), "--processes", "2"], cwd=root,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert len(list((tmp_path / "packs").glob("*.pecanpack"))) == len(shards)
+    assert "2 pack(s) ready" in done.stdout
+
+
+@pytest.mark.multiprocess
+def test_wire_batch_round_trip_through_workers(setup):
+    from pecan.data.loader import WireBatch, make_loader
+
+    cfg, frame, packs = setup
+    for mode in ("hoist", "packed"):
+        dataset = make_dataset(cfg, frame, packs, io_mode=mode)
+        order = list(range(len(frame)))
+        direct = dataset.__getitems__(order[:4])
+        again = WireBatch(direct).unpack()
+        for name in FIELDS + ["ptr", "io_counts"]:
+            assert torch.equal(direct[name], again[name]), name
+        assert again.num_graphs == 4
+        loader = make_loader(make_dataset(cfg, frame, packs, io_mode=mode), order, 4, num_workers=1)
+        via_worker = next(iter(loader))
+        for name in FIELDS:
+            assert torch.equal(direct[name], via_worker[name]), (mode, name)
+        loader.close()
