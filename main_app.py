@@ -58,6 +58,10 @@ def main(argv=None) -> int:
     finally:
         if trainer is not None:
             trainer.close()
+        # Drop the DDP model while the process group is still registered: if the model's reducer held the
+        # last reference, the group would be torn down inside its destructor with the GIL held, which can
+        # deadlock against gloo's worker thread finishing an earlier collective.
+        trainer = None
         tracing.finalize()
         cleanup_distributed()
 

@@ -319,8 +319,12 @@ def init_distributed(env: DistEnv, backend: str | None = None, timeout_s: float 
 
 
 def cleanup_distributed() -> None:
-    """Destroy the process group if one was created."""
+    """Destroy the process group if one was created (after a last barrier, so no collective is in flight)."""
     if dist.is_available() and dist.is_initialized():
+        import gc
+
+        gc.collect()
+        barrier()
         dist.destroy_process_group()
 
 

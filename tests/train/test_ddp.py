@@ -33,7 +33,9 @@ def torchrun(*args: str) -> list[str]:
 
 
 def run_ok(command: list[str], timeout: int = 300) -> str:
-    done = subprocess.run(command, cwd=ROOT, env=env(), capture_output=True, text=True, timeout=timeout)
+    # A new session, so a timeout kills torchrun's ranks too instead of leaving them running.
+    done = subprocess.run(command, cwd=ROOT, env=env(), capture_output=True, text=True, timeout=timeout,
+                          start_new_session=True)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return done.stdout + done.stderr
 
@@ -56,7 +58,11 @@ def test_two_nodes_on_loopback(tmp_path):
               "--rdzv_id=pecan-test", "main_app.py", str(path), "--set", "train.epochs=1"]
     agents = [subprocess.Popen(torchrun(f"--node_rank={rank}", *common), cwd=ROOT, env=env(),
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for rank in (0, 1)]
-    outputs = [agent.communicate(timeout=300)[0] for agent in agents]
+    try:
+        outputs = [agent.communicate(timeout=300)[0] for agent in agents]
+    finally:
+        for agent in agents:
+            agent.kill()
     assert all(agent.returncode == 0 for agent in agents), "\n".join(o[-2000:] for o in outputs)
     records = report.read_records(tmp_path / "run" / "epochs.jsonl")
     assert len(records) == 1 and records[0]["world_size"] == 2 and records[0]["ranks_in_sync"]
