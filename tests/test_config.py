@@ -85,3 +85,12 @@ def test_describe_documents_every_field():
     for section in ("data", "model", "train", "trace"):
         assert f"`{section}." in text
     assert "`data.io_mode`" in text and "`train.amp`" in text
+
+
+def test_bundled_configs_are_valid():
+    from pathlib import Path
+
+    configs = sorted((Path(__file__).resolve().parents[1] / "configs").glob("*.yaml"))
+    assert len(configs) >= 2
+    for path in configs:
+        cfgmod.load(path)

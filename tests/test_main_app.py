@@ -1,5 +1,4 @@
 """End to end: generated shards -> main_app -> a model that learned, and the report files."""
-import json
 import subprocess
 import sys
 from pathlib import Path

@@ -11,10 +11,10 @@ import torch
 from pecan.config import DataConfig
 from pecan.data import format as fmt
 from pecan.data import packed
-from pecan.data.h5dataset import COUNTER_FIELDS, Dataset_PDB, counters_to_dict, passthrough_collate
+from pecan.data.h5dataset import COUNTER_FIELDS, counters_to_dict, passthrough_collate
 from pecan.data.index import DataError
 from pecan.data.loader import load_split_frames, make_dataset, prepare_packs
-from tests.shards import write_dataset, write_shard
+from tests.shards import write_shard
 
 LEVELS = ["reopen", "handle_cache", "hoist", "decode_cache", "packed"]
 FIELDS = ["x", "pos", "edge_index", "edge_type", "is_ligand", "y", "pose_features", "complex_id", "sample_id",

@@ -9,7 +9,7 @@ import pytest
 from pecan.data import format as fmt
 from pecan.data import index as idx
 from pecan.data.index import DataError
-from tests.shards import write_dataset, write_shard
+from tests.shards import write_shard
 
 COMMON = dict(pose_group=fmt.DEFAULT_POSE_GROUP, crystal_group=fmt.DEFAULT_CRYSTAL_GROUP, use_crystal=True,
               rmsd_threshold=2.0, index_prefix="pecan")

@@ -6,7 +6,6 @@ import shlex
 import shutil
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 

@@ -1,5 +1,4 @@
 """Single-process trainer: learning, reports, checkpoints, resume, AMP, compile."""
-import json
 import math
 
 import pytest
