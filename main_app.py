@@ -44,13 +44,14 @@ def main(argv=None) -> int:
         return 2
     logging.basicConfig(level=logging.INFO if env.is_main else logging.WARNING,
                         format=f"[pecan r{env.rank}] %(levelname)s %(message)s")
-    trainer = None
+    trainer, finished = None, False
     try:
         device = resolve_device(config.train.device, init_distributed(env), env.local_rank)
         trace_dir = config.trace.dir if config.trace.dir.startswith("/") else f"{config.train.out_dir}/{config.trace.dir}"
         tracing.setup(config.trace.enabled, trace_dir, env.rank)
         trainer = Trainer(config, env, device).setup()
         trainer.fit()
+        finished = True
         return 0
     except (DataError, config_module.ConfigError, FileNotFoundError) as err:
         logging.getLogger("pecan").error("%s", err)
@@ -63,7 +64,7 @@ def main(argv=None) -> int:
         # deadlock against gloo's worker thread finishing an earlier collective.
         trainer = None
         tracing.finalize()
-        cleanup_distributed()
+        cleanup_distributed(graceful=finished)
 
 
 if __name__ == "__main__":

@@ -251,7 +251,11 @@ class Dataset_PDB(torch.utils.data.Dataset):  # noqa: N801 - public name kept fr
     def __getitems__(self, indices: list[int]) -> Batch:
         """A finished Batch (bad samples dropped when skipping) carrying this worker's counter increments."""
         items = [d for d in (self[i] for i in indices) if d is not None]
-        batch = Batch.from_data_list(items) if items else Batch()
+        if items:
+            batch = Batch.from_data_list(items)
+        else:
+            batch = Batch()
+            batch._num_graphs = 0  # every sample was skipped as bad
         batch.io_counts = self.counters.take()
         return batch
 

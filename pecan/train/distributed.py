@@ -318,13 +318,18 @@ def init_distributed(env: DistEnv, backend: str | None = None, timeout_s: float 
     return device
 
 
-def cleanup_distributed() -> None:
-    """Destroy the process group if one was created (after a last barrier, so no collective is in flight)."""
+def cleanup_distributed(graceful: bool = True) -> None:
+    """Destroy the process group if one was created.
+
+    After a successful run a last barrier ensures no collective is still in flight. After a failure there
+    is no barrier: the other ranks may be blocked elsewhere, and waiting for them would hide the error.
+    """
     if dist.is_available() and dist.is_initialized():
         import gc
 
         gc.collect()
-        barrier()
+        if graceful:
+            barrier()
         dist.destroy_process_group()
 
 

@@ -21,6 +21,7 @@ from pecan import config as config_module
 from pecan import report, tracing
 from pecan.config import Config
 from pecan.data.h5dataset import COUNTER_FIELDS, counters_to_dict
+from pecan.data.index import DataError
 from pecan.data.loader import load_split_frames, make_dataset, make_loader, make_sampler, prepare_packs
 from pecan.train import checkpoint as ckpt
 from pecan.train.distributed import DistEnv, barrier, loader_workers_per_rank
@@ -151,6 +152,7 @@ class Trainer:
         self.out_dir = Path(config.train.out_dir)
         self.show_progress = config.train.progress and env.is_main
         self.start_epoch, self.step, self.best_auc = 0, 0, -math.inf
+        self.last_batch = None
 
     # ------------------------------------------------------------------ build
 
@@ -306,9 +308,12 @@ class Trainer:
             io_counts += batch.io_counts.numpy()
             del batch.io_counts
             if batch.num_graphs:
+                self.last_batch = batch
                 loss = self.train_step(batch, timer)
                 loss_sum += torch.stack([loss.double() * batch.num_graphs,
                                          torch.tensor(batch.num_graphs, dtype=torch.float64, device=self.device)])
+            elif self.env.is_distributed:
+                self.keep_in_step(timer)
             bar.update()
             if step_in_epoch + 1 >= steps:
                 break
@@ -317,13 +322,31 @@ class Trainer:
         totals = all_reduce_sum(loss_sum, self.env).tolist()
         return {"train_loss": totals[0] / max(totals[1], 1), "samples": int(totals[1])}
 
-    def train_step(self, batch, timer: PhaseTimer) -> torch.Tensor:
+    def keep_in_step(self, timer: PhaseTimer) -> None:
+        """Every sample of this rank's batch was skipped as bad: replay the previous batch with zero weight,
+        because DDP ranks that skip a step leave the others waiting in the gradient all-reduce forever."""
+        if self.last_batch is None:
+            self.last_batch = self.first_good_sample()
+        log.warning("rank %d: a whole batch was skipped as bad; replaying the previous batch with zero weight",
+                    self.env.rank)
+        self.train_step(self.last_batch, timer, weight=0.0)
+
+    def first_good_sample(self):
+        """The first readable training sample, as a one-graph batch (for a replay before any good batch)."""
+        for index in range(len(self.train_set)):
+            batch = self.train_set.__getitems__([index])
+            del batch.io_counts
+            if batch.num_graphs:
+                return batch
+        raise DataError("every training sample is bad; nothing to train on")
+
+    def train_step(self, batch, timer: PhaseTimer, weight: float = 1.0) -> torch.Tensor:
         """Forward, backward and optimiser step on one batch; returns the detached loss."""
         batch = batch.to(self.device, non_blocking=True)
         with timer.phase("forward_s"), tracing.span("compute", "forward"):
             loss = self.forward_loss(batch)
         with timer.phase("backward_s"), tracing.span("compute", "backward"):
-            loss.backward()
+            (loss * weight).backward()
         with timer.phase("optimizer_s"), tracing.span("compute", "step"):
             if self.config.train.grad_clip > 0:
                 torch.nn.utils.clip_grad_norm_(self.raw_model.parameters(), self.config.train.grad_clip)

@@ -181,6 +181,13 @@ def test_bad_samples_error_or_skip(tmp_path):
         dataset = make_dataset(cfg, frame)
         batch = dataset.__getitems__(list(range(len(dataset))))
         assert batch.num_graphs == 2
+        if mode == "hoist":
+            from pecan.data.loader import WireBatch
+
+            bad_rows = frame.index[frame["poseid"].isin(["c000_pose1", "c000_pose2"])].tolist()
+            empty = dataset.__getitems__(bad_rows)
+            assert empty.num_graphs == 0 and counters_to_dict(empty.io_counts)["skipped"] == 2
+            assert WireBatch(empty).unpack().num_graphs == 0
 
 
 def test_index_row_naming_missing_pose(setup, tmp_path):

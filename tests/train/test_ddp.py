@@ -105,3 +105,26 @@ def test_kill_and_resume_matches_uninterrupted(tmp_path):
         assert resumed[-1][key] == pytest.approx(full[-1][key], rel=1e-5), key
     runs = report.read_records(out_dir / "runs.jsonl")
     assert runs[-1]["resumed_from"] and runs[-1]["start_epoch"] == 1
+
+
+def test_all_bad_batch_keeps_ranks_in_step(tmp_path):
+    import h5py
+    import numpy as np
+
+    path, _ = tiny_run(tmp_path)
+    for shard in sorted((tmp_path / "data").glob("*.hdf5")):
+        with h5py.File(shard, "a") as handle:
+            for pdbid in handle:
+                poses = handle[f"{pdbid}/pybel/processed/docking"]
+                for name in list(poses)[::2]:  # every other pose of every complex
+                    data = poses[f"{name}/data"][()]
+                    data[0, 0] = np.nan
+                    del poses[f"{name}/data"]
+                    poses[name].create_dataset("data", data=data)
+    out = run_ok(torchrun("--standalone", "--nproc_per_node=2", "main_app.py", str(path), "--set",
+                          "data.io_mode=hoist", "--set", "data.on_bad_sample=skip", "--set", "data.batch_size=1",
+                          "--set", "train.seed=1"))
+    assert "replaying the previous batch with zero weight" in out
+    records = report.read_records(tmp_path / "run" / "epochs.jsonl")
+    assert len(records) == 2 and all(r["ranks_in_sync"] for r in records)
+    assert records[0]["io_counts"]["skipped"] > 0
