@@ -16,7 +16,7 @@ from torch_geometric.data import Batch
 from pecan.config import DataConfig
 from pecan.data.h5dataset import H5_LEVELS, Dataset_PDB, passthrough_collate
 from pecan.data.index import build_index, split_by_complex
-from pecan.data.packed import PackedDataset, PackParams, ensure_packed
+from pecan.data.packed import PackedDataset, PackParams, ensure_packed, locate_packs
 from pecan.data.sampler import ShardAwareSampler
 
 log = logging.getLogger(__name__)
@@ -43,12 +43,16 @@ def pack_params(cfg: DataConfig) -> PackParams:
                       edge_cutoff=cfg.edge_cutoff, rmsd_threshold=cfg.rmsd_threshold)
 
 
-def prepare_packs(cfg: DataConfig, frames: list[pd.DataFrame], processes: int = 1,
-                  progress: bool = False) -> dict[str, Path]:
-    """Build (once) the packs of every shard the frames use; shard path -> pack path."""
-    shards = sorted({s for frame in frames for s in frame["shard"]})
-    paths = ensure_packed([Path(s) for s in shards], pack_params(cfg), cfg.cache_dir, processes, progress)
-    return dict(zip(shards, paths))
+def prepare_packs(cfg: DataConfig, frames: list[pd.DataFrame], processes: int = 1, progress: bool = False,
+                  validate: bool = True) -> dict[str, Path]:
+    """Packs of every shard the frames use (shard path -> pack path): validated and built when missing or
+    stale, or, with ``validate=False``, only located (after another process on the node validated them)."""
+    shards = [Path(s) for s in sorted({s for frame in frames for s in frame["shard"]})]
+    if validate:
+        paths = ensure_packed(shards, pack_params(cfg), cfg.cache_dir, processes, progress)
+    else:
+        paths = locate_packs(shards, pack_params(cfg), cfg.cache_dir)
+    return {str(s): p for s, p in zip(shards, paths)}
 
 
 def make_dataset(cfg: DataConfig, frame: pd.DataFrame, packs: Optional[dict[str, Path]] = None,

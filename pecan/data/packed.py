@@ -43,7 +43,7 @@ MAGIC = b"PECANPK1"
 PACK_VERSION = 1
 ALIGN = 64
 CACHE_DIR_ENV = "PECAN_CACHE_DIR"
-HASH_SPAN = 1 << 20
+HASH_SPAN = 1 << 18
 SCALAR_COLUMNS = ("label", "rmsd", "score", *fmt.INTERACTION_ATTRS)
 ARRAY_DTYPES = {"x": np.float32, "pos": np.float32, "atom_offsets": np.int64, "edge_src": np.int32,
                 "edge_dst": np.int32, "edge_type": np.int8, "edge_offsets": np.int64, "scalars": np.float32}
@@ -66,7 +66,7 @@ class PackParams:
 
 
 def source_fingerprint(shard: Path) -> dict:
-    """Size, mtime and a hash of the first and last MiB: cheap enough to check at every start."""
+    """Size, mtime and a hash of the first and last 256 KiB: cheap enough to check at every start."""
     stat = shard.stat()
     digest = hashlib.sha256()
     with open(shard, "rb") as handle:
@@ -242,6 +242,18 @@ def pack_shard(shard: Path, params: PackParams, cache_dir: str = "") -> Path:
 def _pack_one(job) -> str:
     shard, params, cache_dir = job
     return str(find_valid_pack(shard, params, cache_dir) or pack_shard(shard, params, cache_dir))
+
+
+def locate_packs(shards: Iterable[Path], params: PackParams, cache_dir: str = "") -> list[Path]:
+    """Paths of packs another process has just validated or built: no reads, one stat per candidate."""
+    found = []
+    for shard in (Path(s).resolve() for s in shards):
+        paths = [d / pack_name(shard, params) for d in cache_candidates(shard, cache_dir)]
+        path = next((p for p in paths if p.exists()), None)
+        if path is None:
+            raise DataError(f"no pack of {shard} in {', '.join(str(p.parent) for p in paths)}")
+        found.append(path)
+    return found
 
 
 def ensure_packed(shards: Iterable[Path], params: PackParams, cache_dir: str = "", processes: int = 1,

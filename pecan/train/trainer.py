@@ -183,11 +183,17 @@ class Trainer:
         packs = None
         if data.io_mode == "packed":
             frames = [self.train_frame, self.val_frame]
+            # Rank 0 first (on shared storage the other nodes then find its packs valid), then one leader
+            # per node (node-local cache directories), then the rest only locate: each shard's sampled
+            # hash is read once per node, not once per rank.
             if self.env.is_main:
                 packs = prepare_packs(data, frames, max(workers, 1), self.show_progress)
             barrier()
-            if not self.env.is_main:
-                packs = prepare_packs(data, frames, 1, False)
+            if self.env.local_rank == 0 and not self.env.is_main:
+                packs = prepare_packs(data, frames, max(workers, 1))
+            barrier()
+            if self.env.local_rank != 0:
+                packs = prepare_packs(data, frames, validate=False)
         self.train_set = make_dataset(data, self.train_frame, packs)
         self.val_set = make_dataset(data, self.val_frame, packs, augment=False)
         seed = self.config.train.seed
@@ -298,7 +304,8 @@ class Trainer:
         """One pass over this rank's share of the training data."""
         self.model.train()
         self.train_sampler.set_epoch(epoch)
-        loss_sum = torch.zeros(2, dtype=torch.float64, device=self.device)
+        loss_sum = torch.zeros((), dtype=torch.float64, device=self.device)
+        samples = 0
         steps = self.steps_per_epoch()
         batches = tracing.iterate(self.train_loader, "dataloader", "fetch")
         bar = tqdm(total=steps, desc=f"epoch {epoch + 1}", unit="batch", disable=not self.show_progress, leave=False)
@@ -310,8 +317,8 @@ class Trainer:
             if batch.num_graphs:
                 self.last_batch = batch
                 loss = self.train_step(batch, timer)
-                loss_sum += torch.stack([loss.double() * batch.num_graphs,
-                                         torch.tensor(batch.num_graphs, dtype=torch.float64, device=self.device)])
+                loss_sum += loss.double() * batch.num_graphs
+                samples += batch.num_graphs
             elif self.env.is_distributed:
                 self.keep_in_step(timer)
             bar.update()
@@ -319,7 +326,8 @@ class Trainer:
                 break
             wait_start = time.perf_counter()
         bar.close()
-        totals = all_reduce_sum(loss_sum, self.env).tolist()
+        totals = all_reduce_sum(torch.stack([loss_sum, torch.tensor(float(samples), dtype=torch.float64,
+                                                                     device=self.device)]), self.env).tolist()
         return {"train_loss": totals[0] / max(totals[1], 1), "samples": int(totals[1])}
 
     def keep_in_step(self, timer: PhaseTimer) -> None:

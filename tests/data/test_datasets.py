@@ -246,3 +246,11 @@ def test_wire_batch_round_trip_through_workers(setup):
         for name in FIELDS:
             assert torch.equal(direct[name], via_worker[name]), (mode, name)
         loader.close()
+
+
+def test_locate_without_validation(setup, tmp_path):
+    cfg, frame, packs = setup
+    assert prepare_packs(cfg, [frame], validate=False) == packs
+    cfg.cache_dir = str(tmp_path / "elsewhere")
+    with pytest.raises(DataError, match="no pack of"):
+        prepare_packs(cfg, [frame], validate=False)
