@@ -300,8 +300,8 @@ def gather_batch(packs: list[dict[str, np.ndarray]], pack_ids: np.ndarray, local
     """Concatenate the samples (pack_ids[k], local_ids[k]) into flat batch arrays, in the given order.
 
     Per-sample slices of plain ndarray views plus one vectorised edge shift: measured 4x faster than grouping
-    the batch by pack and fancy-indexing each group (136k vs 33k samples/s at batch 32 under a global shuffle,
-    179k vs 112k when every sample shares one pack).
+    the batch by pack and fancy-indexing each group (137k vs 34k samples/s at batch 32 under a global shuffle,
+    173k vs 94k when every sample shares one pack; scripts/bench_gather.py).
     """
     xs, poss, srcs, dsts, types = [], [], [], [], []
     atom_counts = np.empty(len(local_ids), dtype=np.int64)
