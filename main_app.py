@@ -47,8 +47,7 @@ def main(argv=None) -> int:
     trainer, finished = None, False
     try:
         device = resolve_device(config.train.device, init_distributed(env), env.local_rank)
-        trace_dir = config.trace.dir if config.trace.dir.startswith("/") else f"{config.train.out_dir}/{config.trace.dir}"
-        tracing.setup(config.trace.enabled, trace_dir, env.rank)
+        tracing.setup(config.trace.enabled, config_module.trace_dir(config), env.rank)
         trainer = Trainer(config, env, device).setup()
         trainer.fit()
         finished = True

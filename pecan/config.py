@@ -315,6 +315,12 @@ def validate(config: Config, source: str = "<config>") -> None:
         raise ConfigError(f"{source}: 'data.train_csvs', 'data.train_fns' or 'data.data_dir' is required")
 
 
+def trace_dir(config: Config) -> Path:
+    """trace.dir, inside train.out_dir when relative."""
+    directory = Path(config.trace.dir)
+    return directory if directory.is_absolute() else Path(config.train.out_dir) / directory
+
+
 def save(config: Config, path: str | os.PathLike) -> None:
     """Write the resolved config as YAML, atomically (temp file in the destination, then rename)."""
     path = Path(path)

@@ -6,6 +6,7 @@ rank/world size to the samplers.
 from __future__ import annotations
 
 import logging
+import math
 from pathlib import Path
 from typing import Callable, Iterator, Optional
 
@@ -100,10 +101,7 @@ class WireBatch:
             self._view(dtype, shape, start).copy_(tensor)
 
     def _view(self, dtype: torch.dtype, shape: tuple, start: int) -> torch.Tensor:
-        count = 1
-        for size in shape:
-            count *= size
-        nbytes = count * torch.empty(0, dtype=dtype).element_size()
+        nbytes = math.prod(shape) * dtype.itemsize
         return self.buffer[start:start + nbytes].view(dtype).view(shape)
 
     def pin_memory(self) -> "WireBatch":

@@ -239,9 +239,8 @@ def pack_shard(shard: Path, params: PackParams, cache_dir: str = "") -> Path:
     raise DataError(f"cannot write the pack of {shard} anywhere: " + "; ".join(errors))
 
 
-def _pack_one(job) -> str:
-    shard, params, cache_dir = job
-    return str(find_valid_pack(shard, params, cache_dir) or pack_shard(shard, params, cache_dir))
+def _pack_one(job) -> Path:
+    return pack_shard(*job)
 
 
 def locate_packs(shards: Iterable[Path], params: PackParams, cache_dir: str = "") -> list[Path]:
@@ -262,21 +261,25 @@ def ensure_packed(shards: Iterable[Path], params: PackParams, cache_dir: str = "
     from tqdm import tqdm
 
     shards = [Path(s).resolve() for s in shards]
-    todo = [s for s in shards if find_valid_pack(s, params, cache_dir) is None]
+    # Each shard's fingerprint is read once: valid packs are kept, the rest built and taken as built.
+    paths = {s: find_valid_pack(s, params, cache_dir) for s in shards}
+    todo = [s for s, path in paths.items() if path is None]
     if todo:
         log.info("packing %d of %d shard(s) (one-time read; later runs map the packs)", len(todo), len(shards))
         jobs = [(s, params, cache_dir) for s in todo]
         bar = tqdm(total=len(jobs), desc="packing shards", unit="shard", disable=not progress)
         if processes > 1 and len(jobs) > 1:
             with ProcessPoolExecutor(max_workers=min(processes, len(jobs))) as pool:
-                for _ in pool.map(_pack_one, jobs):
+                built = pool.map(_pack_one, jobs)
+                for shard, path in zip(todo, built):
+                    paths[shard] = path
                     bar.update()
         else:
-            for job in jobs:
-                _pack_one(job)
+            for shard, job in zip(todo, jobs):
+                paths[shard] = _pack_one(job)
                 bar.update()
         bar.close()
-    return [find_valid_pack(s, params, cache_dir) for s in shards]
+    return [paths[s] for s in shards]
 
 
 # ---------------------------------------------------------------------------- reading packs

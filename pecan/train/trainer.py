@@ -201,7 +201,7 @@ class Trainer:
                                           world_size=self.env.world_size, seed=seed)
         val_sampler = make_sampler(self.val_set, data, train=False, rank=self.env.rank,
                                    world_size=self.env.world_size, seed=seed)
-        trace_dir = self.trace_dir() if tracing.is_enabled() else None
+        trace_dir = config_module.trace_dir(self.config) if tracing.is_enabled() else None
         worker_init = tracing.WorkerInit(trace_dir, self.env.rank)
         pin = self.device.type == "cuda"
         self.train_loader = make_loader(self.train_set, self.train_sampler, data.batch_size, workers, worker_init, pin)
@@ -257,11 +257,6 @@ class Trainer:
         if self.env.is_main:
             log.info("resumed from %s after epoch %d", path, self.start_epoch)
         self.resumed_from = str(path)
-
-    def trace_dir(self) -> Path:
-        """trace.dir, inside out_dir when relative."""
-        directory = Path(self.config.trace.dir)
-        return directory if directory.is_absolute() else self.out_dir / directory
 
     def record_run(self) -> None:
         """What this run ran: config digest, git commit, package versions, world size."""
