@@ -27,7 +27,7 @@ import torch.nn.functional as F  # noqa: E402
 
 from pecan import config as config_module  # noqa: E402
 from pecan.data.loader import load_split_frames, make_dataset, prepare_packs  # noqa: E402
-from pecan.data.synthetic import ensure_dataset  # noqa: E402
+from pecan.synthetic import ensure_dataset  # noqa: E402
 from pecan.train.trainer import amp_context, apply_compile  # noqa: E402
 
 MODES = ("fp32", "bf16", "bf16_compile")

@@ -25,7 +25,7 @@ import torch  # noqa: E402
 from pecan.config import DataConfig  # noqa: E402
 from pecan.data import packed  # noqa: E402
 from pecan.data.loader import load_split_frames, prepare_packs  # noqa: E402
-from pecan.data.synthetic import ensure_dataset  # noqa: E402
+from pecan.synthetic import ensure_dataset  # noqa: E402
 
 BUFFER_BYTES = 1_300_000  # about one batch of 32 packed samples
 

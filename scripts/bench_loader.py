@@ -71,7 +71,7 @@ def span(text: str) -> tuple[int, int]:
 
 def ensure_data(args) -> DataConfig:
     """Generate the data set once; return a data config over it."""
-    from pecan.data.synthetic import ensure_dataset
+    from pecan.synthetic import ensure_dataset
 
     start = time.perf_counter()
     ensure_dataset(args.data, n_shards=args.shards, complexes_per_shard=args.complexes_per_shard,

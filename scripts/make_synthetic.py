@@ -19,7 +19,7 @@ except ImportError:
     # run from a checkout without installing
     sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
-from pecan.data.synthetic import dataset_is_current, ensure_dataset, generate_dataset  # noqa: E402
+from pecan.synthetic import dataset_is_current, ensure_dataset, generate_dataset  # noqa: E402
 
 
 def int_range(text):

@@ -4,7 +4,7 @@ import sys
 from pathlib import Path
 
 from pecan import report
-from pecan.data.synthetic import generate_dataset
+from pecan.synthetic import generate_dataset
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -10,7 +10,8 @@ import h5py
 import numpy as np
 import pytest
 
-from pecan.data import synthetic
+from pecan import synthetic
+from pecan.synthetic import chemistry
 
 TINY = dict(n_shards=2, complexes_per_shard=2, poses_per_complex=(3, 4), pocket_atoms=(300, 300),
             ligand_atoms=(15, 20), progress=False)
@@ -94,7 +95,7 @@ def test_feature_flags_follow_elements(dataset):
     _, shards = dataset
     data = np.concatenate([data for data, _ in read_samples(shards).values()])
     element = data[:, 3:12].argmax(1)
-    polar = np.isin(element, [synthetic.N, synthetic.O])
+    polar = np.isin(element, [chemistry.N, chemistry.O])
     assert polar[data[:, 20] == 1].all(), "donors must be N or O"
     assert polar[data[:, 19] == 1].all(), "acceptors must be N or O"
     assert set(np.unique(data[:, 12])) <= {1.0, 2.0, 3.0}
@@ -249,3 +250,11 @@ def test_dataset_is_current(tmp_path):
     assert not synthetic.dataset_is_current(tmp_path, seed=7, **TINY)
     synthetic.generate_dataset(tmp_path, seed=6, **TINY)  # a plain rewrite drops the marker
     assert not synthetic.dataset_is_current(tmp_path, seed=6, **TINY)
+
+
+def test_training_path_does_not_import_the_generator():
+    """The simulator is a tool beside the trainer: importing the app and its data path must not load it."""
+    code = ("import sys, main_app, pecan.train.trainer, pecan.data.loader, pecan.data.packed; "
+            "print(sorted(m for m in sys.modules if m.startswith('pecan.synthetic')))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

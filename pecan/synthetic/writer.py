@@ -1,0 +1,115 @@
+"""Writes generated complexes as shards in the PECAN layout, plus their index CSV."""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import os
+import pathlib
+
+import h5py
+import numpy as np
+from tqdm import tqdm
+
+from pecan.data import format as shard_format
+from pecan.synthetic.chemistry import (
+    CRYSTAL_GROUP,
+    CRYSTAL_POSE_ID,
+    DOCKING_GROUP,
+    INDEX_COLUMNS,
+    PDBID_SPACE,
+)
+from pecan.synthetic.complexes import generate_complex
+
+SHARD_NAME = "shard_{:03d}.hdf5"
+MARKER_NAME = ".synthetic.json"  # written by pecan.synthetic.cache; stale once shards change
+
+# ---------------------------------------------------------------- files
+
+@contextlib.contextmanager
+def _atomic_path(path):
+    """Yield a temporary sibling of `path`; move it into place only if the block succeeds."""
+    path = pathlib.Path(path)
+    temporary = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        yield temporary
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
+def _write_pose(parent, name, data, attrs):
+    group = parent.create_group(name)
+    group.create_dataset(shard_format.DATASET_NAME, data=data)
+    for key, value in attrs.items():
+        group.attrs[key] = value
+
+
+def _write_complex(h5, record, with_crystal):
+    group = h5.create_group(record.pdbid)
+    group.attrs["affinity"] = record.affinity
+    docking = group.create_group(DOCKING_GROUP)
+    for k, attrs in enumerate(record.pose_attrs):
+        _write_pose(docking, record.pose_id(k), record.poses[k], attrs)
+    if with_crystal:
+        _write_pose(group, CRYSTAL_GROUP, record.crystal, record.crystal_attrs)
+
+
+def _index_rows(shard_name, record, with_crystal):
+    poses = [(record.pose_id(k), attrs, 0) for k, attrs in enumerate(record.pose_attrs)]
+    if with_crystal:
+        poses.insert(0, (CRYSTAL_POSE_ID, record.crystal_attrs, 1))
+    for pose_id, attrs, is_crystal in poses:
+        values = {"shard": shard_name, "pdbid": record.pdbid, "poseid": pose_id,
+                  "affinity": record.affinity, "is_crystal": is_crystal, **attrs}
+        yield [repr(values[column]) if isinstance(values[column], float) else values[column]
+               for column in INDEX_COLUMNS]
+
+
+def _write_index(path, rows):
+    with _atomic_path(path) as temporary:
+        with open(temporary, "w", newline="") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(INDEX_COLUMNS)
+            writer.writerows(rows)
+
+
+def _check_range(name, bounds, minimum):
+    lo, hi = bounds
+    if not (isinstance(lo, (int, np.integer)) and isinstance(hi, (int, np.integer))
+            and minimum <= lo <= hi):
+        raise ValueError(f"{name} must be integers (lo, hi) with {minimum} <= lo <= hi, "
+                         f"got {bounds!r}")
+    return int(lo), int(hi)
+
+
+def generate_dataset(out_dir, n_shards=2, complexes_per_shard=10, poses_per_complex=(10, 30),
+                     pocket_atoms=(300, 900), ligand_atoms=(15, 60), with_crystal=True,
+                     rmsd_threshold=2.0, seed=0, index_name="index.csv", progress=True):
+    """Write shards shard_000.hdf5 ... plus the index CSV into out_dir; return the shard paths."""
+    settings = {"poses_per_complex": _check_range("poses_per_complex", poses_per_complex, 1),
+                "pocket_atoms": _check_range("pocket_atoms", pocket_atoms, 1),
+                "ligand_atoms": _check_range("ligand_atoms", ligand_atoms, 6),
+                "rmsd_threshold": float(rmsd_threshold), "seed": int(seed)}
+    if n_shards < 1 or complexes_per_shard < 1:
+        raise ValueError("n_shards and complexes_per_shard must be >= 1")
+    if n_shards * complexes_per_shard > PDBID_SPACE:
+        raise ValueError(f"at most {PDBID_SPACE} complexes have distinct PDB-like ids")
+    out_dir = pathlib.Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    # whatever marker was here described other files from now on
+    (out_dir / MARKER_NAME).unlink(missing_ok=True)
+    shards, rows = [], []
+    with tqdm(total=n_shards * complexes_per_shard, disable=not progress, desc="synthetic",
+              unit="complex") as bar:
+        for shard in range(n_shards):
+            path = out_dir / SHARD_NAME.format(shard)
+            with _atomic_path(path) as temporary, h5py.File(temporary, "w") as h5:
+                for j in range(complexes_per_shard):
+                    record = generate_complex(shard * complexes_per_shard + j, **settings)
+                    _write_complex(h5, record, with_crystal)
+                    rows.extend(_index_rows(path.name, record, with_crystal))
+                    bar.update()
+            shards.append(path)
+    _write_index(out_dir / index_name, rows)
+    return shards
