@@ -16,6 +16,8 @@ from typing import Any, Literal, Optional
 
 import yaml
 
+from pecan.data import format as shard_format
+
 
 class ConfigError(ValueError):
     """A configuration value is missing, unknown or of the wrong type."""
@@ -27,7 +29,6 @@ def _doc(text: str, default: Any = dataclasses.MISSING, factory: Any = dataclass
     return field(default=default, metadata={"doc": text})
 
 
-IO_MODES = ("reopen", "handle_cache", "hoist", "decode_cache", "packed")
 
 
 @dataclass
@@ -56,7 +57,7 @@ class DataConfig:
     num_workers: int = _doc(
         "DataLoader workers per rank; -1 (auto): 0 for io_mode packed (its in-process gather is cheaper than "
         "a worker hand-over), else physical cores per rank minus one.", -1)
-    io_mode: Literal["reopen", "handle_cache", "hoist", "decode_cache", "packed"] = _doc(
+    io_mode: Literal[shard_format.IO_MODES] = _doc(
         "Data path level: reopen (naive baseline), handle_cache, hoist, decode_cache, packed "
         "(memory-mapped flat copy, zero HDF5 calls per sample).", "packed")
     cache_dir: str = _doc(

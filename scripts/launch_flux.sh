@@ -17,28 +17,9 @@
 #   PECAN_DRY_RUN=1       print the command and exit
 set -euo pipefail
 
-die() { echo "launch_flux: error: $*" >&2; exit 1; }
-
-if [[ $# -lt 1 || $1 == -h || $1 == --help ]]; then
-    awk 'NR > 1 && /^#/ {sub(/^# ?/, ""); print; next} NR > 1 {exit}' "${BASH_SOURCE[0]}"
-    exit 2
-fi
-
-script_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-app="$(cd "$script_dir/.." && pwd)/main_app.py"
-python=${PYTHON:-python}
-dry_run=${PECAN_DRY_RUN:-0}
-[[ -f $1 ]] || die "config file '$1' not found"
-
-# Distinct (socket, core) pairs: hyperthreads share a core's decode throughput.
-physical_cores() {
-    local cores logical
-    cores=$(awk -F: '/^physical id/ {socket=$2} /^core id/ {print socket ":" $2}' /proc/cpuinfo 2>/dev/null \
-        | sort -u | wc -l)
-    logical=$(nproc 2>/dev/null || echo 1)
-    if (( cores < 1 || cores > logical )); then cores=$logical; fi
-    echo "$cores"
-}
+launcher=launch_flux
+# shellcheck source=scripts/launch_common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/launch_common.sh"
 
 # First host of an RFC 29 host list, e.g. "node[07-10,12],gpu3" -> node07, without expanding it all.
 first_host() {
@@ -94,19 +75,9 @@ if [[ -z ${PECAN_MASTER_ADDR:-} ]]; then
     fi
 fi
 
-if [[ -z ${OMP_NUM_THREADS:-} ]]; then
-    OMP_NUM_THREADS=$(( $(physical_cores) / TASKS_PER_NODE ))
-    (( OMP_NUM_THREADS > 0 )) || OMP_NUM_THREADS=1
-fi
-
-# Python output must not sit in a buffer: a slow import and a hung rendezvous look the same otherwise.
-task_env=(env PYTHONUNBUFFERED=1 "OMP_NUM_THREADS=$OMP_NUM_THREADS" "PECAN_WORLD_SIZE=$world_size"
-          "PECAN_LOCAL_WORLD_SIZE=$TASKS_PER_NODE" "PECAN_MASTER_PORT=${MASTER_PORT:-29500}")
+make_task_env "$TASKS_PER_NODE"
+task_env+=("PECAN_WORLD_SIZE=$world_size" "PECAN_LOCAL_WORLD_SIZE=$TASKS_PER_NODE" "PECAN_MASTER_PORT=${MASTER_PORT:-29500}")
 if [[ -n $PECAN_MASTER_ADDR ]]; then task_env+=("PECAN_MASTER_ADDR=$PECAN_MASTER_ADDR"); fi
-if [[ -n ${PECAN_JEMALLOC:-} ]]; then
-    [[ -f $PECAN_JEMALLOC ]] || die "PECAN_JEMALLOC='$PECAN_JEMALLOC' is not a file"
-    task_env+=("LD_PRELOAD=$PECAN_JEMALLOC${LD_PRELOAD:+:$LD_PRELOAD}")
-fi
 
 # Per-resource and per-task options cannot be mixed: only -N/-n/-g (and -x, valid with either).
 cmd=(flux run -N"$NODES" -n"$world_size")
@@ -115,7 +86,4 @@ if [[ $EXCLUSIVE == 1 ]]; then cmd+=(-x); fi
 cmd+=(${task_wrapper[@]+"${task_wrapper[@]}"} "${task_env[@]}" "$python" -u "$app" "$@")
 
 echo "[pecan] master from $master_source; world size $world_size ($NODES x $TASKS_PER_NODE)"
-echo "[pecan] launch: $(printf '%q ' "${cmd[@]}")"
-if [[ $dry_run == 1 ]]; then exit 0; fi
-[[ -f $app ]] || die "$app not found"
-exec "${cmd[@]}"
+launch "${cmd[@]}"

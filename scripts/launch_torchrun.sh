@@ -16,28 +16,9 @@
 #   PECAN_DRY_RUN=1       print the command and exit
 set -euo pipefail
 
-die() { echo "launch_torchrun: error: $*" >&2; exit 1; }
-
-if [[ $# -lt 1 || $1 == -h || $1 == --help ]]; then
-    awk 'NR > 1 && /^#/ {sub(/^# ?/, ""); print; next} NR > 1 {exit}' "${BASH_SOURCE[0]}"
-    exit 2
-fi
-
-script_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-app="$(cd "$script_dir/.." && pwd)/main_app.py"
-python=${PYTHON:-python}
-dry_run=${PECAN_DRY_RUN:-0}
-[[ -f $1 ]] || die "config file '$1' not found"
-
-# Distinct (socket, core) pairs: hyperthreads share a core's decode throughput.
-physical_cores() {
-    local cores logical
-    cores=$(awk -F: '/^physical id/ {socket=$2} /^core id/ {print socket ":" $2}' /proc/cpuinfo 2>/dev/null \
-        | sort -u | wc -l)
-    logical=$(nproc 2>/dev/null || echo 1)
-    if (( cores < 1 || cores > logical )); then cores=$logical; fi
-    echo "$cores"
-}
+launcher=launch_torchrun
+# shellcheck source=scripts/launch_common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/launch_common.sh"
 
 gpu_count() {
     local count
@@ -54,18 +35,8 @@ MASTER_PORT=${MASTER_PORT:-29500}
 [[ $NNODES =~ ^[1-9][0-9]*$ ]] || die "NNODES='$NNODES' is not a positive integer"
 [[ $NPROC_PER_NODE =~ ^[1-9][0-9]*$ ]] || die "NPROC_PER_NODE='$NPROC_PER_NODE' is not a positive integer"
 
-if [[ -z ${OMP_NUM_THREADS:-} ]]; then
-    OMP_NUM_THREADS=$(( $(physical_cores) / NPROC_PER_NODE ))
-    (( OMP_NUM_THREADS > 0 )) || OMP_NUM_THREADS=1
-fi
-
-# Python output must not sit in a buffer: a slow import and a hung rendezvous look the same otherwise.
+make_task_env "$NPROC_PER_NODE"
 # torchrun passes this environment, and -u, on to every rank it starts.
-task_env=(env PYTHONUNBUFFERED=1 "OMP_NUM_THREADS=$OMP_NUM_THREADS")
-if [[ -n ${PECAN_JEMALLOC:-} ]]; then
-    [[ -f $PECAN_JEMALLOC ]] || die "PECAN_JEMALLOC='$PECAN_JEMALLOC' is not a file"
-    task_env+=("LD_PRELOAD=$PECAN_JEMALLOC${LD_PRELOAD:+:$LD_PRELOAD}")
-fi
 
 cmd=("${task_env[@]}" "$python" -u -m torch.distributed.run --nproc-per-node="$NPROC_PER_NODE")
 if (( NNODES == 1 )); then
@@ -82,7 +53,4 @@ else
 fi
 cmd+=("$app" "$@")
 
-echo "[pecan] launch: $(printf '%q ' "${cmd[@]}")"
-if [[ $dry_run == 1 ]]; then exit 0; fi
-[[ -f $app ]] || die "$app not found"
-exec "${cmd[@]}"
+launch "${cmd[@]}"

@@ -62,7 +62,7 @@ sys.path.insert(0, {root!r})
 from pecan import tracing
 from pecan.config import DataConfig
 from pecan.data.loader import load_split_frames, make_dataset
-from pecan.data.h5dataset import passthrough_collate
+from pecan.data.sample import passthrough_collate
 if __name__ == "__main__":
     cfg = DataConfig(data_dir={data!r}, train_csvs=["index.csv"], val_fraction=0.0, io_mode="hoist")
     frame, _ = load_split_frames(cfg)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import os
-from dataclasses import dataclass
 from typing import Any, Optional
 
 import numpy as np
@@ -23,70 +22,11 @@ from pecan import tracing
 from pecan.data import format as fmt
 from pecan.data.graph import AtomGraph, build_graph, random_rotation
 from pecan.data.index import DataError
+from pecan.data.sample import IOCounters, SampleTable
 
 log = logging.getLogger(__name__)
 
 DECODE_CACHE_ENV = "PECAN_DECODE_CACHE"
-H5_LEVELS = ("reopen", "handle_cache", "hoist", "decode_cache")
-
-COUNTER_FIELDS = ("file_opens", "h5_file_opens", "h5_object_opens", "attr_reads", "dataset_reads", "bytes_read", "samples",
-                  "skipped")
-
-
-class IOCounters:
-    """Cheap always-on counters of one worker's I/O; ``take()`` hands over and resets the increments."""
-
-    def __init__(self) -> None:
-        self.values = np.zeros(len(COUNTER_FIELDS), dtype=np.int64)
-
-    def add(self, name: str, amount: int = 1) -> None:
-        """Increase one counter."""
-        self.values[COUNTER_FIELDS.index(name)] += amount
-
-    def take(self) -> torch.Tensor:
-        """Increments since the last take, as an int64 tensor ordered like COUNTER_FIELDS."""
-        out = torch.from_numpy(self.values.copy())
-        self.values[:] = 0
-        return out
-
-
-def counters_to_dict(values: torch.Tensor) -> dict[str, int]:
-    """Name the entries of a counter tensor."""
-    return {name: int(v) for name, v in zip(COUNTER_FIELDS, values.tolist())}
-
-
-@dataclass
-class SampleTable:
-    """The index as flat arrays: one row per sample, nothing looked up per sample in pandas."""
-
-    shards: list[str]
-    shard_id: np.ndarray       # int32 [S]
-    pdbid: np.ndarray          # object [S]
-    poseid: np.ndarray         # object [S]
-    is_crystal: np.ndarray     # bool [S]
-    label: np.ndarray          # float32 [S]
-    pose_features: np.ndarray  # float32 [S, 5]
-    complex_id: np.ndarray     # int64 [S]
-
-    @classmethod
-    def from_frame(cls, frame: pd.DataFrame) -> "SampleTable":
-        """Flatten an index DataFrame."""
-        shard_codes, shards = pd.factorize(frame["shard"])
-        complex_codes, _ = pd.factorize(frame["pdbid"])
-        return cls(shards=[str(s) for s in shards], shard_id=shard_codes.astype(np.int32),
-                   pdbid=frame["pdbid"].to_numpy(dtype=object), poseid=frame["poseid"].to_numpy(dtype=object),
-                   is_crystal=frame["is_crystal"].to_numpy().astype(bool),
-                   label=frame["label"].to_numpy().astype(np.float32),
-                   pose_features=frame[list(fmt.INTERACTION_ATTRS)].to_numpy().astype(np.float32),
-                   complex_id=complex_codes.astype(np.int64))
-
-    def __len__(self) -> int:
-        return len(self.shard_id)
-
-    def where(self, i: int) -> str:
-        """Human-readable location of sample i for error messages."""
-        return f"shard {self.shards[self.shard_id[i]]}, pose {self.pdbid[i]}/{self.poseid[i]}"
-
 
 def graph_to_data(graph: AtomGraph, label: float, pose_features: np.ndarray, complex_id: int,
                   sample_id: int) -> Data:
@@ -97,11 +37,6 @@ def graph_to_data(graph: AtomGraph, label: float, pose_features: np.ndarray, com
                 y=torch.tensor([label], dtype=torch.float32),
                 pose_features=torch.from_numpy(np.asarray(pose_features, dtype=np.float32)).view(1, -1),
                 complex_id=torch.tensor([complex_id]), sample_id=torch.tensor([sample_id]))
-
-
-def passthrough_collate(batch: Any) -> Any:
-    """Collate for datasets whose ``__getitems__`` already returns a finished Batch."""
-    return batch
 
 
 def rotate_data(data: Data) -> Data:
@@ -119,8 +54,8 @@ class Dataset_PDB(torch.utils.data.Dataset):  # noqa: N801 - public name kept fr
                  crystal_group: str = fmt.DEFAULT_CRYSTAL_GROUP, pocket_radius: float = 6.0,
                  edge_cutoff: float = 4.5, rmsd_threshold: float = 2.0, io_mode: str = "handle_cache",
                  on_bad_sample: str = "error", augment: bool = False) -> None:
-        if io_mode not in H5_LEVELS:
-            raise ValueError(f"io_mode {io_mode!r} is not an HDF5 level ({', '.join(H5_LEVELS)})")
+        if io_mode not in fmt.H5_LEVELS:
+            raise ValueError(f"io_mode {io_mode!r} is not an HDF5 level ({', '.join(fmt.H5_LEVELS)})")
         self.table = SampleTable.from_frame(index)
         self.pose_group, self.crystal_group = pose_group, crystal_group
         self.pocket_radius, self.edge_cutoff, self.rmsd_threshold = pocket_radius, edge_cutoff, rmsd_threshold

@@ -15,9 +15,10 @@ import torch
 from torch_geometric.data import Batch
 
 from pecan.config import DataConfig
-from pecan.data.h5dataset import H5_LEVELS, Dataset_PDB, passthrough_collate
+from pecan.data import format as fmt
 from pecan.data.index import build_index, split_by_complex
 from pecan.data.packed import PackedDataset, PackParams, ensure_packed, locate_packs
+from pecan.data.sample import passthrough_collate
 from pecan.data.sampler import ShardAwareSampler
 
 log = logging.getLogger(__name__)
@@ -65,8 +66,10 @@ def make_dataset(cfg: DataConfig, frame: pd.DataFrame, packs: Optional[dict[str,
         if packs is None:
             packs = prepare_packs(cfg, [frame])
         return PackedDataset(frame, packs, on_bad_sample=cfg.on_bad_sample, augment=augment)
-    if mode not in H5_LEVELS:
-        raise ValueError(f"data.io_mode {mode!r} is not one of {', '.join((*H5_LEVELS, 'packed'))}")
+    if mode not in fmt.H5_LEVELS:
+        raise ValueError(f"data.io_mode {mode!r} is not one of {', '.join(fmt.IO_MODES)}")
+    from pecan.data.h5dataset import Dataset_PDB  # the packed path never loads the HDF5 dataset module
+
     return Dataset_PDB(frame, pose_group=cfg.pose_group, crystal_group=cfg.crystal_group,
                        pocket_radius=cfg.pocket_radius, edge_cutoff=cfg.edge_cutoff,
                        rmsd_threshold=cfg.rmsd_threshold, io_mode=mode, on_bad_sample=cfg.on_bad_sample,

@@ -34,8 +34,8 @@ from torch_geometric.data import Batch
 from pecan import tracing
 from pecan.data import format as fmt
 from pecan.data.graph import build_graph, random_rotation
-from pecan.data.h5dataset import IOCounters, SampleTable
 from pecan.data.index import DataError
+from pecan.data.sample import IOCounters, SampleTable
 
 log = logging.getLogger(__name__)
 

@@ -20,7 +20,7 @@ from tqdm import tqdm
 from pecan import config as config_module
 from pecan import report, tracing
 from pecan.config import Config
-from pecan.data.h5dataset import COUNTER_FIELDS, counters_to_dict
+from pecan.data.sample import COUNTER_FIELDS, counters_to_dict
 from pecan.data.index import DataError
 from pecan.data.loader import load_split_frames, make_dataset, make_loader, make_sampler, prepare_packs
 from pecan.train import checkpoint as ckpt

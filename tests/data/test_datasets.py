@@ -11,7 +11,7 @@ import torch
 from pecan.config import DataConfig
 from pecan.data import format as fmt
 from pecan.data import packed
-from pecan.data.h5dataset import COUNTER_FIELDS, counters_to_dict, passthrough_collate
+from pecan.data.sample import COUNTER_FIELDS, counters_to_dict, passthrough_collate
 from pecan.data.index import DataError
 from pecan.data.loader import load_split_frames, make_dataset, prepare_packs
 from tests.shards import write_shard

@@ -1,0 +1,77 @@
+"""Data plumbing shared by every io_mode: the flat sample table, I/O counters and the batch collate.
+
+Nothing here touches HDF5, so the packed path and the trainer import it without the HDF5 dataset.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+
+from pecan.data import format as fmt
+
+COUNTER_FIELDS = ("file_opens", "h5_file_opens", "h5_object_opens", "attr_reads", "dataset_reads", "bytes_read", "samples",
+                  "skipped")
+
+
+class IOCounters:
+    """Cheap always-on counters of one worker's I/O; ``take()`` hands over and resets the increments."""
+
+    def __init__(self) -> None:
+        self.values = np.zeros(len(COUNTER_FIELDS), dtype=np.int64)
+
+    def add(self, name: str, amount: int = 1) -> None:
+        """Increase one counter."""
+        self.values[COUNTER_FIELDS.index(name)] += amount
+
+    def take(self) -> torch.Tensor:
+        """Increments since the last take, as an int64 tensor ordered like COUNTER_FIELDS."""
+        out = torch.from_numpy(self.values.copy())
+        self.values[:] = 0
+        return out
+
+
+def counters_to_dict(values: torch.Tensor) -> dict[str, int]:
+    """Name the entries of a counter tensor."""
+    return {name: int(v) for name, v in zip(COUNTER_FIELDS, values.tolist())}
+
+
+@dataclass
+class SampleTable:
+    """The index as flat arrays: one row per sample, nothing looked up per sample in pandas."""
+
+    shards: list[str]
+    shard_id: np.ndarray       # int32 [S]
+    pdbid: np.ndarray          # object [S]
+    poseid: np.ndarray         # object [S]
+    is_crystal: np.ndarray     # bool [S]
+    label: np.ndarray          # float32 [S]
+    pose_features: np.ndarray  # float32 [S, 5]
+    complex_id: np.ndarray     # int64 [S]
+
+    @classmethod
+    def from_frame(cls, frame: pd.DataFrame) -> "SampleTable":
+        """Flatten an index DataFrame."""
+        shard_codes, shards = pd.factorize(frame["shard"])
+        complex_codes, _ = pd.factorize(frame["pdbid"])
+        return cls(shards=[str(s) for s in shards], shard_id=shard_codes.astype(np.int32),
+                   pdbid=frame["pdbid"].to_numpy(dtype=object), poseid=frame["poseid"].to_numpy(dtype=object),
+                   is_crystal=frame["is_crystal"].to_numpy().astype(bool),
+                   label=frame["label"].to_numpy().astype(np.float32),
+                   pose_features=frame[list(fmt.INTERACTION_ATTRS)].to_numpy().astype(np.float32),
+                   complex_id=complex_codes.astype(np.int64))
+
+    def __len__(self) -> int:
+        return len(self.shard_id)
+
+    def where(self, i: int) -> str:
+        """Human-readable location of sample i for error messages."""
+        return f"shard {self.shards[self.shard_id[i]]}, pose {self.pdbid[i]}/{self.poseid[i]}"
+
+
+def passthrough_collate(batch: Any) -> Any:
+    """Collate for datasets whose ``__getitems__`` already returns a finished Batch."""
+    return batch
