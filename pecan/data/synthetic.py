@@ -24,7 +24,6 @@ import contextlib
 import csv
 import inspect
 import json
-import os
 import pathlib
 from dataclasses import dataclass
 
@@ -33,6 +32,7 @@ import numpy as np
 from tqdm import tqdm
 
 from pecan.data import format as shard_format
+from pecan.fileio import atomic_path
 
 SHARD_NAME = "shard_{:03d}.hdf5"
 MARKER_NAME = ".synthetic.json"
@@ -696,18 +696,6 @@ def _pose_attrs(rmsd, score, counts, rmsd_threshold):
 
 # ---------------------------------------------------------------- files
 
-@contextlib.contextmanager
-def _atomic_path(path):
-    """Yield a temporary sibling of `path`; move it into place only if the block succeeds."""
-    path = pathlib.Path(path)
-    temporary = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        yield temporary
-        os.replace(temporary, path)
-    finally:
-        temporary.unlink(missing_ok=True)
-
-
 def _write_pose(parent, name, data, attrs):
     group = parent.create_group(name)
     group.create_dataset(shard_format.DATASET_NAME, data=data)
@@ -737,7 +725,7 @@ def _index_rows(shard_name, record, with_crystal):
 
 
 def _write_index(path, rows):
-    with _atomic_path(path) as temporary:
+    with atomic_path(path) as temporary:
         with open(temporary, "w", newline="") as handle:
             writer = csv.writer(handle)
             writer.writerow(INDEX_COLUMNS)
@@ -774,7 +762,7 @@ def generate_dataset(out_dir, n_shards=2, complexes_per_shard=10, poses_per_comp
               unit="complex") as bar:
         for shard in range(n_shards):
             path = out_dir / SHARD_NAME.format(shard)
-            with _atomic_path(path) as temporary, h5py.File(temporary, "w") as h5:
+            with atomic_path(path) as temporary, h5py.File(temporary, "w") as h5:
                 for j in range(complexes_per_shard):
                     record = generate_complex(shard * complexes_per_shard + j, **settings)
                     _write_complex(h5, record, with_crystal)
@@ -835,7 +823,7 @@ def ensure_dataset(out_dir, **kwargs):
         _remove_stale_shards(out_dir, marker, shards)
         payload = {"version": GENERATOR_VERSION, "arguments": arguments,
                    "shards": [path.name for path in shards], "index": arguments["index_name"]}
-        with _atomic_path(marker_path) as temporary:
+        with atomic_path(marker_path) as temporary:
             temporary.write_text(json.dumps(payload, indent=1, sort_keys=True))
     return shards
 
