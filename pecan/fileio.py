@@ -115,7 +115,7 @@ def write_text(path: str | os.PathLike, text: str) -> Path:
 
 def copy_file(source: str | os.PathLike, destination: str | os.PathLike) -> Path:
     """Copy atomically into ``destination`` (temp file in its directory), keeping the source's mtime."""
-    with atomic_write(destination, "wb") as out, open(source, "rb") as src:
+    with open(source, "rb") as src, atomic_write(destination, "wb") as out:
         shutil.copyfileobj(src, out, 1 << 22)
     stat = os.stat(source)
     os.utime(destination, ns=(stat.st_atime_ns, stat.st_mtime_ns))

@@ -101,7 +101,9 @@ def _from_node_leader(value: Any, leader_rank: int) -> Any:
         return value
     gathered: list[Any] = [None] * torch.distributed.get_world_size()
     torch.distributed.all_gather_object(gathered, value)
-    return gathered[leader_rank]
+    # One node's failure stops every rank (the others would otherwise wait for it in the first collective).
+    failed = next((v for v in gathered if isinstance(v, Exception)), None)
+    return failed if failed is not None else gathered[leader_rank]
 
 
 def _node_inputs(cfg: DataConfig, frames: tuple[pd.DataFrame, pd.DataFrame], packs: Optional[dict[str, Path]],
