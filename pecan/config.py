@@ -61,7 +61,17 @@ class DataConfig:
         "Data path level: reopen (naive baseline), handle_cache, hoist, decode_cache, packed "
         "(memory-mapped flat copy, zero HDF5 calls per sample).", "packed")
     cache_dir: str = _doc(
-        "Where packed shards are stored; empty: beside the shards, else PECAN_CACHE_DIR, else the temp dir.", "")
+        "Preferred directory of packs (env PECAN_CACHE_DIR when empty); then beside the shards (.pecan_cache), "
+        "the per-user cache ($XDG_CACHE_HOME/pecan), the per-user temp dir: the first writable one wins.", "")
+    index_dir: str = _doc(
+        "Preferred directory of derived index CSVs (env PECAN_INDEX_CSV_DIR when empty); then beside the shards, "
+        "the per-user cache, the per-user temp dir.", "")
+    stage_dir: str = _doc(
+        "Node-local directory (e.g. local NVMe) the packs (or, for HDF5 io modes, the shards) are copied to at "
+        "start by one process per node; empty: off. Any copy failure falls back to reading in place.", "")
+    decode_cache: bool = _doc(
+        "Keep decoded samples per worker for io_mode decode_cache (forced off by augment); "
+        "env PECAN_DECODE_CACHE=0|1 overrides.", True)
     shuffle: Literal["global", "block"] = _doc(
         "Training order: global uniform shuffle, or block (shuffled shards, shuffled within each shard).", "global")
     augment: bool = _doc(
@@ -106,6 +116,10 @@ class TrainConfig:
     max_steps_per_epoch: int = _doc("Stop an epoch after this many steps; 0 means the full epoch.", 0)
     deterministic: bool = _doc("Use deterministic algorithms (slower; for exact reproduction).", False)
     progress: bool = _doc("Show progress bars on rank 0.", True)
+    sync_dir: str = _doc(
+        "Shared directory out_dir is mirrored to (atomically, file by file) every sync_every_minutes and at "
+        "exit, so out_dir can be node-local; empty: off.", "")
+    sync_every_minutes: float = _doc("Minutes between syncs of out_dir to sync_dir.", 10.0)
 
 
 @dataclass
@@ -269,24 +283,49 @@ def load(path: str | os.PathLike | None, overrides: list[str] | tuple[str, ...] 
     return apply_env(config)
 
 
+# ---------------------------------------------------------------------------- environment
+
+# Every PECAN_* variable the run reads, read here and nowhere else: name -> (config key, kind).
+# "path": fills the key when the config leaves it empty; "flag": 0/1 (true/false, yes/no, on/off) overrides it.
+ENV_VARS = {
+    "PECAN_CACHE_DIR": ("data.cache_dir", "path"),
+    "PECAN_INDEX_CSV_DIR": ("data.index_dir", "path"),
+    "PECAN_DECODE_CACHE": ("data.decode_cache", "flag"),
+    "PECAN_TORCH_COMPILE": ("train.compile", "flag"),
+}
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+
+
 def env_flag(name: str, environ: Optional[dict[str, str]] = None) -> Optional[bool]:
     """Read a 0/1 environment gate; None when unset, an error naming the variable when malformed."""
     env = os.environ if environ is None else environ
-    value = env.get(name)
-    if value is None or value == "":
+    raw = env.get(name)
+    if raw is None or not raw.strip():
         return None
-    if value.strip().lower() in ("1", "true", "yes", "on"):
-        return True
-    if value.strip().lower() in ("0", "false", "no", "off"):
-        return False
-    raise ConfigError(f"environment variable {name} must be 0 or 1, got {value!r}")
+    value = raw.strip().lower()
+    if value in _TRUE or value in _FALSE:
+        return value in _TRUE
+    raise ConfigError(f"environment variable {name} must be 0 or 1 (or true/false, yes/no, on/off), got {raw!r}")
+
+
+def env_value(name: str, environ: Optional[dict[str, str]] = None) -> Any:
+    """One ENV_VARS variable parsed by its kind; None when unset or empty."""
+    if ENV_VARS[name][1] == "flag":
+        return env_flag(name, environ)
+    raw = (os.environ if environ is None else environ).get(name, "").strip()
+    return raw or None
 
 
 def apply_env(config: Config, environ: Optional[dict[str, str]] = None) -> Config:
-    """Apply environment gates that override the file (PECAN_TORCH_COMPILE)."""
-    compile_flag = env_flag("PECAN_TORCH_COMPILE", environ)
-    if compile_flag is not None:
-        config.train.compile = compile_flag
+    """Fold the PECAN_* variables (ENV_VARS) into the config: paths fill empty keys, flags override."""
+    for name, (key, kind) in ENV_VARS.items():
+        value = env_value(name, environ)
+        if value is None:
+            continue
+        section, attr = key.split(".")
+        target = getattr(config, section)
+        if kind == "flag" or not getattr(target, attr):
+            setattr(target, attr, value)
     return config
 
 
@@ -306,6 +345,7 @@ def validate(config: Config, source: str = "<config>") -> None:
         (config.train.lr > 0, "train.lr", "must be > 0"),
         (config.train.grad_clip >= 0, "train.grad_clip", "must be >= 0"),
         (config.train.max_steps_per_epoch >= 0, "train.max_steps_per_epoch", "must be >= 0"),
+        (config.train.sync_every_minutes > 0, "train.sync_every_minutes", "must be > 0"),
         (bool(config.train.out_dir), "train.out_dir", "is required"),
     ]
     for ok, key, message in checks:
@@ -324,11 +364,9 @@ def trace_dir(config: Config) -> Path:
 
 def save(config: Config, path: str | os.PathLike) -> None:
     """Write the resolved config as YAML, atomically (temp file in the destination, then rename)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(yaml.safe_dump(config.to_dict(), sort_keys=False))
-    os.replace(tmp, path)
+    from pecan.fileio import write_text
+
+    write_text(path, yaml.safe_dump(config.to_dict(), sort_keys=False))
 
 
 def describe() -> str:

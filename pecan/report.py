@@ -4,9 +4,10 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
+
+from pecan.fileio import write_text
 
 PHASES = ("data_wait_s", "forward_s", "backward_s", "optimizer_s", "eval_s", "checkpoint_s")
 
@@ -34,12 +35,8 @@ def _clean(value: Any) -> Any:
 def append_record(path: str | os.PathLike, record: dict[str, Any]) -> None:
     """Append one JSON line by rewriting the file atomically (a crash never leaves half a line)."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     previous = path.read_text() if path.exists() else ""
-    handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    with os.fdopen(handle, "w") as out:
-        out.write(previous + json.dumps({k: _clean(v) for k, v in record.items()}) + "\n")
-    os.replace(tmp, path)
+    write_text(path, previous + json.dumps({k: _clean(v) for k, v in record.items()}) + "\n")
 
 
 def read_records(path: str | os.PathLike) -> list[dict[str, Any]]:

@@ -32,7 +32,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from pecan.config import DataConfig  # noqa: E402
-from pecan.data.h5dataset import COUNTER_FIELDS, counters_to_dict  # noqa: E402
+from pecan.data.sample import COUNTER_FIELDS, counters_to_dict  # noqa: E402
 from pecan.data.loader import load_split_frames, make_dataset, make_loader, prepare_packs  # noqa: E402
 from pecan.data.packed import PackedDataset  # noqa: E402
 from pecan.report import io_ratios  # noqa: E402

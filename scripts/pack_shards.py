@@ -1,6 +1,9 @@
 """Build the packs of a run's shards ahead of time (otherwise rank 0 builds them at first use).
 
-    python scripts/pack_shards.py CONFIG.yaml [--set data.cache_dir=/local/nvme/pecan] [--processes 8]
+    python scripts/pack_shards.py CONFIG.yaml [--set data.cache_dir=/shared/team/pecan] [--processes 8]
+
+Packs go where a run would look for them: the first writable directory of the location chain
+(data.cache_dir, beside the shards, the per-user cache, the per-user temp dir), so read-only data works.
 """
 from __future__ import annotations
 

@@ -21,3 +21,21 @@ def tiny_dataset(tmp_path):
 
     shards, csv = write_dataset(tmp_path / "data")
     return tmp_path / "data", shards, csv
+
+
+@pytest.fixture(autouse=True)
+def _private_user_cache(tmp_path, monkeypatch):
+    """Derived files that fall back to the per-user cache land in the test's tmp_path, not in ~/.cache."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
+    for name in ("PECAN_CACHE_DIR", "PECAN_INDEX_CSV_DIR", "PECAN_DECODE_CACHE", "PECAN_TORCH_COMPILE"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def mounts():
+    """Real read-only bind mounts and tiny tmpfs mounts, always unmounted at the end (skips without root)."""
+    from tests.mounts import Mounts
+
+    made = Mounts()
+    yield made
+    made.unmount_all()

@@ -26,7 +26,6 @@ from pecan.data.sample import IOCounters, SampleTable
 
 log = logging.getLogger(__name__)
 
-DECODE_CACHE_ENV = "PECAN_DECODE_CACHE"
 
 def graph_to_data(graph: AtomGraph, label: float, pose_features: np.ndarray, complex_id: int,
                   sample_id: int) -> Data:
@@ -53,14 +52,14 @@ class Dataset_PDB(torch.utils.data.Dataset):  # noqa: N801 - public name kept fr
     def __init__(self, index: pd.DataFrame, *, pose_group: str = fmt.DEFAULT_POSE_GROUP,
                  crystal_group: str = fmt.DEFAULT_CRYSTAL_GROUP, pocket_radius: float = 6.0,
                  edge_cutoff: float = 4.5, rmsd_threshold: float = 2.0, io_mode: str = "handle_cache",
-                 on_bad_sample: str = "error", augment: bool = False) -> None:
+                 on_bad_sample: str = "error", augment: bool = False, decode_cache: bool = True) -> None:
         if io_mode not in fmt.H5_LEVELS:
             raise ValueError(f"io_mode {io_mode!r} is not an HDF5 level ({', '.join(fmt.H5_LEVELS)})")
         self.table = SampleTable.from_frame(index)
         self.pose_group, self.crystal_group = pose_group, crystal_group
         self.pocket_radius, self.edge_cutoff, self.rmsd_threshold = pocket_radius, edge_cutoff, rmsd_threshold
         self.io_mode, self.on_bad_sample, self.augment = io_mode, on_bad_sample, augment
-        self.use_decode_cache = io_mode == "decode_cache" and decode_cache_allowed(augment)
+        self.use_decode_cache = io_mode == "decode_cache" and decode_cache_allowed(augment, decode_cache)
         self.counters = IOCounters()
         self._handles: dict[int, Any] = {}
         self._decoded: dict[int, AtomGraph] = {}
@@ -195,10 +194,7 @@ class Dataset_PDB(torch.utils.data.Dataset):  # noqa: N801 - public name kept fr
         return batch
 
 
-def decode_cache_allowed(augment: bool, environ: Optional[dict] = None) -> bool:
-    """The decode cache is off under augmentation (cached samples would repeat one transform) or when the
-    env gate PECAN_DECODE_CACHE=0 says so."""
-    env = os.environ if environ is None else environ
-    if augment:
-        return False
-    return env.get(DECODE_CACHE_ENV, "1").strip() not in ("0", "false", "off", "no")
+def decode_cache_allowed(augment: bool, enabled: bool = True) -> bool:
+    """The decode cache is off under augmentation (cached samples would repeat one transform) or when
+    data.decode_cache (env PECAN_DECODE_CACHE) says so."""
+    return enabled and not augment

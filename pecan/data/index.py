@@ -6,20 +6,20 @@ so the per-sample read path never touches HDF5 attributes.
 from __future__ import annotations
 
 import glob
+import json
 import logging
 import os
-import tempfile
 from pathlib import Path
 from typing import Iterable, Optional
 
 import numpy as np
 import pandas as pd
 
+from pecan import fileio
 from pecan.data import format as fmt
+from pecan.data import locations
 
 log = logging.getLogger(__name__)
-
-INDEX_CSV_DIR_ENV = "PECAN_INDEX_CSV_DIR"
 
 
 class DataError(ValueError):
@@ -29,7 +29,9 @@ class DataError(ValueError):
 # ---------------------------------------------------------------------------- paths
 
 def resolve_shards(patterns: Iterable[str], data_dir: str = "") -> list[Path]:
-    """Expand shard paths and globs (relative ones resolve against ``data_dir``); missing -> DataError."""
+    """Expand shard paths and globs (relative ones resolve against ``data_dir``); missing -> DataError.
+
+    Paths stay as given (made absolute, symlinks kept), so derived files follow the link, not its target."""
     shards: list[Path] = []
     for pattern in patterns:
         path = Path(pattern)
@@ -49,7 +51,7 @@ def resolve_shards(patterns: Iterable[str], data_dir: str = "") -> list[Path]:
             raise DataError(f"shard file not found: {path}")
         else:
             shards.append(path)
-    return [p.resolve() for p in shards]
+    return [locations.absolute(p) for p in shards]
 
 
 # ---------------------------------------------------------------------------- normalising rows
@@ -98,54 +100,64 @@ def read_index_csv(path: str | os.PathLike, data_dir: str, rmsd_threshold: float
         raise DataError(f"cannot read index CSV {path}: {err}") from err
     frame = normalise(frame, rmsd_threshold, str(path))
     base = Path(data_dir) if data_dir else path.parent
-    frame["shard"] = [str(p if Path(p).is_absolute() else (base / p).resolve()) for p in frame["shard"]]
+    frame["shard"] = [str(p if Path(p).is_absolute() else locations.absolute(os.path.normpath(base / p)))
+                      for p in frame["shard"]]
     for shard in frame["shard"].unique():
         if not Path(shard).exists():
             raise DataError(f"{path}: shard file not found: {shard}")
     return frame
 
 
-def index_csv_destination(shard_dir: Path, prefix: str, environ: Optional[dict] = None) -> list[Path]:
-    """Candidate paths of a derived CSV in order of preference: $PECAN_INDEX_CSV_DIR, beside shards, temp."""
-    env = os.environ if environ is None else environ
-    name = f"{prefix}_all.csv"
-    candidates = []
-    if env.get(INDEX_CSV_DIR_ENV):
-        candidates.append(Path(env[INDEX_CSV_DIR_ENV]) / name)
-    candidates.append(shard_dir / name)
-    candidates.append(Path(tempfile.gettempdir()) / name)
-    return candidates
+def index_locations(shard_dir: Path, index_dir: str = "") -> list[locations.Location]:
+    """Where a derived CSV may live, in order: data.index_dir, beside the shards, per-user cache, temp."""
+    subdir = f"index/{locations.dataset_slug(shard_dir)}"
+    return locations.chain(index_dir, "data.index_dir", shard_dir, subdir)
 
 
-def write_atomic_csv(frame: pd.DataFrame, path: Path) -> None:
-    """Write via a temp file in the destination directory, then os.replace (never across devices)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(handle, "w") as out:
-            frame.to_csv(out, index=False)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+def derivation_key(shards: list[Path], params: dict) -> dict:
+    """What a derived index depends on: each shard's path, size and mtime, and the derivation settings."""
+    stats = [(str(s), s.stat().st_size, s.stat().st_mtime_ns) for s in shards]
+    return {"shards": stats, "params": params}
 
 
-def write_derived_index(frame: pd.DataFrame, shard_dir: Path, prefix: str, data_dir: str = "") -> Path:
-    """Save a derived index where allowed: the first destination that is writable wins."""
+def _sidecar(csv: Path) -> Path:
+    return csv.with_name(csv.name + ".json")
+
+
+def write_derived_index(frame: pd.DataFrame, shard_dir: Path, prefix: str, data_dir: str = "",
+                        index_dir: str = "", key: Optional[dict] = None) -> Path:
+    """Save a derived index (plus a sidecar naming what it was derived from) in the first writable location."""
     out = frame.copy()
     if data_dir:
-        base = Path(data_dir).resolve()
+        base = locations.absolute(data_dir)
         out["shard"] = [os.path.relpath(p, base) if Path(p).is_relative_to(base) else p for p in out["shard"]]
-    errors = []
-    for path in index_csv_destination(shard_dir, prefix):
+
+    def write(directory: Path) -> Path:
+        path = directory / f"{prefix}_all.csv"
+        with fileio.atomic_write(path, "w") as handle:
+            out.to_csv(handle, index=False)
+        # The sidecar is written last: a CSV without a matching sidecar is never reused.
+        fileio.write_text(_sidecar(path), json.dumps(key or {}))
+        return path
+
+    try:
+        path, _ = locations.write_first(index_locations(shard_dir, index_dir), write, "derived index CSVs")
+    except locations.NoWritableLocation as err:
+        raise DataError(str(err)) from err
+    log.info("derived index written to %s", path)
+    return path
+
+
+def find_derived_index(shard_dir: Path, prefix: str, index_dir: str, key: dict) -> Optional[Path]:
+    """A derived CSV in the location chain whose sidecar matches ``key`` (same shards, same settings)."""
+    for location in index_locations(shard_dir, index_dir):
+        path = location.directory / f"{prefix}_all.csv"
         try:
-            write_atomic_csv(out, path)
-            log.info("derived index written to %s", path)
-            return path
-        except PermissionError as err:
-            errors.append(f"{path}: {err.strerror}")
-            log.warning("cannot write derived index to %s (%s); trying the next location", path, err.strerror)
-    raise DataError("cannot write the derived index anywhere: " + "; ".join(errors))
+            if json.loads(_sidecar(path).read_text()) == json.loads(json.dumps(key)):
+                return path
+        except (OSError, ValueError):
+            continue
+    return None
 
 
 # ---------------------------------------------------------------------------- deriving from shards
@@ -224,8 +236,9 @@ def derive_index(shards: Iterable[Path], pose_group: str, crystal_group: str, us
 
 def build_index(csvs: list[str], fns: list[str], data_dir: str, *, pose_group: str, crystal_group: str,
                 use_crystal: bool, rmsd_threshold: float, index_prefix: str, on_bad_sample: str = "error",
-                progress: bool = False, write_csv: bool = True) -> pd.DataFrame:
-    """One split's index: from CSVs when readable, else derived from the shard list (and saved)."""
+                progress: bool = False, write_csv: bool = True, index_dir: str = "") -> pd.DataFrame:
+    """One split's index: from CSVs when readable, else from a derived CSV that still matches the shards,
+    else derived from the shard list (and saved in the first writable location)."""
     if csvs:
         try:
             frames = [read_index_csv(p, data_dir, rmsd_threshold) for p in csvs]
@@ -238,9 +251,20 @@ def build_index(csvs: list[str], fns: list[str], data_dir: str, *, pose_group: s
                 raise
             log.warning("%s; deriving the index from data.train_fns/val_fns instead", err)
     shards = resolve_shards(fns if fns else [data_dir], data_dir)
+    key = derivation_key(shards, {"pose_group": pose_group, "crystal_group": crystal_group, "use_crystal": use_crystal,
+                                  "rmsd_threshold": rmsd_threshold, "on_bad_sample": on_bad_sample})
+    if write_csv:
+        saved = find_derived_index(shards[0].parent, index_prefix, index_dir, key)
+        if saved is not None:
+            try:
+                frame = read_index_csv(saved, data_dir, rmsd_threshold)
+                log.info("reusing the derived index %s (its shards are unchanged)", saved)
+                return frame
+            except DataError as err:
+                log.warning("%s; deriving the index again", err)
     frame = derive_index(shards, pose_group, crystal_group, use_crystal, rmsd_threshold, on_bad_sample, progress)
     if write_csv:
-        write_derived_index(frame, shards[0].parent, index_prefix, data_dir)
+        write_derived_index(frame, shards[0].parent, index_prefix, data_dir, index_dir, key)
     return frame
 
 

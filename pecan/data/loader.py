@@ -1,13 +1,16 @@
-"""From the data config to DataLoaders: split indexes, packs, datasets, samplers, loaders.
+"""From the data config to DataLoaders: split indexes, packs, staging, datasets, samplers, loaders.
 
-Nothing here knows about DDP; the trainer decides which rank builds indexes and packs and passes
-rank/world size to the samplers.
+``prepare_job_data`` is the whole multi-rank protocol: rank 0 indexes and decides where every pack lives,
+the other ranks receive its decision (none searches on its own), one process per node confirms the packs
+on its node and stages them; the trainer only calls it.
 """
 from __future__ import annotations
 
 import logging
 import math
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from typing import Callable, Iterator, Optional
 
 import pandas as pd
@@ -17,8 +20,10 @@ from torch_geometric.data import Batch
 from pecan.config import DataConfig
 from pecan.data import format as fmt
 from pecan.data.index import build_index, split_by_complex
-from pecan.data.packed import PackedDataset, PackParams, ensure_packed, locate_packs
+from pecan.data.packed import (PackedDataset, PackParams, ensure_packed, pack_is_valid, pack_shard_at,
+                               source_fingerprint)
 from pecan.data.sample import passthrough_collate
+from pecan.data.staging import StageReport, stage
 from pecan.data.sampler import ShardAwareSampler
 
 log = logging.getLogger(__name__)
@@ -27,7 +32,8 @@ log = logging.getLogger(__name__)
 def load_split_frames(cfg: DataConfig, progress: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Train and validation indexes: separate CSVs/shard lists, or a seeded complex-level split."""
     common = dict(pose_group=cfg.pose_group, crystal_group=cfg.crystal_group, use_crystal=cfg.use_crystal,
-                  rmsd_threshold=cfg.rmsd_threshold, on_bad_sample=cfg.on_bad_sample, progress=progress)
+                  rmsd_threshold=cfg.rmsd_threshold, on_bad_sample=cfg.on_bad_sample, progress=progress,
+                  index_dir=cfg.index_dir)
     train = build_index(cfg.train_csvs, cfg.train_fns, cfg.data_dir, index_prefix=cfg.index_prefix, **common)
     if cfg.val_csvs or cfg.val_fns:
         val = build_index(cfg.val_csvs, cfg.val_fns, cfg.data_dir, index_prefix=f"{cfg.index_prefix}_val", **common)
@@ -45,16 +51,114 @@ def pack_params(cfg: DataConfig) -> PackParams:
                       edge_cutoff=cfg.edge_cutoff, rmsd_threshold=cfg.rmsd_threshold)
 
 
-def prepare_packs(cfg: DataConfig, frames: list[pd.DataFrame], processes: int = 1, progress: bool = False,
-                  validate: bool = True) -> dict[str, Path]:
-    """Packs of every shard the frames use (shard path -> pack path): validated and built when missing or
-    stale, or, with ``validate=False``, only located (after another process on the node validated them)."""
-    shards = [Path(s) for s in sorted({s for frame in frames for s in frame["shard"]})]
-    if validate:
-        paths = ensure_packed(shards, pack_params(cfg), cfg.cache_dir, processes, progress)
-    else:
-        paths = locate_packs(shards, pack_params(cfg), cfg.cache_dir)
+def _shards_of(frames: list[pd.DataFrame]) -> list[Path]:
+    return [Path(s) for s in sorted({s for frame in frames for s in frame["shard"]})]
+
+
+def prepare_packs(cfg: DataConfig, frames: list[pd.DataFrame], processes: int = 1,
+                  progress: bool = False) -> dict[str, Path]:
+    """Packs of every shard the frames use (shard path -> pack path), validated, built when missing or stale."""
+    shards = _shards_of(frames)
+    paths = ensure_packed(shards, pack_params(cfg), cfg.cache_dir, processes, progress)
     return {str(s): p for s, p in zip(shards, paths)}
+
+
+def confirm_packs(cfg: DataConfig, packs: dict[str, Path]) -> dict[str, Path]:
+    """On a node other than rank 0's: use exactly the paths rank 0 chose, building a pack there when this
+    node cannot see a valid one (the chosen directory is node-local)."""
+    params = pack_params(cfg)
+    for shard, path in packs.items():
+        if not pack_is_valid(Path(path), source_fingerprint(Path(shard))):
+            log.info("pack %s is not on this node; building it there", path)
+            pack_shard_at(Path(shard), params, Path(path))
+    return packs
+
+
+@dataclass
+class JobData:
+    """What every rank trains from: the split indexes, the pack of each shard, and what staging did."""
+
+    train_frame: pd.DataFrame
+    val_frame: pd.DataFrame
+    packs: Optional[dict[str, Path]]
+    staging: Optional[StageReport]
+
+
+def _distributed() -> bool:
+    return torch.distributed.is_available() and torch.distributed.is_initialized()
+
+
+def _broadcast(value: Any) -> Any:
+    if not _distributed():
+        return value
+    box = [value]
+    torch.distributed.broadcast_object_list(box, src=0)
+    return box[0]
+
+
+def _from_node_leader(value: Any, leader_rank: int) -> Any:
+    """Every rank receives the value of its node's leader (local rank 0); the others pass None."""
+    if not _distributed():
+        return value
+    gathered: list[Any] = [None] * torch.distributed.get_world_size()
+    torch.distributed.all_gather_object(gathered, value)
+    # One node's failure stops every rank (the others would otherwise wait for it in the first collective).
+    failed = next((v for v in gathered if isinstance(v, Exception)), None)
+    return failed if failed is not None else gathered[leader_rank]
+
+
+def _node_inputs(cfg: DataConfig, frames: tuple[pd.DataFrame, pd.DataFrame], packs: Optional[dict[str, Path]],
+                 confirm: bool) -> tuple[Optional[dict[str, Path]], Optional[StageReport]]:
+    """A node leader's share: confirm rank 0's packs on this node, then stage what the job reads."""
+    if packs is not None and confirm:
+        packs = confirm_packs(cfg, packs)
+    if not cfg.stage_dir:
+        return packs, None
+    sources = list(packs.values()) if packs is not None else _shards_of(list(frames))
+    report = stage(sources, cfg.stage_dir)
+    if packs is not None:
+        packs = {shard: Path(report.mapping[str(path)]) for shard, path in packs.items()}
+    return packs, report
+
+
+def _rank0_inputs(cfg: DataConfig, processes: int, progress: bool):
+    frames = load_split_frames(cfg, progress)
+    packs = prepare_packs(cfg, list(frames), processes, progress) if cfg.io_mode == "packed" else None
+    return frames, packs
+
+
+def _attempt(step: Callable[[], Any]) -> Any:
+    # A failure is handed to the other ranks too, so that they stop with it instead of waiting forever.
+    try:
+        return step()
+    except Exception as err:  # noqa: BLE001 - re-raised on every rank by _raise_if_failed
+        return err
+
+
+def _raise_if_failed(value: Any) -> Any:
+    if isinstance(value, Exception):
+        raise value
+    return value
+
+
+def prepare_job_data(cfg: DataConfig, *, rank: int = 0, local_rank: int = 0, processes: int = 1,
+                     progress: bool = False) -> JobData:
+    """Indexes, packs and staging for one rank of a job (collective: every rank calls it).
+
+    Rank 0 builds the indexes and decides each pack's path (the location chain of pecan.data.locations);
+    the others receive exactly those paths. Each node's local rank 0 then confirms the packs on its node
+    and stages them (data.stage_dir); the other ranks of the node use what their leader reports.
+    """
+    decided = None
+    if rank == 0:
+        decided = _attempt(lambda: _rank0_inputs(cfg, processes, progress))
+    frames, packs = _raise_if_failed(_broadcast(decided))
+    node = _attempt(lambda: _node_inputs(cfg, frames, packs, confirm=rank != 0)) if local_rank == 0 else None
+    packs, report = _raise_if_failed(_from_node_leader(node, rank - local_rank))
+    train, val = frames
+    if report is not None and packs is None:
+        train, val = (f.assign(shard=[report.mapping[s] for s in f["shard"]]) for f in (train, val))
+    return JobData(train, val, packs, report)
 
 
 def make_dataset(cfg: DataConfig, frame: pd.DataFrame, packs: Optional[dict[str, Path]] = None,
@@ -73,7 +177,7 @@ def make_dataset(cfg: DataConfig, frame: pd.DataFrame, packs: Optional[dict[str,
     return Dataset_PDB(frame, pose_group=cfg.pose_group, crystal_group=cfg.crystal_group,
                        pocket_radius=cfg.pocket_radius, edge_cutoff=cfg.edge_cutoff,
                        rmsd_threshold=cfg.rmsd_threshold, io_mode=mode, on_bad_sample=cfg.on_bad_sample,
-                       augment=augment)
+                       augment=augment, decode_cache=cfg.decode_cache)
 
 
 def make_sampler(dataset, cfg: DataConfig, *, train: bool, rank: int, world_size: int,

@@ -20,7 +20,6 @@ import json
 import logging
 import os
 import struct
-import tempfile
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,8 +30,9 @@ import pandas as pd
 import torch
 from torch_geometric.data import Batch
 
-from pecan import tracing
+from pecan import fileio, tracing
 from pecan.data import format as fmt
+from pecan.data import locations
 from pecan.data.graph import build_graph, random_rotation
 from pecan.data.index import DataError
 from pecan.data.sample import IOCounters, SampleTable
@@ -42,7 +42,6 @@ log = logging.getLogger(__name__)
 MAGIC = b"PECANPK1"
 PACK_VERSION = 1
 ALIGN = 64
-CACHE_DIR_ENV = "PECAN_CACHE_DIR"
 HASH_SPAN = 1 << 18
 SCALAR_COLUMNS = ("label", "rmsd", "score", *fmt.INTERACTION_ATTRS)
 ARRAY_DTYPES = {"x": np.float32, "pos": np.float32, "atom_offsets": np.int64, "edge_src": np.int32,
@@ -61,7 +60,7 @@ class PackParams:
 
     def key(self, shard: Path) -> str:
         """Short hash naming the pack of ``shard`` under these parameters."""
-        text = json.dumps([PACK_VERSION, str(shard.resolve()), self.__dict__], sort_keys=True)
+        text = json.dumps([PACK_VERSION, str(locations.absolute(shard)), self.__dict__], sort_keys=True)
         return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
@@ -79,17 +78,10 @@ def source_fingerprint(shard: Path) -> dict:
 
 # ---------------------------------------------------------------------------- locating packs
 
-def cache_candidates(shard: Path, cache_dir: str = "", environ: Optional[dict] = None) -> list[Path]:
-    """Where a shard's pack may live, in order: data.cache_dir, $PECAN_CACHE_DIR, beside the shard, temp."""
-    env = os.environ if environ is None else environ
-    if cache_dir:
-        return [Path(cache_dir)]
-    out = []
-    if env.get(CACHE_DIR_ENV):
-        out.append(Path(env[CACHE_DIR_ENV]))
-    out.append(shard.parent / ".pecan_cache")
-    out.append(Path(tempfile.gettempdir()) / "pecan_cache")
-    return out
+def pack_locations(shard: Path, cache_dir: str = "") -> list[locations.Location]:
+    """Where a shard's pack may live, in order: data.cache_dir, beside the shard (.pecan_cache), per-user cache,
+    per-user temp dir (pecan.data.locations)."""
+    return locations.chain(cache_dir, "data.cache_dir", Path(shard).parent / ".pecan_cache", "packs")
 
 
 def pack_name(shard: Path, params: PackParams) -> str:
@@ -113,20 +105,29 @@ def read_header(path: Path) -> dict:
     return header
 
 
-def find_valid_pack(shard: Path, params: PackParams, cache_dir: str = "") -> Optional[Path]:
-    """An existing pack for ``shard`` whose fingerprint still matches the shard, if any."""
-    fingerprint = source_fingerprint(shard)
-    for directory in cache_candidates(shard, cache_dir):
-        path = directory / pack_name(shard, params)
+def pack_is_valid(path: Path, fingerprint: dict) -> bool:
+    """Whether ``path`` is a readable pack of this version built from a shard with this fingerprint."""
+    try:
+        header = read_header(path)
+    except (OSError, ValueError, DataError):
+        return False
+    return header.get("version") == PACK_VERSION and header.get("source") == fingerprint
+
+
+def find_valid_pack(shard: Path, params: PackParams, cache_dir: str = "",
+                    fingerprint: Optional[dict] = None) -> Optional[Path]:
+    """An existing pack for ``shard`` whose fingerprint still matches the shard, looked up through the chain.
+
+    A pack that exists but sits where this user cannot write (a shared cache) is used when valid; one that is
+    unreadable, foreign or stale is passed over."""
+    fingerprint = fingerprint or source_fingerprint(shard)
+    for location in pack_locations(shard, cache_dir):
+        path = location.directory / pack_name(shard, params)
         if not path.exists():
             continue
-        try:
-            header = read_header(path)
-        except (OSError, ValueError, DataError):
-            continue
-        if header.get("version") == PACK_VERSION and header.get("source") == fingerprint:
+        if pack_is_valid(path, fingerprint):
             return path
-        log.info("pack %s is stale (its shard changed); it will be rebuilt", path)
+        log.info("pack %s is stale, unreadable or foreign; passing over it", path)
     return None
 
 
@@ -204,55 +205,53 @@ def _write_pack(path: Path, header: dict, arrays: dict[str, np.ndarray]) -> None
         offset += -(-array.nbytes // ALIGN) * ALIGN
     blob = json.dumps({**header, "arrays": layout}).encode()
     data_start = _data_start(len(blob))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(MAGIC + struct.pack("<Q", len(blob)) + blob)
-            out.write(b"\0" * (data_start - out.tell()))
-            for name, array in arrays.items():
-                out.seek(data_start + layout[name]["offset"])
-                out.write(np.ascontiguousarray(array, dtype=ARRAY_DTYPES[name]).tobytes())
-            out.truncate(data_start + offset)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with fileio.atomic_write(path, "wb") as out:
+        out.write(MAGIC + struct.pack("<Q", len(blob)) + blob)
+        out.write(b"\0" * (data_start - out.tell()))
+        for name, array in arrays.items():
+            out.seek(data_start + layout[name]["offset"])
+            out.write(np.ascontiguousarray(array, dtype=ARRAY_DTYPES[name]).tobytes())
+        out.truncate(data_start + offset)
 
 
-def pack_shard(shard: Path, params: PackParams, cache_dir: str = "") -> Path:
-    """Read a shard once and write its pack where allowed; a corrupt shard raises and leaves nothing."""
-    shard = Path(shard).resolve()
+def _build(shard: Path, params: PackParams) -> tuple[dict, dict[str, np.ndarray]]:
+    """Header and arrays of a shard's pack (the one read of the shard)."""
     fingerprint = source_fingerprint(shard)
     keys, bad, graphs, scalars = _read_shard(shard, params)
     header = {"version": PACK_VERSION, "shard": str(shard), "source": fingerprint,
               "params": params.__dict__, "keys": keys, "bad": bad}
-    arrays = _flatten(graphs, scalars)
-    errors = []
-    for directory in cache_candidates(shard, cache_dir):
+    return header, _flatten(graphs, scalars)
+
+
+def pack_shard(shard: Path, params: PackParams, cache_dir: str = "") -> Path:
+    """Read a shard once and write its pack in the first writable location; a corrupt shard raises and
+    leaves nothing."""
+    shard = locations.absolute(shard)
+    header, arrays = _build(shard, params)
+
+    def write(directory: Path) -> Path:
         path = directory / pack_name(shard, params)
-        try:
-            _write_pack(path, header, arrays)
-            return path
-        except PermissionError as err:
-            errors.append(f"{directory}: {err.strerror}")
-    raise DataError(f"cannot write the pack of {shard} anywhere: " + "; ".join(errors))
+        _write_pack(path, header, arrays)
+        return path
+
+    try:
+        return locations.write_first(pack_locations(shard, cache_dir), write, "packs")[0]
+    except locations.NoWritableLocation as err:
+        raise DataError(f"{shard}: {err}") from err
+
+
+def pack_shard_at(shard: Path, params: PackParams, path: Path) -> Path:
+    """(Re)build a shard's pack at exactly ``path``: used where another process already chose the place."""
+    header, arrays = _build(locations.absolute(shard), params)
+    try:
+        _write_pack(Path(path), header, arrays)
+    except OSError as err:
+        raise DataError(f"cannot write the pack of {shard} at {path}: {err}") from err
+    return Path(path)
 
 
 def _pack_one(job) -> Path:
     return pack_shard(*job)
-
-
-def locate_packs(shards: Iterable[Path], params: PackParams, cache_dir: str = "") -> list[Path]:
-    """Paths of packs another process has just validated or built: no reads, one stat per candidate."""
-    found = []
-    for shard in (Path(s).resolve() for s in shards):
-        paths = [d / pack_name(shard, params) for d in cache_candidates(shard, cache_dir)]
-        path = next((p for p in paths if p.exists()), None)
-        if path is None:
-            raise DataError(f"no pack of {shard} in {', '.join(str(p.parent) for p in paths)}")
-        found.append(path)
-    return found
 
 
 def ensure_packed(shards: Iterable[Path], params: PackParams, cache_dir: str = "", processes: int = 1,
@@ -260,7 +259,7 @@ def ensure_packed(shards: Iterable[Path], params: PackParams, cache_dir: str = "
     """Valid pack paths for every shard, building the missing or stale ones (in parallel if asked)."""
     from tqdm import tqdm
 
-    shards = [Path(s).resolve() for s in shards]
+    shards = [locations.absolute(s) for s in shards]
     # Each shard's fingerprint is read once: valid packs are kept, the rest built and taken as built.
     paths = {s: find_valid_pack(s, params, cache_dir) for s in shards}
     todo = [s for s, path in paths.items() if path is None]

@@ -7,7 +7,8 @@ import inspect
 import json
 import pathlib
 
-from pecan.synthetic.writer import MARKER_NAME, _atomic_path, generate_dataset
+from pecan.fileio import atomic_path
+from pecan.synthetic.writer import MARKER_NAME, generate_dataset
 
 LOCK_NAME = ".synthetic.lock"
 GENERATOR_VERSION = 1
@@ -62,7 +63,7 @@ def ensure_dataset(out_dir, **kwargs):
         _remove_stale_shards(out_dir, marker, shards)
         payload = {"version": GENERATOR_VERSION, "arguments": arguments,
                    "shards": [path.name for path in shards], "index": arguments["index_name"]}
-        with _atomic_path(marker_path) as temporary:
+        with atomic_path(marker_path) as temporary:
             temporary.write_text(json.dumps(payload, indent=1, sort_keys=True))
     return shards
 

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
 import csv
-import os
 import pathlib
 
 import h5py
@@ -12,6 +10,7 @@ import numpy as np
 from tqdm import tqdm
 
 from pecan.data import format as shard_format
+from pecan.fileio import atomic_path
 from pecan.synthetic.chemistry import (
     CRYSTAL_GROUP,
     CRYSTAL_POSE_ID,
@@ -25,18 +24,6 @@ SHARD_NAME = "shard_{:03d}.hdf5"
 MARKER_NAME = ".synthetic.json"  # written by pecan.synthetic.cache; stale once shards change
 
 # ---------------------------------------------------------------- files
-
-@contextlib.contextmanager
-def _atomic_path(path):
-    """Yield a temporary sibling of `path`; move it into place only if the block succeeds."""
-    path = pathlib.Path(path)
-    temporary = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        yield temporary
-        os.replace(temporary, path)
-    finally:
-        temporary.unlink(missing_ok=True)
-
 
 def _write_pose(parent, name, data, attrs):
     group = parent.create_group(name)
@@ -67,7 +54,7 @@ def _index_rows(shard_name, record, with_crystal):
 
 
 def _write_index(path, rows):
-    with _atomic_path(path) as temporary:
+    with atomic_path(path) as temporary:
         with open(temporary, "w", newline="") as handle:
             writer = csv.writer(handle)
             writer.writerow(INDEX_COLUMNS)
@@ -104,7 +91,7 @@ def generate_dataset(out_dir, n_shards=2, complexes_per_shard=10, poses_per_comp
               unit="complex") as bar:
         for shard in range(n_shards):
             path = out_dir / SHARD_NAME.format(shard)
-            with _atomic_path(path) as temporary, h5py.File(temporary, "w") as h5:
+            with atomic_path(path) as temporary, h5py.File(temporary, "w") as h5:
                 for j in range(complexes_per_shard):
                     record = generate_complex(shard * complexes_per_shard + j, **settings)
                     _write_complex(h5, record, with_crystal)

@@ -4,12 +4,13 @@ from __future__ import annotations
 import logging
 import os
 import random
-import tempfile
 from pathlib import Path
 from typing import Any, Optional
 
 import numpy as np
 import torch
+
+from pecan.fileio import atomic_write
 
 log = logging.getLogger(__name__)
 
@@ -56,15 +57,8 @@ def set_rng_state(state: dict[str, Any]) -> None:
 def save_checkpoint(path: str | os.PathLike, payload: dict[str, Any]) -> Path:
     """Write ``payload`` with torch.save to a temp file beside ``path`` and rename it into place."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(handle)
-    try:
-        torch.save(payload, tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_write(path, "wb") as out:
+        torch.save(payload, out)
     return path
 
 

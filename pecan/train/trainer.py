@@ -22,10 +22,11 @@ from pecan import report, tracing
 from pecan.config import Config
 from pecan.data.sample import COUNTER_FIELDS, counters_to_dict
 from pecan.data.index import DataError
-from pecan.data.loader import load_split_frames, make_dataset, make_loader, make_sampler, prepare_packs
+from pecan.data.loader import make_dataset, make_loader, make_sampler, prepare_job_data
 from pecan.train import checkpoint as ckpt
 from pecan.train.distributed import DistEnv, barrier, loader_workers_per_rank
 from pecan.train.metrics import classification_report
+from pecan.train.sync import OutputSync
 
 log = logging.getLogger(__name__)
 
@@ -153,12 +154,17 @@ class Trainer:
         self.show_progress = config.train.progress and env.is_main
         self.start_epoch, self.step, self.best_auc = 0, 0, -math.inf
         self.last_batch = None
+        self.staging = None
+        self.output_sync: Optional[OutputSync] = None
 
     # ------------------------------------------------------------------ build
 
     def setup(self) -> "Trainer":
         """Build data, model and optimiser, then resume if asked."""
         seed_everything(self.config.train.seed, self.config.train.deterministic)
+        if self.config.train.sync_dir and self.env.local_rank == 0:
+            self.output_sync = OutputSync(self.out_dir, Path(self.config.train.sync_dir),
+                                          self.config.train.sync_every_minutes).start()
         if self.env.is_main:
             config_module.save(self.config, self.out_dir / "config.yaml")
         self.build_data()
@@ -170,30 +176,18 @@ class Trainer:
         return self
 
     def build_data(self) -> None:
-        """Indexes on rank 0 (broadcast), packs once per job, then per-rank loaders."""
+        """Indexes, packs and staging through the loader's job protocol, then per-rank loaders."""
         data = self.config.data
-        frames = load_split_frames(data, self.show_progress) if self.env.is_main else None
-        self.train_frame, self.val_frame = broadcast_object(frames, self.env)
-        if len(self.val_frame) == 0:
-            raise config_module.ConfigError("the validation split is empty: set data.val_fraction > 0 or "
-                                            "data.val_csvs / data.val_fns")
         workers = data.num_workers
         if workers < 0:
             workers = 0 if data.io_mode == "packed" else loader_workers_per_rank(self.env.local_world_size)
-        packs = None
-        if data.io_mode == "packed":
-            frames = [self.train_frame, self.val_frame]
-            # Rank 0 first (on shared storage the other nodes then find its packs valid), then one leader
-            # per node (node-local cache directories), then the rest only locate: each shard's sampled
-            # hash is read once per node, not once per rank.
-            if self.env.is_main:
-                packs = prepare_packs(data, frames, max(workers, 1), self.show_progress)
-            barrier()
-            if self.env.local_rank == 0 and not self.env.is_main:
-                packs = prepare_packs(data, frames, max(workers, 1))
-            barrier()
-            if self.env.local_rank != 0:
-                packs = prepare_packs(data, frames, validate=False)
+        job = prepare_job_data(data, rank=self.env.rank, local_rank=self.env.local_rank,
+                               processes=max(workers, 1), progress=self.show_progress)
+        self.train_frame, self.val_frame, self.staging = job.train_frame, job.val_frame, job.staging
+        packs = job.packs
+        if len(self.val_frame) == 0:
+            raise config_module.ConfigError("the validation split is empty: set data.val_fraction > 0 or "
+                                            "data.val_csvs / data.val_fns")
         self.train_set = make_dataset(data, self.train_frame, packs)
         self.val_set = make_dataset(data, self.val_frame, packs, augment=False)
         seed = self.config.train.seed
@@ -289,6 +283,8 @@ class Trainer:
             self.save_checkpoints(epoch, metrics)
         record = self.epoch_record(epoch, time.perf_counter() - start, timer.totals(), train, metrics, io_counts)
         record.update(self.weights_check())
+        if self.staging is not None and epoch == self.start_epoch:
+            record.update(self.staging.record())
         if self.env.is_main:
             report.append_record(self.out_dir / "epochs.jsonl", record)
             print(report.epoch_line(record), flush=True)
@@ -438,10 +434,13 @@ class Trainer:
         return {"weights_checksum": sums[0], "ranks_in_sync": in_sync}
 
     def close(self) -> None:
-        """Stop loader workers (persistent workers otherwise outlive the run)."""
+        """Stop loader workers (persistent workers otherwise outlive the run), then sync out_dir a last time."""
         for loader in (getattr(self, "train_loader", None), getattr(self, "val_loader", None)):
             if loader is not None:
                 loader.close()
+        if self.output_sync is not None:
+            self.output_sync.close()
+            self.output_sync = None
 
 
 def git_state(root: Path) -> dict[str, Any]:

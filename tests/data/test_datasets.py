@@ -67,11 +67,11 @@ def test_counters_per_level(setup):
             assert second["file_opens"] == 0 and h5_calls == 0 and second["bytes_read"] > 0
 
 
-def test_augmentation_forces_decode_cache_off(setup, monkeypatch):
+def test_augmentation_forces_decode_cache_off(setup):
     cfg, frame, packs = setup
     assert make_dataset(cfg, frame, packs, io_mode="decode_cache").use_decode_cache
     assert not make_dataset(cfg, frame, packs, io_mode="decode_cache", augment=True).use_decode_cache
-    monkeypatch.setenv("PECAN_DECODE_CACHE", "0")
+    cfg.decode_cache = False
     assert not make_dataset(cfg, frame, packs, io_mode="decode_cache").use_decode_cache
 
 
@@ -248,9 +248,3 @@ def test_wire_batch_round_trip_through_workers(setup):
         loader.close()
 
 
-def test_locate_without_validation(setup, tmp_path):
-    cfg, frame, packs = setup
-    assert prepare_packs(cfg, [frame], validate=False) == packs
-    cfg.cache_dir = str(tmp_path / "elsewhere")
-    with pytest.raises(DataError, match="no pack of"):
-        prepare_packs(cfg, [frame], validate=False)

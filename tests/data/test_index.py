@@ -15,11 +15,10 @@ COMMON = dict(pose_group=fmt.DEFAULT_POSE_GROUP, crystal_group=fmt.DEFAULT_CRYST
               rmsd_threshold=2.0, index_prefix="pecan")
 
 
-def test_derived_index_matches_csv(tiny_dataset, tmp_path, monkeypatch):
+def test_derived_index_matches_csv(tiny_dataset, tmp_path):
     data_dir, shards, csv = tiny_dataset
-    monkeypatch.setenv(idx.INDEX_CSV_DIR_ENV, str(tmp_path / "idx"))
     from_csv = idx.build_index([str(csv)], [], str(data_dir), **COMMON)
-    derived = idx.build_index([], [str(p) for p in shards], str(data_dir), **COMMON)
+    derived = idx.build_index([], [str(p) for p in shards], str(data_dir), index_dir=str(tmp_path / "idx"), **COMMON)
     key = ["pdbid", "poseid"]
     a = from_csv.sort_values(key).reset_index(drop=True)
     b = derived.sort_values(key).reset_index(drop=True)
@@ -112,36 +111,49 @@ def test_unreadable_csv_falls_back_to_shards(tiny_dataset, monkeypatch, tmp_path
         return real(path, *args, **kwargs)
 
     monkeypatch.setattr(pd, "read_csv", deny)
-    monkeypatch.setenv(idx.INDEX_CSV_DIR_ENV, str(tmp_path / "idx"))
-    frame = idx.build_index([str(csv)], [str(p) for p in shards], str(data_dir), **COMMON)
+    frame = idx.build_index([str(csv)], [str(p) for p in shards], str(data_dir), index_dir=str(tmp_path / "idx"),
+                            **COMMON)
     assert len(frame) == 16
     with pytest.raises(DataError, match="index.csv"):
         idx.build_index([str(csv)], [], str(data_dir), **COMMON)
 
 
-def test_read_only_data_dir_falls_back_to_temp(tiny_dataset, monkeypatch, tmp_path):
+def test_read_only_data_dir_falls_back_to_user_cache_then_temp(tiny_dataset, tmp_path, monkeypatch, mounts):
     data_dir, shards, _ = tiny_dataset
-    real = idx.write_atomic_csv
-    monkeypatch.delenv(idx.INDEX_CSV_DIR_ENV, raising=False)
-    monkeypatch.setattr(idx.tempfile, "gettempdir", lambda: str(tmp_path / "tmp"))
+    ro = mounts.read_only(data_dir, tmp_path / "ro")
+    fns = [str(ro / p.name) for p in shards]
+    frame = idx.build_index([], fns, "", **COMMON)
+    cached = list((tmp_path / "xdg-cache" / "pecan" / "index").glob("*/pecan_all.csv"))
+    assert len(cached) == 1 and len(pd.read_csv(cached[0])) == len(frame)
+    assert not (data_dir / "pecan_all.csv").exists()
+    # The per-user cache read-only too: the per-user temp dir takes it.
+    mounts.read_only(tmp_path / "xdg-cache", tmp_path / "xdg-ro")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-ro"))
+    monkeypatch.setattr(idx.locations.tempfile, "tempdir", str(tmp_path / "tmp"))
+    idx.build_index([], fns, "", **{**COMMON, "rmsd_threshold": 3.0})
+    assert list((tmp_path / "tmp").glob("pecan-*/index/*/pecan_all.csv"))
 
-    def read_only(frame, path):
-        if Path(path).parent == Path(data_dir):
-            raise PermissionError(13, "Permission denied", str(path))
-        return real(frame, path)
 
-    monkeypatch.setattr(idx, "write_atomic_csv", read_only)
-    frame = idx.build_index([], [str(p) for p in shards], str(data_dir), **COMMON)
-    assert (tmp_path / "tmp" / "pecan_all.csv").exists()
-    assert not (Path(data_dir) / "pecan_all.csv").exists()
-    assert len(pd.read_csv(tmp_path / "tmp" / "pecan_all.csv")) == len(frame)
+def test_derived_index_reused_until_a_shard_changes(tiny_dataset, tmp_path, monkeypatch):
+    data_dir, shards, _ = tiny_dataset
+    fns = [str(p) for p in shards]
+    first = idx.build_index([], fns, str(data_dir), **COMMON)
+    walks = []
+    real = idx.derive_index
+    monkeypatch.setattr(idx, "derive_index", lambda *a, **k: walks.append(1) or real(*a, **k))
+    again = idx.build_index([], fns, str(data_dir), **COMMON)
+    assert walks == [] and again.equals(first)
+    with h5py.File(shards[0], "a") as handle:
+        handle["c000"].attrs["affinity"] = 1.0
+    idx.build_index([], fns, str(data_dir), **COMMON)
+    assert walks == [1]
 
 
 def test_destination_order(tmp_path):
-    env = {idx.INDEX_CSV_DIR_ENV: str(tmp_path / "env")}
-    got = idx.index_csv_destination(tmp_path / "shards", "p", env)
-    assert got[0] == tmp_path / "env" / "p_all.csv" and got[1] == tmp_path / "shards" / "p_all.csv"
-    assert idx.index_csv_destination(tmp_path / "shards", "p", {})[0] == tmp_path / "shards" / "p_all.csv"
+    got = [loc.directory for loc in idx.index_locations(tmp_path / "shards", str(tmp_path / "env"))]
+    assert got[0] == tmp_path / "env" and got[1] == tmp_path / "shards"
+    assert got[2].parent.parent == tmp_path / "xdg-cache" / "pecan"
+    assert idx.index_locations(tmp_path / "shards", "")[0].directory == tmp_path / "shards"
 
 
 def test_split_by_complex_never_splits_a_complex(tiny_dataset):

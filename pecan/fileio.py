@@ -1,0 +1,122 @@
+"""The one atomic writer: a temp file in the destination directory, fsync, ``os.replace``.
+
+Every file PECAN creates (packs, index CSVs, run records, checkpoints, config.yaml, staged copies) goes
+through ``atomic_write``: readers see the old file or the new one, never half of it; a failure leaves no
+temp file behind; the new file gets the mode ``open()`` would give it (0666 minus the umask), not
+mkstemp's owner-only 0600, so teammates can share caches and read runs.
+"""
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+import tempfile
+import threading
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, Iterator, Optional
+
+_UMASK: Optional[int] = None
+_UMASK_LOCK = threading.Lock()
+
+
+class StorageError(OSError):
+    """A write failed; the message names the path and the reason ("disk full" for ENOSPC)."""
+
+
+def _read_umask() -> int:
+    # /proc reports the umask without changing it; elsewhere set-and-restore once, under a lock, because
+    # os.umask is process-wide and another thread creating a file in between would get mode 0.
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    current = os.umask(0o022)
+    os.umask(current)
+    return current
+
+
+def umask() -> int:
+    """The process umask, read once."""
+    global _UMASK
+    with _UMASK_LOCK:
+        if _UMASK is None:
+            _UMASK = _read_umask()
+        return _UMASK
+
+
+def file_mode() -> int:
+    """The mode ``open()`` gives a new file: 0666 minus the umask."""
+    return 0o666 & ~umask()
+
+
+def describe_error(path: Path | str, err: OSError) -> str:
+    """'<path>: <reason> (errno NAME)', with "disk full" for ENOSPC and "quota exceeded" for EDQUOT."""
+    reasons = {errno.ENOSPC: "disk full", errno.EDQUOT: "quota exceeded", errno.EROFS: "read-only file system"}
+    reason = reasons.get(err.errno, err.strerror or str(err))
+    name = errno.errorcode.get(err.errno, str(err.errno)) if err.errno else "no errno"
+    return f"{path}: {reason} ({name})"
+
+
+@contextmanager
+def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
+    """Yield a fresh temp file beside ``path`` for a writer that wants a path (h5py, torch.save); when the
+    block succeeds the file is fsynced, given the umask's mode and renamed onto ``path``.
+
+    Any exception removes the temp file and leaves ``path`` untouched; an OSError is re-raised as
+    ``StorageError`` naming ``path`` and the errno.
+    """
+    path = Path(path)
+    tmp: Optional[str] = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        os.close(handle)
+        yield Path(tmp)
+        descriptor = os.open(tmp, os.O_RDONLY)
+        try:
+            os.fsync(descriptor)
+        finally:
+            os.close(descriptor)
+        os.chmod(tmp, file_mode())
+        os.replace(tmp, path)
+        tmp = None
+    except StorageError:
+        raise
+    except OSError as err:
+        raise StorageError(err.errno, describe_error(path, err)) from err
+    finally:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+
+
+@contextmanager
+def atomic_write(path: str | os.PathLike, mode: str = "wb") -> Iterator[IO]:
+    """Yield a file open for writing (``mode``) that replaces ``path`` atomically when the block succeeds."""
+    with atomic_path(path) as tmp, open(tmp, mode) as out:
+        yield out
+
+
+def write_bytes(path: str | os.PathLike, data: bytes) -> Path:
+    """Atomically replace ``path`` with ``data``."""
+    with atomic_write(path, "wb") as out:
+        out.write(data)
+    return Path(path)
+
+
+def write_text(path: str | os.PathLike, text: str) -> Path:
+    """Atomically replace ``path`` with ``text``."""
+    with atomic_write(path, "w") as out:
+        out.write(text)
+    return Path(path)
+
+
+def copy_file(source: str | os.PathLike, destination: str | os.PathLike) -> Path:
+    """Copy atomically into ``destination`` (temp file in its directory), keeping the source's mtime."""
+    with open(source, "rb") as src, atomic_write(destination, "wb") as out:
+        shutil.copyfileobj(src, out, 1 << 22)
+    stat = os.stat(source)
+    os.utime(destination, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    return Path(destination)
