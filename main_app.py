@@ -30,14 +30,39 @@ def resolve_device(setting: str, discovered, local_rank: int):
     return torch.device(setting)
 
 
+def ensure_synthetic_data(config) -> None:
+    """Generate the synthetic data set the config describes into data.data_dir unless it is already there
+    (ensure_dataset locks the directory and writes atomically, so concurrent starts generate it once)."""
+    from pathlib import Path
+
+    from pecan.data.synthetic import MARKER_NAME, dataset_is_current, ensure_dataset
+
+    data, spec = config.data, config.synthetic
+    first_csv = data.train_csvs[0] if data.train_csvs else "index.csv"
+    settings = dict(n_shards=spec.shards, complexes_per_shard=spec.complexes_per_shard, seed=spec.seed,
+                    rmsd_threshold=data.rmsd_threshold, index_name=Path(first_csv).name)
+    directory = Path(data.data_dir)
+    foreign = not (directory / MARKER_NAME).exists() and (
+        (directory / settings["index_name"]).exists() or any(directory.glob("*.hdf5")))
+    if foreign:  # data the generator did not write is never overwritten
+        logging.getLogger("pecan").info("%s already holds data not made by the generator; using it as is", directory)
+    elif not dataset_is_current(directory, **settings):
+        logging.getLogger("pecan").info("generating the synthetic data set into %s (synthetic section of the config)",
+                                        data.data_dir)
+        ensure_dataset(data.data_dir, progress=config.train.progress, **settings)
+
+
 def main(argv=None) -> int:
     """Load config, set up distributed, build, train, clean up."""
     args = parse_args(argv)
+    from pecan.train.checkpoint import check_resume_compatible
     from pecan.train.distributed import cleanup_distributed, discover, init_distributed
+    from pecan.train.run_dir import OutDirInUse, WriteError
     from pecan.train.trainer import Trainer
 
     try:
         config = config_module.load(args.config, args.overrides)
+        check_resume_compatible(config)
         env = discover()
     except (config_module.ConfigError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
@@ -48,11 +73,16 @@ def main(argv=None) -> int:
     try:
         device = resolve_device(config.train.device, init_distributed(env), env.local_rank)
         tracing.setup(config.trace.enabled, config_module.trace_dir(config), env.rank)
+        if config.synthetic.enabled and env.is_main:
+            ensure_synthetic_data(config)
         trainer = Trainer(config, env, device).setup()
         trainer.fit()
         finished = True
         return 0
-    except (DataError, config_module.ConfigError, FileNotFoundError) as err:
+    except OutDirInUse as err:
+        logging.getLogger("pecan").error("%s", err)
+        return 2
+    except (DataError, config_module.ConfigError, FileNotFoundError, WriteError, FloatingPointError) as err:
         logging.getLogger("pecan").error("%s", err)
         return 1
     finally:

@@ -41,7 +41,8 @@ def load_split_frames(cfg: DataConfig, progress: bool = False) -> tuple[pd.DataF
 def pack_params(cfg: DataConfig) -> PackParams:
     """The graph parameters a pack depends on."""
     return PackParams(pose_group=cfg.pose_group, crystal_group=cfg.crystal_group, pocket_radius=cfg.pocket_radius,
-                      edge_cutoff=cfg.edge_cutoff, rmsd_threshold=cfg.rmsd_threshold)
+                      edge_cutoff=cfg.edge_cutoff, rmsd_threshold=cfg.rmsd_threshold, max_atoms=cfg.max_atoms,
+                      max_edges=cfg.max_edges)
 
 
 def prepare_packs(cfg: DataConfig, frames: list[pd.DataFrame], processes: int = 1, progress: bool = False,
@@ -50,9 +51,9 @@ def prepare_packs(cfg: DataConfig, frames: list[pd.DataFrame], processes: int = 
     stale, or, with ``validate=False``, only located (after another process on the node validated them)."""
     shards = [Path(s) for s in sorted({s for frame in frames for s in frame["shard"]})]
     if validate:
-        paths = ensure_packed(shards, pack_params(cfg), cfg.cache_dir, processes, progress)
+        paths = ensure_packed(shards, pack_params(cfg), cfg.cache_dir, processes, progress, cfg.on_bad_sample)
     else:
-        paths = locate_packs(shards, pack_params(cfg), cfg.cache_dir)
+        paths = locate_packs(shards, pack_params(cfg), cfg.cache_dir, cfg.on_bad_sample)
     return {str(s): p for s, p in zip(shards, paths)}
 
 
@@ -70,7 +71,7 @@ def make_dataset(cfg: DataConfig, frame: pd.DataFrame, packs: Optional[dict[str,
     return Dataset_PDB(frame, pose_group=cfg.pose_group, crystal_group=cfg.crystal_group,
                        pocket_radius=cfg.pocket_radius, edge_cutoff=cfg.edge_cutoff,
                        rmsd_threshold=cfg.rmsd_threshold, io_mode=mode, on_bad_sample=cfg.on_bad_sample,
-                       augment=augment)
+                       augment=augment, max_atoms=cfg.max_atoms, max_edges=cfg.max_edges)
 
 
 def make_sampler(dataset, cfg: DataConfig, *, train: bool, rank: int, world_size: int,
