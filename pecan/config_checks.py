@@ -66,7 +66,8 @@ def _model_check(config: Config) -> Optional[str]:
     except ValueError as err:
         return f"'{'model.nn_type' if config.model.nn_type is not None else 'model.name'}': {err}"
     if name not in available():
-        return f"'model.name': model {name!r} is not implemented in this release; available: {', '.join(available())}"
+        key = "model.nn_type" if config.model.nn_type is not None else "model.name"
+        return f"'{key}': model {name!r} is not implemented in this release; available: {', '.join(available())}"
     return None
 
 
