@@ -301,4 +301,6 @@ def split_by_complex(frame: pd.DataFrame, val_fraction: float, seed: int) -> tup
         n_val = min(max(n_val, 1), len(complexes) - 1)
     val_ids = set(complexes[:n_val])
     is_val = frame["pdbid"].isin(val_ids)
-    return frame[~is_val].reset_index(drop=True), frame[is_val].reset_index(drop=True)
+    train, val = frame[~is_val].reset_index(drop=True), frame[is_val].reset_index(drop=True)
+    val.attrs["skipped"] = 0  # the count of dropped rows belongs to the index once, not to both halves
+    return train, val

@@ -47,7 +47,7 @@ def _raise_first(frame: pd.DataFrame, bad: pd.Series, path, column: str, problem
     if not bad.any():
         return
     row = int(np.flatnonzero(bad.to_numpy())[0])
-    value = frame[column].iloc[row]
+    value = _plain(frame[column].iloc[row])
     raise DataError(f"index CSV {path}, line {row + FIRST_DATA_LINE}, column '{column}': "
                     f"{problem.format(value=value)} ({int(bad.sum())} such row(s))")
 
@@ -56,6 +56,11 @@ def _where(frame: pd.DataFrame, rows: np.ndarray, source: str) -> str:
     first = frame.iloc[int(rows[0])]
     line = f"line {int(first['_line'])}, " if "_line" in frame.columns and not pd.isna(first["_line"]) else ""
     return f"{source}: {line}shard {first['shard']}, pose {first['pdbid']}/{first['poseid']}"
+
+
+def _plain(value):
+    """A numpy scalar as the Python number it holds (for messages)."""
+    return value.item() if hasattr(value, "item") else value
 
 
 def validate_index(frame: pd.DataFrame, source: str, on_bad_sample: str = "error") -> pd.DataFrame:
@@ -72,7 +77,7 @@ def validate_index(frame: pd.DataFrame, source: str, on_bad_sample: str = "error
         rows = np.flatnonzero(bad.to_numpy() & ~drop)
         if not len(rows):
             continue
-        value = f" (got {frame[column].iloc[int(rows[0])]!r})" if column else ""
+        value = f" (got {_plain(frame[column].iloc[int(rows[0])])!r})" if column else ""
         message = f"{_where(frame, rows, source)}: {problem}{value}; {len(rows)} such row(s)"
         if on_bad_sample != "skip":
             raise DataError(message)
