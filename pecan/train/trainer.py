@@ -446,10 +446,10 @@ class Trainer:
             return True
         where = f"epoch {epoch + 1}, step {step_in_epoch + 1} (global step {self.step + 1})"
         if self.config.train.on_nonfinite_loss != "skip":
-            raise FloatingPointError(f"non-finite training loss ({float(loss):g}) at {where}; lower train.lr, "
-                                     f"check the data, or set train.on_nonfinite_loss: skip")
+            raise FloatingPointError(f"non-finite training loss ({float(loss.detach()):g}) at {where}; lower "
+                                     "train.lr, check the data, or set train.on_nonfinite_loss: skip")
         self.nonfinite_steps += 1
-        log.warning("skipping the step at %s: non-finite loss %g", where, float(loss))
+        log.warning("skipping the step at %s: non-finite loss %g", where, float(loss.detach()))
         return False
 
     def forward_loss(self, batch) -> torch.Tensor:
