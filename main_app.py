@@ -75,7 +75,8 @@ def main(argv=None) -> int:
         tracing.setup(config.trace.enabled, config_module.trace_dir(config), env.rank)
         if config.synthetic.enabled and env.is_main:
             ensure_synthetic_data(config)
-        trainer = Trainer(config, env, device).setup()
+        trainer = Trainer(config, env, device)
+        trainer.setup()  # trainer is bound first, so a failed start still releases the out_dir lock
         trainer.fit()
         finished = True
         return 0

@@ -206,7 +206,8 @@ def _complex_rows(shard: Path, pdbid: str, complex_group, pose_group: str, cryst
 
 def _shard_rows(shard: Path, pose_group: str, crystal_group: str, use_crystal: bool,
                 on_bad_sample: str) -> tuple[list[dict], int]:
-    """Index rows of one shard and the number of complexes skipped; any h5py/numpy failure becomes a DataError naming shard and complex."""
+    """Index rows of one shard and the number of complexes skipped; any h5py/numpy failure becomes a
+    DataError naming shard and complex."""
     import h5py
 
     try:
