@@ -81,6 +81,8 @@ def test_duplicated_csv_rows_error_naming_line(tmp_path, data_dir, caplog, capsy
     code, text = run(tmp_path, data_dir, caplog=caplog, capsys=capsys)
     assert code == 1
     assert "index.csv" in text and "duplicate sample" in text and "5 such row(s)" in text
+    assert not (tmp_path / "run" / ".pecan.lock").exists()  # a failed start releases out_dir
+    assert not (tmp_path / "run" / "config.yaml").exists()  # written only after a successful start
 
 
 def test_duplicated_csv_rows_dropped_with_count_under_skip(tmp_path, data_dir, caplog, capsys):
