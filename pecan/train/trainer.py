@@ -387,7 +387,7 @@ class Trainer:
                     loss_sum += loss.double() * batch.num_graphs
                     samples += batch.num_graphs
             elif self.env.is_distributed:
-                self.keep_in_step(timer)
+                self.keep_in_step(timer, (epoch, step_in_epoch))
             bar.update()
             if step_in_epoch + 1 >= steps:
                 break
@@ -397,14 +397,14 @@ class Trainer:
                                                                      device=self.device)]), self.env).tolist()
         return {"train_loss": totals[0] / max(totals[1], 1), "samples": int(totals[1])}
 
-    def keep_in_step(self, timer: PhaseTimer) -> None:
+    def keep_in_step(self, timer: PhaseTimer, where: tuple[int, int]) -> None:
         """Every sample of this rank's batch was skipped as bad: replay the previous batch with zero weight,
         because DDP ranks that skip a step leave the others waiting in the gradient all-reduce forever."""
         if self.last_batch is None:
             self.last_batch = self.first_good_sample()
         log.warning("rank %d: a whole batch was skipped as bad; replaying the previous batch with zero weight",
                     self.env.rank)
-        self.train_step(self.last_batch, timer, weight=0.0)
+        self.train_step(self.last_batch, timer, weight=0.0, where=where)
 
     def first_good_sample(self):
         """The first readable training sample, as a one-graph batch (for a replay before any good batch)."""
@@ -416,13 +416,14 @@ class Trainer:
         raise DataError("every training sample is bad; nothing to train on")
 
     def train_step(self, batch, timer: PhaseTimer, weight: float = 1.0,
-                   where: Optional[tuple[int, int]] = None) -> Optional[torch.Tensor]:
-        """Forward, backward and optimiser step on one batch; returns the detached loss, or None when a
-        non-finite loss was skipped (train.on_nonfinite_loss: skip)."""
+                   where: tuple[int, int] = (0, 0)) -> Optional[torch.Tensor]:
+        """Forward, backward and optimiser step on one batch (``where``: epoch and step, for messages);
+        returns the detached loss, or None when a non-finite loss was skipped (train.on_nonfinite_loss: skip).
+        Every rank checks every step, replayed ones included, so the check's collective stays paired."""
         batch = batch.to(self.device, non_blocking=True)
         with timer.phase("forward_s"), tracing.span("compute", "forward"):
             loss = self.forward_loss(batch)
-        if where is not None and not self.loss_is_finite(loss, *where):
+        if not self.loss_is_finite(loss, *where):
             self.optimizer.zero_grad(set_to_none=True)
             return None
         with timer.phase("backward_s"), tracing.span("compute", "backward"):
