@@ -13,9 +13,8 @@ $(PY):
 
 venv: $(PY)
 
-# Generates the demo shards on first use (data/demo, not committed), then trains.
+# A shortcut: the app generates the demo shards on first use (configs/demo.yaml's synthetic section).
 demo: $(PY)
-	$(PY) scripts/make_synthetic.py --config configs/demo.yaml --shards 4 --complexes-per-shard 12
 	$(PY) -u main_app.py configs/demo.yaml $(ARGS)
 
 test: $(PY)

@@ -33,11 +33,15 @@ def resolve_device(setting: str, discovered, local_rank: int):
 def main(argv=None) -> int:
     """Load config, set up distributed, build, train, clean up."""
     args = parse_args(argv)
+    from pecan.fileio import StorageError
+    from pecan.train.checkpoint import check_resume_compatible
     from pecan.train.distributed import cleanup_distributed, discover, init_distributed
+    from pecan.train.run_dir import OutDirInUse
     from pecan.train.trainer import Trainer
 
     try:
         config = config_module.load(args.config, args.overrides)
+        check_resume_compatible(config)
         env = discover()
     except (config_module.ConfigError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
@@ -48,11 +52,21 @@ def main(argv=None) -> int:
     try:
         device = resolve_device(config.train.device, init_distributed(env), env.local_rank)
         tracing.setup(config.trace.enabled, config_module.trace_dir(config), env.rank)
-        trainer = Trainer(config, env, device).setup()
+        if config.synthetic.enabled and env.is_main:
+            from pecan.synthetic.cache import (
+                ensure_from_config,  # only demo configs load the generator
+            )
+
+            ensure_from_config(config)
+        trainer = Trainer(config, env, device)
+        trainer.setup()  # trainer is bound first, so a failed start still releases the out_dir lock
         trainer.fit()
         finished = True
         return 0
-    except (DataError, config_module.ConfigError, FileNotFoundError) as err:
+    except OutDirInUse as err:
+        logging.getLogger("pecan").error("%s", err)
+        return 2
+    except (DataError, config_module.ConfigError, FileNotFoundError, StorageError, FloatingPointError) as err:
         logging.getLogger("pecan").error("%s", err)
         return 1
     finally:

@@ -9,6 +9,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import re
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -79,6 +80,10 @@ class DataConfig:
     on_bad_sample: Literal["error", "skip"] = _doc(
         "On a broken sample: stop with an error naming shard and pose, or count, log and skip it.", "error")
     index_prefix: str = _doc("Name prefix of a derived index CSV (<prefix>_all.csv).", "pecan")
+    max_atoms: int = _doc(
+        "Largest pose (atoms after the pocket crop) built into a graph; a larger one is a bad sample "
+        "(error, or skipped under on_bad_sample: skip) before its edges are allocated.", 20000)
+    max_edges: int = _doc("Largest number of radius edges of one pose; a larger one is a bad sample.", 2000000)
 
 
 @dataclass
@@ -120,6 +125,9 @@ class TrainConfig:
         "Shared directory out_dir is mirrored to (atomically, file by file) every sync_every_minutes and at "
         "exit, so out_dir can be node-local; empty: off.", "")
     sync_every_minutes: float = _doc("Minutes between syncs of out_dir to sync_dir.", 10.0)
+    on_nonfinite_loss: Literal["error", "skip"] = _doc(
+        "A NaN or infinite training loss: stop naming epoch and step, or skip that step (counted in "
+        "epochs.jsonl as nonfinite_steps).", "error")
 
 
 @dataclass
@@ -132,6 +140,16 @@ class TraceConfig:
 
 
 @dataclass
+class SyntheticConfig:
+    """Synthetic demo data generated into data.data_dir on first use (same arguments: reused)."""
+
+    enabled: bool = _doc("Generate the synthetic data set into data.data_dir unless it is already there.", False)
+    shards: int = _doc("Number of shards.", 4)
+    complexes_per_shard: int = _doc("Complexes per shard.", 12)
+    seed: int = _doc("Generator seed.", 0)
+
+
+@dataclass
 class Config:
     """The whole run configuration, one section per component."""
 
@@ -139,6 +157,7 @@ class Config:
     model: ModelConfig = field(default_factory=ModelConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
     trace: TraceConfig = field(default_factory=TraceConfig)
+    synthetic: SyntheticConfig = field(default_factory=SyntheticConfig)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain nested dict (YAML/JSON serialisable)."""
@@ -163,6 +182,9 @@ def _type_name(tp: Any) -> str:
     return getattr(tp, "__name__", str(tp))
 
 
+YAML12_FLOAT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
+
+
 def _coerce(value: Any, tp: Any, key: str, source: str) -> Any:
     """Check ``value`` against the annotation ``tp``; ints widen to floats, a lone string to a list."""
     origin = typing.get_origin(tp)
@@ -184,6 +206,8 @@ def _coerce(value: Any, tp: Any, key: str, source: str) -> Any:
                 pass
         raise bad
     if origin is list:
+        if value is None:  # `train_csvs: null` means none
+            return []
         if isinstance(value, str):
             value = [value]
         if not isinstance(value, list):
@@ -198,6 +222,8 @@ def _coerce(value: Any, tp: Any, key: str, source: str) -> Any:
             raise bad
         return value
     if tp is float:
+        if isinstance(value, str) and YAML12_FLOAT.fullmatch(value.strip()):
+            value = float(value)  # PyYAML (YAML 1.1) reads 1e-3 as a string
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise bad
         return float(value)
@@ -275,12 +301,16 @@ def load(path: str | os.PathLike | None, overrides: list[str] | tuple[str, ...] 
             raise ConfigError(f"{path}: top level must be a mapping of sections")
     for text in overrides:
         (section, key), value = parse_override(text)
-        section_map = raw.setdefault(section, {})
+        if raw.get(section) is None:  # absent, or an empty `section:` line
+            raw[section] = {}
+        section_map = raw[section]
         if not isinstance(section_map, dict):
             raise ConfigError(f"{source}: section '{section}' must be a mapping")
         section_map[key] = value
     config = from_dict(raw, source if not overrides else f"{source} (with --set overrides)")
-    return apply_env(config)
+    config = apply_env(config)
+    check_device_available(config, source)
+    return config
 
 
 # ---------------------------------------------------------------------------- environment
@@ -330,30 +360,17 @@ def apply_env(config: Config, environ: Optional[dict[str, str]] = None) -> Confi
 
 
 def validate(config: Config, source: str = "<config>") -> None:
-    """Range checks that types alone cannot express."""
-    checks = [
-        (0.0 <= config.data.val_fraction < 1.0, "data.val_fraction", "must be in [0, 1)"),
-        (config.data.rmsd_threshold > 0, "data.rmsd_threshold", "must be > 0"),
-        (config.data.pocket_radius > 0, "data.pocket_radius", "must be > 0"),
-        (config.data.edge_cutoff > 0, "data.edge_cutoff", "must be > 0"),
-        (config.data.batch_size >= 1, "data.batch_size", "must be >= 1"),
-        (config.data.num_workers >= -1, "data.num_workers", "must be >= -1"),
-        (config.model.hidden >= 1, "model.hidden", "must be >= 1"),
-        (config.model.layers >= 1, "model.layers", "must be >= 1"),
-        (0.0 <= config.model.dropout < 1.0, "model.dropout", "must be in [0, 1)"),
-        (config.train.epochs >= 1, "train.epochs", "must be >= 1"),
-        (config.train.lr > 0, "train.lr", "must be > 0"),
-        (config.train.grad_clip >= 0, "train.grad_clip", "must be >= 0"),
-        (config.train.max_steps_per_epoch >= 0, "train.max_steps_per_epoch", "must be >= 0"),
-        (config.train.sync_every_minutes > 0, "train.sync_every_minutes", "must be > 0"),
-        (bool(config.train.out_dir), "train.out_dir", "is required"),
-    ]
-    for ok, key, message in checks:
-        if not ok:
-            raise ConfigError(f"{source}: '{key}' {message}")
-    has_data = config.data.train_csvs or config.data.train_fns or config.data.data_dir
-    if not has_data:
-        raise ConfigError(f"{source}: 'data.train_csvs', 'data.train_fns' or 'data.data_dir' is required")
+    """Value checks that types alone cannot express; each error names the key (see pecan.config_checks)."""
+    from pecan.config_checks import check_values
+
+    check_values(config, source)
+
+
+def check_device_available(config: Config, source: str = "<config>") -> None:
+    """A CUDA device named in train.device must exist in this build and on this machine."""
+    from pecan.config_checks import check_device
+
+    check_device(config, source)
 
 
 def trace_dir(config: Config) -> Path:

@@ -61,6 +61,17 @@ def describe_error(path: Path | str, err: OSError) -> str:
 
 
 @contextmanager
+def named_write_errors(path: str | os.PathLike) -> Iterator[None]:
+    """Turn an OSError inside the block into a StorageError naming ``path`` and the errno."""
+    try:
+        yield
+    except StorageError:
+        raise
+    except OSError as err:
+        raise StorageError(err.errno, describe_error(path, err)) from err
+
+
+@contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     """Yield a fresh temp file beside ``path`` for a writer that wants a path (h5py, torch.save); when the
     block succeeds the file is fsynced, given the umask's mode and renamed onto ``path``.

@@ -40,7 +40,8 @@ def test_bad_config_exits_with_named_key(tmp_path):
 
 def test_missing_data_exits_with_named_file(tmp_path):
     done = subprocess.run([sys.executable, "main_app.py", "configs/demo.yaml", "--set",
-                           f"data.data_dir={tmp_path / 'nothing'}", "--set", f"train.out_dir={tmp_path / 'run'}"],
+                           f"data.data_dir={tmp_path / 'nothing'}", "--set", f"train.out_dir={tmp_path / 'run'}",
+                           "--set", "synthetic.enabled=false"],
                           cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 1 and "nothing" in done.stderr
 

@@ -32,6 +32,9 @@ class AtomGraph:
 
 def validate_atoms(atoms: np.ndarray, where: str) -> np.ndarray:
     """Check shape, finiteness and ligand presence; ``where`` names shard and pose in the error."""
+    if not isinstance(atoms, np.ndarray) or atoms.dtype.kind not in "fiu":
+        raise DataError(f"{where}: 'data' is not a numeric array (got {type(atoms).__name__} "
+                        f"{getattr(atoms, 'dtype', '')})")
     if atoms.ndim != 2 or atoms.shape[1] != fmt.N_COLUMNS:
         raise DataError(f"{where}: 'data' has shape {atoms.shape}, expected [n_atoms, {fmt.N_COLUMNS}]")
     if not np.isfinite(atoms).all():
@@ -56,16 +59,21 @@ def crop_pocket(atoms: np.ndarray, pocket_radius: float) -> np.ndarray:
     return atoms[keep]
 
 
-def radius_edges(pos: np.ndarray, cutoff: float) -> np.ndarray:
-    """All ordered pairs (i, j), i != j, closer than ``cutoff``; row-chunked torch.cdist."""
+def radius_edges(pos: np.ndarray, cutoff: float, max_edges: int = 0, where: str = "sample") -> np.ndarray:
+    """All ordered pairs (i, j), i != j, closer than ``cutoff``; row-chunked torch.cdist. More than
+    ``max_edges`` (when > 0) is a DataError raised before the edge list is assembled."""
     coords = torch.from_numpy(np.ascontiguousarray(pos))
-    pieces = []
+    pieces, total = [], 0
     for start in range(0, len(coords), CHUNK_ROWS):
         block = torch.cdist(coords[start:start + CHUNK_ROWS], coords)
         src, dst = torch.nonzero(block < cutoff, as_tuple=True)
         src = src + start
         keep = src != dst
         pieces.append(torch.stack([src[keep], dst[keep]]))
+        total += pieces[-1].shape[1]
+        if max_edges and total > max_edges:
+            raise DataError(f"{where}: more than data.max_edges={max_edges} edges within {cutoff} A "
+                            f"({len(coords)} atoms); raise data.max_edges or skip it with on_bad_sample: skip")
     if not pieces:
         return np.zeros((2, 0), dtype=np.int64)
     return torch.cat(pieces, dim=1).numpy().astype(np.int64)
@@ -77,12 +85,17 @@ def edge_types(edge_index: np.ndarray, is_ligand: np.ndarray) -> np.ndarray:
     return (2 - ligand_ends).astype(np.int8)
 
 
-def build_graph(atoms: np.ndarray, pocket_radius: float, edge_cutoff: float, where: str = "sample") -> AtomGraph:
-    """Validated 22-column atoms -> cropped graph with radius edges."""
+def build_graph(atoms: np.ndarray, pocket_radius: float, edge_cutoff: float, where: str = "sample",
+                max_atoms: int = 0, max_edges: int = 0) -> AtomGraph:
+    """Validated 22-column atoms -> cropped graph with radius edges; a pocket over ``max_atoms`` atoms or
+    ``max_edges`` edges (when > 0) is a DataError naming the pose, raised before the edges are allocated."""
     atoms = crop_pocket(validate_atoms(atoms, where), pocket_radius)
+    if max_atoms and len(atoms) > max_atoms:
+        raise DataError(f"{where}: {len(atoms)} atoms within {pocket_radius} A of the ligand, more than "
+                        f"data.max_atoms={max_atoms}; raise it or skip such poses with on_bad_sample: skip")
     pos = np.ascontiguousarray(atoms[:, fmt.COORD_COLUMNS])
     x = np.ascontiguousarray(atoms[:, fmt.FEATURE_COLUMNS])
-    edge_index = radius_edges(pos, edge_cutoff)
+    edge_index = radius_edges(pos, edge_cutoff, max_edges, where)
     return AtomGraph(x=x, pos=pos, edge_index=edge_index,
                      edge_type=edge_types(edge_index, x[:, fmt.MOLCODE_FEATURE] > 0))
 

@@ -52,13 +52,15 @@ class Dataset_PDB(torch.utils.data.Dataset):  # noqa: N801 - public name kept fr
     def __init__(self, index: pd.DataFrame, *, pose_group: str = fmt.DEFAULT_POSE_GROUP,
                  crystal_group: str = fmt.DEFAULT_CRYSTAL_GROUP, pocket_radius: float = 6.0,
                  edge_cutoff: float = 4.5, rmsd_threshold: float = 2.0, io_mode: str = "handle_cache",
-                 on_bad_sample: str = "error", augment: bool = False, decode_cache: bool = True) -> None:
+                 on_bad_sample: str = "error", augment: bool = False, decode_cache: bool = True,
+                 max_atoms: int = 0, max_edges: int = 0) -> None:
         if io_mode not in fmt.H5_LEVELS:
             raise ValueError(f"io_mode {io_mode!r} is not an HDF5 level ({', '.join(fmt.H5_LEVELS)})")
         self.table = SampleTable.from_frame(index)
         self.pose_group, self.crystal_group = pose_group, crystal_group
         self.pocket_radius, self.edge_cutoff, self.rmsd_threshold = pocket_radius, edge_cutoff, rmsd_threshold
         self.io_mode, self.on_bad_sample, self.augment = io_mode, on_bad_sample, augment
+        self.max_atoms, self.max_edges = max_atoms, max_edges
         self.use_decode_cache = io_mode == "decode_cache" and decode_cache_allowed(augment, decode_cache)
         self.counters = IOCounters()
         self._handles: dict[int, Any] = {}
@@ -161,7 +163,8 @@ class Dataset_PDB(torch.utils.data.Dataset):  # noqa: N801 - public name kept fr
         if self.use_decode_cache and i in self._decoded:
             return self._decoded[i], float(self.table.label[i]), self.table.pose_features[i]
         atoms, label, features = self._read(i)
-        graph = build_graph(atoms, self.pocket_radius, self.edge_cutoff, self.table.where(i))
+        graph = build_graph(atoms, self.pocket_radius, self.edge_cutoff, self.table.where(i), self.max_atoms,
+                            self.max_edges)
         if self.use_decode_cache:
             self._decoded[i] = graph
         return graph, label, features
@@ -171,7 +174,12 @@ class Dataset_PDB(torch.utils.data.Dataset):  # noqa: N801 - public name kept fr
         self._own_process()
         i = int(i)
         try:
-            graph, label, features = self._graph(i)
+            try:
+                graph, label, features = self._graph(i)
+            except DataError:
+                raise
+            except Exception as err:  # noqa: BLE001 - h5py/numpy errors of a corrupt shard must name the pose
+                raise DataError(f"{self.table.where(i)}: unreadable ({type(err).__name__}: {err})") from err
         except DataError as err:
             if self.on_bad_sample != "skip":
                 raise

@@ -26,6 +26,11 @@ class DataError(ValueError):
     """Bad input data: the message names the file, group or pose."""
 
 
+class IndexUnreadable(DataError):
+    """An index CSV that cannot be read at all (missing, no permission, not a file): the one case in which
+    the index is derived from the shard list instead."""
+
+
 # ---------------------------------------------------------------------------- paths
 
 def resolve_shards(patterns: Iterable[str], data_dir: str = "") -> list[Path]:
@@ -83,7 +88,8 @@ def normalise(frame: pd.DataFrame, rmsd_threshold: float, source: str) -> pd.Dat
         row = unlabeled.iloc[0]
         raise DataError(f"{source}: pose {row['pdbid']}/{row['poseid']} in shard {row['shard']} has neither a "
                         f"label nor an rmsd ({len(unlabeled)} such rows)")
-    frame["label"] = frame["label"].astype(int)
+    if (frame["label"] % 1 == 0).all():  # fractional labels stay as they are, for validate_index to name
+        frame["label"] = frame["label"].astype(int)
     return frame
 
 
@@ -94,17 +100,26 @@ def read_index_csv(path: str | os.PathLike, data_dir: str, rmsd_threshold: float
     path = Path(path)
     if not path.is_absolute() and data_dir and not path.exists():
         path = Path(data_dir) / path
+    from pecan.data.validation import FIRST_DATA_LINE, check_csv_cells
+
     try:
+        if path.exists() and not path.is_file():
+            raise IsADirectoryError(f"[Errno 21] not a regular file: '{path}'")
         frame = pd.read_csv(path, dtype={"pdbid": str, "poseid": str, "shard": str})
-    except (OSError, pd.errors.ParserError, UnicodeDecodeError, pd.errors.EmptyDataError) as err:
-        raise DataError(f"cannot read index CSV {path}: {err}") from err
+    except OSError as err:
+        raise IndexUnreadable(f"cannot read index CSV {path}: {err}") from err
+    except (pd.errors.ParserError, UnicodeDecodeError, pd.errors.EmptyDataError) as err:
+        raise DataError(f"index CSV {path} is not a valid CSV: {err}") from err
+    check_csv_cells(frame, path)
+    frame["_line"] = np.arange(len(frame)) + FIRST_DATA_LINE
     frame = normalise(frame, rmsd_threshold, str(path))
     base = Path(data_dir) if data_dir else path.parent
     frame["shard"] = [str(p if Path(p).is_absolute() else locations.absolute(os.path.normpath(base / p)))
                       for p in frame["shard"]]
     for shard in frame["shard"].unique():
         if not Path(shard).exists():
-            raise DataError(f"{path}: shard file not found: {shard}")
+            line = int(frame.loc[frame["shard"] == shard, "_line"].iloc[0])
+            raise DataError(f"index CSV {path}, line {line}, column 'shard': shard file not found: {shard}")
     return frame
 
 
@@ -201,10 +216,39 @@ def _complex_rows(shard: Path, pdbid: str, complex_group, pose_group: str, cryst
     return rows
 
 
+def _shard_rows(shard: Path, pose_group: str, crystal_group: str, use_crystal: bool,
+                on_bad_sample: str) -> tuple[list[dict], int]:
+    """Index rows of one shard and the number of complexes skipped; any h5py/numpy failure becomes a
+    DataError naming shard and complex."""
+    import h5py
+
+    try:
+        handle = h5py.File(shard, "r", locking=False)
+    except OSError as err:
+        raise DataError(f"cannot open shard {shard} as HDF5: {err}") from err
+    rows: list[dict] = []
+    skipped = 0
+    with handle:
+        try:
+            names = list(handle)
+        except Exception as err:  # h5py raises KeyError/RuntimeError/OSError for a corrupt file
+            raise DataError(f"shard {shard}: cannot list its complexes ({type(err).__name__}: {err})") from err
+        for pdbid in names:
+            try:
+                rows.extend(_complex_rows(shard, pdbid, handle[pdbid], pose_group, crystal_group, use_crystal))
+            except Exception as err:  # noqa: BLE001 - any failure of a corrupt complex must name it
+                named = err if isinstance(err, DataError) else DataError(
+                    f"shard {shard}, complex {pdbid}: unreadable ({type(err).__name__}: {err})")
+                if on_bad_sample != "skip":
+                    raise named from err
+                skipped += 1
+                log.warning("skipping: %s", named)
+    return rows, skipped
+
+
 def derive_index(shards: Iterable[Path], pose_group: str, crystal_group: str, use_crystal: bool,
                  rmsd_threshold: float, on_bad_sample: str = "error", progress: bool = False) -> pd.DataFrame:
     """Walk each shard once and build the index (attributes hoisted); errors name shard and complex."""
-    import h5py
     from tqdm import tqdm
 
     rows: list[dict] = []
@@ -212,24 +256,22 @@ def derive_index(shards: Iterable[Path], pose_group: str, crystal_group: str, us
     shards = list(shards)
     for shard in tqdm(shards, desc="indexing shards", unit="shard", disable=not progress):
         try:
-            handle = h5py.File(shard, "r", locking=False)
-        except OSError as err:
-            raise DataError(f"cannot open shard {shard} as HDF5: {err}") from err
-        with handle:
-            for pdbid in handle:
-                try:
-                    rows.extend(_complex_rows(shard, pdbid, handle[pdbid], pose_group, crystal_group, use_crystal))
-                except DataError as err:
-                    if on_bad_sample != "skip":
-                        raise
-                    skipped += 1
-                    log.warning("skipping: %s", err)
+            shard_rows, bad_complexes = _shard_rows(shard, pose_group, crystal_group, use_crystal, on_bad_sample)
+            rows.extend(shard_rows)
+            skipped += bad_complexes
+        except DataError as err:
+            if on_bad_sample != "skip":
+                raise
+            skipped += 1
+            log.warning("skipping a whole shard: %s", err)
     if skipped:
-        log.warning("skipped %d complexes with a bad layout while indexing", skipped)
+        log.warning("skipped %d shard(s) or complex(es) with a bad layout while indexing", skipped)
     if not rows:
         raise DataError(f"no samples found in {len(shards)} shard(s): {', '.join(str(s) for s in shards[:3])}")
-    frame = pd.DataFrame(rows, columns=list(fmt.INDEX_COLUMNS))
-    return normalise(frame, rmsd_threshold, f"shards under {Path(shards[0]).parent}")
+    frame = normalise(pd.DataFrame(rows, columns=list(fmt.INDEX_COLUMNS)), rmsd_threshold,
+                      f"shards under {Path(shards[0]).parent}")
+    frame.attrs["skipped"] = skipped
+    return frame
 
 
 # ---------------------------------------------------------------------------- splits
@@ -238,19 +280,23 @@ def build_index(csvs: list[str], fns: list[str], data_dir: str, *, pose_group: s
                 use_crystal: bool, rmsd_threshold: float, index_prefix: str, on_bad_sample: str = "error",
                 progress: bool = False, write_csv: bool = True, index_dir: str = "") -> pd.DataFrame:
     """One split's index: from CSVs when readable, else from a derived CSV that still matches the shards,
-    else derived from the shard list (and saved in the first writable location)."""
+    else derived from the shard list (and saved in the first writable location); then validated as a whole
+    (pecan.data.validation). A CSV that reads but is wrong is an error, never a fallback."""
+    from pecan.data.validation import drop_repeated_shards, validate_index
+
     if csvs:
         try:
             frames = [read_index_csv(p, data_dir, rmsd_threshold) for p in csvs]
             frame = pd.concat(frames, ignore_index=True)
             if not use_crystal:
                 frame = frame[frame["is_crystal"] == 0].reset_index(drop=True)
-            return frame
-        except DataError as err:
+            return validate_index(frame, ", ".join(map(str, csvs)), on_bad_sample)
+        except IndexUnreadable as err:
             if not fns:
                 raise
             log.warning("%s; deriving the index from data.train_fns/val_fns instead", err)
-    shards = resolve_shards(fns if fns else [data_dir], data_dir)
+    patterns = fns if fns else [data_dir]
+    shards = drop_repeated_shards(resolve_shards(patterns, data_dir), list(patterns), on_bad_sample)
     key = derivation_key(shards, {"pose_group": pose_group, "crystal_group": crystal_group, "use_crystal": use_crystal,
                                   "rmsd_threshold": rmsd_threshold, "on_bad_sample": on_bad_sample})
     if write_csv:
@@ -259,10 +305,11 @@ def build_index(csvs: list[str], fns: list[str], data_dir: str, *, pose_group: s
             try:
                 frame = read_index_csv(saved, data_dir, rmsd_threshold)
                 log.info("reusing the derived index %s (its shards are unchanged)", saved)
-                return frame
+                return validate_index(frame, str(saved), on_bad_sample)
             except DataError as err:
                 log.warning("%s; deriving the index again", err)
     frame = derive_index(shards, pose_group, crystal_group, use_crystal, rmsd_threshold, on_bad_sample, progress)
+    frame = validate_index(frame, f"shards {patterns}", on_bad_sample)
     if write_csv:
         write_derived_index(frame, shards[0].parent, index_prefix, data_dir, index_dir, key)
     return frame
@@ -278,4 +325,6 @@ def split_by_complex(frame: pd.DataFrame, val_fraction: float, seed: int) -> tup
         n_val = min(max(n_val, 1), len(complexes) - 1)
     val_ids = set(complexes[:n_val])
     is_val = frame["pdbid"].isin(val_ids)
-    return frame[~is_val].reset_index(drop=True), frame[is_val].reset_index(drop=True)
+    train, val = frame[~is_val].reset_index(drop=True), frame[is_val].reset_index(drop=True)
+    val.attrs["skipped"] = 0  # the count of dropped rows belongs to the index once, not to both halves
+    return train, val

@@ -10,8 +10,7 @@ import logging
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-from typing import Callable, Iterator, Optional
+from typing import Any, Callable, Iterator, Optional
 
 import pandas as pd
 import torch
@@ -20,11 +19,17 @@ from torch_geometric.data import Batch
 from pecan.config import DataConfig
 from pecan.data import format as fmt
 from pecan.data.index import build_index, split_by_complex
-from pecan.data.packed import (PackedDataset, PackParams, ensure_packed, pack_is_valid, pack_shard_at,
-                               source_fingerprint)
+from pecan.data.packed import (
+    PackedDataset,
+    PackParams,
+    ensure_packed,
+    pack_is_valid,
+    pack_shard_at,
+    source_fingerprint,
+)
 from pecan.data.sample import passthrough_collate
-from pecan.data.staging import StageReport, stage
 from pecan.data.sampler import ShardAwareSampler
+from pecan.data.staging import StageReport, stage
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +53,8 @@ def load_split_frames(cfg: DataConfig, progress: bool = False) -> tuple[pd.DataF
 def pack_params(cfg: DataConfig) -> PackParams:
     """The graph parameters a pack depends on."""
     return PackParams(pose_group=cfg.pose_group, crystal_group=cfg.crystal_group, pocket_radius=cfg.pocket_radius,
-                      edge_cutoff=cfg.edge_cutoff, rmsd_threshold=cfg.rmsd_threshold)
+                      edge_cutoff=cfg.edge_cutoff, rmsd_threshold=cfg.rmsd_threshold, max_atoms=cfg.max_atoms,
+                      max_edges=cfg.max_edges)
 
 
 def _shards_of(frames: list[pd.DataFrame]) -> list[Path]:
@@ -57,9 +63,10 @@ def _shards_of(frames: list[pd.DataFrame]) -> list[Path]:
 
 def prepare_packs(cfg: DataConfig, frames: list[pd.DataFrame], processes: int = 1,
                   progress: bool = False) -> dict[str, Path]:
-    """Packs of every shard the frames use (shard path -> pack path), validated, built when missing or stale."""
+    """Packs of every shard the frames use (shard path -> pack path, None for a shard skipped under
+    on_bad_sample: skip), validated, built when missing or stale."""
     shards = _shards_of(frames)
-    paths = ensure_packed(shards, pack_params(cfg), cfg.cache_dir, processes, progress)
+    paths = ensure_packed(shards, pack_params(cfg), cfg.cache_dir, processes, progress, cfg.on_bad_sample)
     return {str(s): p for s, p in zip(shards, paths)}
 
 
@@ -68,6 +75,8 @@ def confirm_packs(cfg: DataConfig, packs: dict[str, Path]) -> dict[str, Path]:
     node cannot see a valid one (the chosen directory is node-local)."""
     params = pack_params(cfg)
     for shard, path in packs.items():
+        if path is None:  # rank 0 could not pack it: its samples are skipped everywhere
+            continue
         if not pack_is_valid(Path(path), source_fingerprint(Path(shard))):
             log.info("pack %s is not on this node; building it there", path)
             pack_shard_at(Path(shard), params, Path(path))
@@ -114,10 +123,10 @@ def _node_inputs(cfg: DataConfig, frames: tuple[pd.DataFrame, pd.DataFrame], pac
         packs = confirm_packs(cfg, packs)
     if not cfg.stage_dir:
         return packs, None
-    sources = list(packs.values()) if packs is not None else _shards_of(list(frames))
+    sources = [p for p in packs.values() if p is not None] if packs is not None else _shards_of(list(frames))
     report = stage(sources, cfg.stage_dir)
     if packs is not None:
-        packs = {shard: Path(report.mapping[str(path)]) for shard, path in packs.items()}
+        packs = {shard: None if path is None else Path(report.mapping[str(path)]) for shard, path in packs.items()}
     return packs, report
 
 
@@ -172,12 +181,15 @@ def make_dataset(cfg: DataConfig, frame: pd.DataFrame, packs: Optional[dict[str,
         return PackedDataset(frame, packs, on_bad_sample=cfg.on_bad_sample, augment=augment)
     if mode not in fmt.H5_LEVELS:
         raise ValueError(f"data.io_mode {mode!r} is not one of {', '.join(fmt.IO_MODES)}")
-    from pecan.data.h5dataset import Dataset_PDB  # the packed path never loads the HDF5 dataset module
+    from pecan.data.h5dataset import (
+        Dataset_PDB,  # the packed path never loads the HDF5 dataset module
+    )
 
     return Dataset_PDB(frame, pose_group=cfg.pose_group, crystal_group=cfg.crystal_group,
                        pocket_radius=cfg.pocket_radius, edge_cutoff=cfg.edge_cutoff,
                        rmsd_threshold=cfg.rmsd_threshold, io_mode=mode, on_bad_sample=cfg.on_bad_sample,
-                       augment=augment, decode_cache=cfg.decode_cache)
+                       augment=augment, decode_cache=cfg.decode_cache, max_atoms=cfg.max_atoms,
+                       max_edges=cfg.max_edges)
 
 
 def make_sampler(dataset, cfg: DataConfig, *, train: bool, rank: int, world_size: int,

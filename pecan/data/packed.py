@@ -57,6 +57,8 @@ class PackParams:
     pocket_radius: float
     edge_cutoff: float
     rmsd_threshold: float
+    max_atoms: int = 0
+    max_edges: int = 0
 
     def key(self, shard: Path) -> str:
         """Short hash naming the pack of ``shard`` under these parameters."""
@@ -134,12 +136,14 @@ def find_valid_pack(shard: Path, params: PackParams, cache_dir: str = "",
 # ---------------------------------------------------------------------------- building packs
 
 def _shard_samples(handle, shard: Path, params: PackParams):
-    """Yield (pdbid, poseid, is_crystal, group) for every sample of an open shard."""
+    """Yield (pdbid, poseid, is_crystal, group) for every sample of an open shard. A complex without its pose
+    group holds no samples (indexing skipped or reported it already); its crystal pose is still packed."""
     for pdbid in handle:
         complex_group = handle[pdbid]
         poses = complex_group.get(params.pose_group)
         if poses is None:
-            raise DataError(f"{shard}: complex {pdbid} has no pose group '{params.pose_group}'")
+            log.warning("%s: complex %s has no pose group '%s'", shard, pdbid, params.pose_group)
+            poses = {}
         for poseid in poses:
             yield pdbid, poseid, False, poses[poseid]
         for candidate in fmt.crystal_candidates(params.crystal_group):
@@ -165,20 +169,36 @@ def _read_shard(shard: Path, params: PackParams):
         raise DataError(f"cannot pack shard {shard}: not a readable HDF5 file ({err})") from err
     keys, bad, graphs, scalars = [], [], [], []
     with handle:
-        for pdbid, poseid, is_crystal, group in _shard_samples(handle, shard, params):
-            where = f"shard {shard}, pose {pdbid}/{poseid}"
-            dataset = group.get(fmt.DATASET_NAME)
-            try:
-                if dataset is None:
-                    raise DataError(f"{where}: dataset '{fmt.DATASET_NAME}' not found")
-                graph = build_graph(dataset[()], params.pocket_radius, params.edge_cutoff, where)
-            except DataError as err:
-                bad.append([pdbid, poseid, str(err)])
-                continue
-            keys.append([pdbid, poseid, int(is_crystal)])
-            graphs.append(graph)
-            scalars.append(_scalars(group))
+        try:
+            for pdbid, poseid, is_crystal, group in _shard_samples(handle, shard, params):
+                where = f"shard {shard}, pose {pdbid}/{poseid}"
+                try:
+                    graph, values = _read_sample(group, params, where)
+                except DataError as err:
+                    bad.append([pdbid, poseid, str(err)])
+                    continue
+                keys.append([pdbid, poseid, int(is_crystal)])
+                graphs.append(graph)
+                scalars.append(values)
+        except Exception as err:  # noqa: BLE001 - a corrupt shard's walk fails with KeyError/RuntimeError/...
+            raise DataError(f"cannot pack shard {shard}: its layout is unreadable ({type(err).__name__}: {err})") \
+                from err
     return keys, bad, graphs, scalars
+
+
+def _read_sample(group, params: PackParams, where: str):
+    """One sample's graph and scalars; any h5py/numpy failure becomes a DataError naming shard and pose."""
+    try:
+        dataset = group.get(fmt.DATASET_NAME)
+        if dataset is None:
+            raise DataError(f"{where}: dataset '{fmt.DATASET_NAME}' not found")
+        graph = build_graph(dataset[()], params.pocket_radius, params.edge_cutoff, where, params.max_atoms,
+                            params.max_edges)
+        return graph, _scalars(group)
+    except DataError:
+        raise
+    except Exception as err:  # noqa: BLE001
+        raise DataError(f"{where}: unreadable ({type(err).__name__}: {err})") from err
 
 
 def _flatten(graphs, scalars) -> dict[str, np.ndarray]:
@@ -250,13 +270,17 @@ def pack_shard_at(shard: Path, params: PackParams, path: Path) -> Path:
     return Path(path)
 
 
-def _pack_one(job) -> Path:
-    return pack_shard(*job)
+def _pack_one(job) -> Path | DataError:
+    try:
+        return pack_shard(*job)
+    except DataError as err:  # returned, so one broken shard does not hide the others' results
+        return err
 
 
 def ensure_packed(shards: Iterable[Path], params: PackParams, cache_dir: str = "", processes: int = 1,
-                  progress: bool = False) -> list[Path]:
-    """Valid pack paths for every shard, building the missing or stale ones (in parallel if asked)."""
+                  progress: bool = False, on_bad_sample: str = "error") -> list[Optional[Path]]:
+    """Valid pack paths for every shard, building the missing or stale ones (in parallel if asked). A shard
+    that cannot be packed is an error, or under on_bad_sample: skip None (its samples are then skipped)."""
     from tqdm import tqdm
 
     shards = [locations.absolute(s) for s in shards]
@@ -278,6 +302,12 @@ def ensure_packed(shards: Iterable[Path], params: PackParams, cache_dir: str = "
                 paths[shard] = _pack_one(job)
                 bar.update()
         bar.close()
+    for shard, path in paths.items():
+        if isinstance(path, DataError):
+            if on_bad_sample != "skip":
+                raise path
+            log.warning("skipping every sample of a shard: %s", path)
+            paths[shard] = None
     return [paths[s] for s in shards]
 
 
@@ -359,7 +389,7 @@ class PackedDataset(torch.utils.data.Dataset):
     def __init__(self, index: pd.DataFrame, pack_paths: dict[str, Path], *, on_bad_sample: str = "error",
                  augment: bool = False, in_memory: bool = False) -> None:
         self.table = SampleTable.from_frame(index)
-        self.pack_paths = [Path(pack_paths[s]) for s in self.table.shards]
+        self.pack_paths = [Path(pack_paths[s]) if pack_paths.get(s) else None for s in self.table.shards]
         self.on_bad_sample, self.augment, self.in_memory = on_bad_sample, augment, in_memory
         self.counters = IOCounters()
         self._packs: Optional[list[dict[str, np.ndarray]]] = None
@@ -375,7 +405,10 @@ class PackedDataset(torch.utils.data.Dataset):
         keep = np.ones(len(t), dtype=bool)
         local = np.full(len(t), -1, dtype=np.int64)
         for shard_id, path in enumerate(self.pack_paths):
-            header = read_header(path)
+            if path is None:  # its shard could not be packed (under skip; logged by ensure_packed)
+                header = {"keys": [], "bad": [], "shard_error": f"shard {t.shards[shard_id]} could not be read"}
+            else:
+                header = read_header(path)
             lookup = {(p, q): k for k, (p, q, _) in enumerate(header["keys"])}
             bad = {(p, q): message for p, q, message in header["bad"]}
             for i in np.flatnonzero(t.shard_id == shard_id):
@@ -383,7 +416,8 @@ class PackedDataset(torch.utils.data.Dataset):
                 if key in lookup:
                     local[i] = lookup[key]
                     continue
-                message = bad.get(key, f"{t.where(i)}: pose named in the index does not exist in the shard")
+                message = bad.get(key, header.get("shard_error") or
+                                  f"{t.where(i)}: pose named in the index does not exist in the shard")
                 if self.on_bad_sample != "skip":
                     raise DataError(message)
                 log.warning("skipping bad sample: %s", message)
@@ -408,7 +442,7 @@ class PackedDataset(torch.utils.data.Dataset):
             # Forked workers inherit the parent's maps without pickling; each maps the packs itself.
             self._packs, self.counters, self._owner_pid = None, IOCounters(), os.getpid()
         if self._packs is None:
-            self._packs = [map_pack(p, self.in_memory) for p in self.pack_paths]
+            self._packs = [map_pack(p, self.in_memory) if p is not None else {} for p in self.pack_paths]
             self.counters.add("file_opens", len(self._packs))
         return self._packs
 

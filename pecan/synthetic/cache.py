@@ -5,10 +5,14 @@ from __future__ import annotations
 import contextlib
 import inspect
 import json
+import logging
 import pathlib
+from pathlib import Path
 
 from pecan.fileio import atomic_path
 from pecan.synthetic.writer import MARKER_NAME, generate_dataset
+
+log = logging.getLogger("pecan")
 
 LOCK_NAME = ".synthetic.lock"
 GENERATOR_VERSION = 1
@@ -91,3 +95,21 @@ def _remove_stale_shards(out_dir, marker, shards):
     for name in marker.get("shards", []):
         if name not in current and pathlib.Path(name).name == name:
             (out_dir / name).unlink(missing_ok=True)
+
+
+def ensure_from_config(config) -> None:
+    """Generate the synthetic data set the config describes into data.data_dir unless it is already there
+    (ensure_dataset locks the directory and writes atomically, so concurrent starts generate it once)."""
+    data, spec = config.data, config.synthetic
+    first_csv = data.train_csvs[0] if data.train_csvs else "index.csv"
+    settings = dict(n_shards=spec.shards, complexes_per_shard=spec.complexes_per_shard, seed=spec.seed,
+                    rmsd_threshold=data.rmsd_threshold, index_name=Path(first_csv).name)
+    directory = Path(data.data_dir)
+    foreign = not (directory / MARKER_NAME).exists() and (
+        (directory / settings["index_name"]).exists() or any(directory.glob("*.hdf5")))
+    if foreign:  # data the generator did not write is never overwritten
+        log.info("%s already holds data not made by the generator; using it as is", directory)
+    elif not dataset_is_current(directory, **settings):
+        log.info("generating the synthetic data set into %s (synthetic section of the config)",
+                                        data.data_dir)
+        ensure_dataset(data.data_dir, progress=config.train.progress, **settings)

@@ -1,6 +1,11 @@
-"""Atomic checkpoints (temp file in the destination directory, then os.replace) and resume."""
+"""Atomic checkpoints (temp file in the destination directory, then os.replace) and resume.
+
+The checkpoint's contents are defined by ``Trainer.state_dict()`` / ``load_state_dict()``; this module
+writes and reads them, and checks before a run starts that the checkpoint it resumes from fits its config.
+"""
 from __future__ import annotations
 
+import io
 import logging
 import os
 import random
@@ -54,11 +59,23 @@ def set_rng_state(state: dict[str, Any]) -> None:
         torch.cuda.set_rng_state_all(state["cuda"])
 
 
+WRITE_CHUNK = 1 << 22
+
+
+def _write_bytes(out, data: memoryview) -> None:
+    """Write in chunks (an ENOSPC surfaces as an OSError naming the errno, not torch's 'unexpected pos')."""
+    for start in range(0, len(data), WRITE_CHUNK):
+        out.write(data[start:start + WRITE_CHUNK])
+
+
 def save_checkpoint(path: str | os.PathLike, payload: dict[str, Any]) -> Path:
-    """Write ``payload`` with torch.save to a temp file beside ``path`` and rename it into place."""
+    """Serialise ``payload`` with torch.save, write it to a temp file beside ``path``, fsync, rename into
+    place; a failed write removes the temp file and raises StorageError naming the path."""
     path = Path(path)
+    payload_bytes = io.BytesIO()
+    torch.save(payload, payload_bytes)
     with atomic_write(path, "wb") as out:
-        torch.save(payload, out)
+        _write_bytes(out, payload_bytes.getbuffer())
     return path
 
 
@@ -82,4 +99,37 @@ def resume_path(resume: str, out_dir: str | os.PathLike) -> Optional[Path]:
     path = Path(resume)
     if not path.exists():
         raise FileNotFoundError(f"train.resume: checkpoint {path} does not exist")
+    return path
+
+
+def config_differences(saved: dict[str, Any], current: dict[str, Any], section: str) -> list[str]:
+    """'section.key: checkpoint A, config B' for every key of ``section`` that differs."""
+    old, new = saved.get(section) or {}, current.get(section) or {}
+    return [f"{section}.{key}: checkpoint {old.get(key)!r}, config {new.get(key)!r}"
+            for key in sorted(set(old) | set(new)) if old.get(key) != new.get(key)]
+
+
+def check_resume_compatible(config) -> Optional[Path]:
+    """Before anything is built or written: the checkpoint train.resume selects must have been written
+    under the same model config; raises ConfigError listing the keys that differ. Returns its path."""
+    from pecan.config import ConfigError
+
+    try:
+        path = resume_path(config.train.resume, config.train.out_dir)
+    except FileNotFoundError as err:
+        raise ConfigError(str(err)) from err
+    if path is None:
+        return None
+    try:
+        state = load_checkpoint(path)
+    except ValueError as err:
+        raise ConfigError(f"train.resume: {err}") from err
+    saved = state.get("config")
+    if not isinstance(saved, dict):
+        return path  # written before configs were stored; load_state_dict still checks the shapes
+    differences = config_differences(saved, config.to_dict(), "model")
+    if differences:
+        raise ConfigError(f"train.resume: checkpoint {path} was written with a different model config "
+                          f"({'; '.join(differences)}); restore those keys, or set train.resume: never "
+                          f"with a new train.out_dir")
     return path

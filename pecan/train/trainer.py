@@ -1,6 +1,7 @@
 """The training loop: data, model, AMP, compile, DDP, evaluation, checkpoints and epoch reports."""
 from __future__ import annotations
 
+import json
 import logging
 import math
 import platform
@@ -20,12 +21,14 @@ from tqdm import tqdm
 from pecan import config as config_module
 from pecan import report, tracing
 from pecan.config import Config
-from pecan.data.sample import COUNTER_FIELDS, counters_to_dict
 from pecan.data.index import DataError
 from pecan.data.loader import make_dataset, make_loader, make_sampler, prepare_job_data
+from pecan.data.sample import COUNTER_FIELDS, counters_to_dict
+from pecan.fileio import named_write_errors
 from pecan.train import checkpoint as ckpt
 from pecan.train.distributed import DistEnv, barrier, loader_workers_per_rank
 from pecan.train.metrics import classification_report
+from pecan.train.run_dir import OutDirInUse, RunLock, remove_stale_temps
 from pecan.train.sync import OutputSync
 
 log = logging.getLogger(__name__)
@@ -156,24 +159,44 @@ class Trainer:
         self.last_batch = None
         self.staging = None
         self.output_sync: Optional[OutputSync] = None
+        self.records: list[dict[str, Any]] = []  # every epoch record so far; checkpoints carry them
+        self.lock: Optional[RunLock] = None
+        self.nonfinite_steps = 0
+        self.epochs_done, self.last_metrics = 0, {}
 
     # ------------------------------------------------------------------ build
 
     def setup(self) -> "Trainer":
         """Build data, model and optimiser, then resume if asked."""
+        self.claim_out_dir()
         seed_everything(self.config.train.seed, self.config.train.deterministic)
         if self.config.train.sync_dir and self.env.local_rank == 0:
             self.output_sync = OutputSync(self.out_dir, Path(self.config.train.sync_dir),
                                           self.config.train.sync_every_minutes).start()
-        if self.env.is_main:
-            config_module.save(self.config, self.out_dir / "config.yaml")
         self.build_data()
         self.build_model()
         self.build_optimizer()
         self.maybe_resume()
         if self.env.is_main:
+            # Only a start that succeeded replaces config.yaml: it must agree with the checkpoints.
+            with named_write_errors(self.out_dir / "config.yaml"):
+                config_module.save(self.config, self.out_dir / "config.yaml")
             self.record_run()
         return self
+
+    def claim_out_dir(self) -> None:
+        """Rank 0 locks out_dir (one run per directory) and removes stale temp files; every rank learns
+        whether that worked, so a refused start stops all ranks instead of leaving them waiting."""
+        refusal = None
+        if self.env.is_main:
+            try:
+                self.lock = RunLock(self.out_dir).acquire()
+                remove_stale_temps(self.out_dir)
+            except OutDirInUse as err:
+                refusal = str(err)
+        refusal = broadcast_object(refusal, self.env)
+        if refusal:
+            raise OutDirInUse(refusal)
 
     def build_data(self) -> None:
         """Indexes, packs and staging through the loader's job protocol, then per-rank loaders."""
@@ -200,10 +223,14 @@ class Trainer:
         pin = self.device.type == "cuda"
         self.train_loader = make_loader(self.train_set, self.train_sampler, data.batch_size, workers, worker_init, pin)
         self.val_loader = make_loader(self.val_set, val_sampler, data.batch_size, workers, worker_init, pin)
+        self.skipped_at_start = sum(int(frame.attrs.get("skipped", 0)) for frame in (self.train_frame, self.val_frame))
+        self.skipped_at_start += sum(getattr(d, "skipped_at_build", 0) for d in (self.train_set, self.val_set))
         if self.env.is_main:
             log.info("data: %d training and %d validation samples (%d / %d complexes), io_mode %s, %d workers/rank",
                      len(self.train_set), len(self.val_set), self.train_frame["pdbid"].nunique(),
                      self.val_frame["pdbid"].nunique(), data.io_mode, workers)
+            if self.skipped_at_start:
+                log.warning("%d bad sample(s) skipped before training (on_bad_sample: skip)", self.skipped_at_start)
 
     def build_model(self) -> None:
         """Registry lookup, then compile and DDP applied from outside the model."""
@@ -233,24 +260,61 @@ class Trainer:
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer,
                                                            cosine_schedule(total, train.warmup_steps))
 
-    def maybe_resume(self) -> None:
-        """Continue from a checkpoint (train.resume) with model, optimiser, schedule and RNG state."""
-        path = ckpt.resume_path(self.config.train.resume, self.out_dir)
-        if path is None:
-            return
-        state = ckpt.load_checkpoint(path, map_location=self.device)
+    def state_dict(self) -> dict[str, Any]:
+        """Everything a checkpoint holds: the one definition of the checkpoint layout (save and resume)."""
+        return {"model": ckpt.clean_state_dict(self.raw_model.state_dict()),
+                "optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict(),
+                "epoch": self.epochs_done, "step": self.step, "best_auc": self.best_auc, "rng": ckpt.rng_state(),
+                "config_digest": self.config.digest(), "config": self.config.to_dict(),
+                "world_size": self.env.world_size,
+                "metrics": {k: float(v) for k, v in self.last_metrics.items()},
+                # The epoch records travel with the checkpoint that claims their epochs (JSON: weights_only-safe).
+                "records": json.dumps(self.records, default=float)}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore what ``state_dict`` saved."""
         self.raw_model.load_state_dict(ckpt.clean_state_dict(state["model"]))
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
         ckpt.set_rng_state(state["rng"])
         self.start_epoch, self.step = int(state["epoch"]), int(state["step"])
+        self.epochs_done = self.start_epoch
         self.best_auc = float(state["best_auc"])
+        self.records = json.loads(state["records"]) if "records" in state else []
+
+    def maybe_resume(self) -> None:
+        """Continue from a checkpoint (train.resume) with model, optimiser, schedule, RNG state and records."""
+        path = ckpt.resume_path(self.config.train.resume, self.out_dir)
+        if path is None:
+            return
+        state = ckpt.load_checkpoint(path, map_location=self.device)
+        try:
+            self.load_state_dict(state)
+        except (RuntimeError, KeyError, ValueError) as err:
+            raise config_module.ConfigError(f"train.resume: checkpoint {path} does not fit this run: {err}") from err
         if state.get("config_digest") != self.config.digest() and self.env.is_main:
             log.warning("resuming from %s written under a different config (digest %s, now %s)", path,
                         state.get("config_digest"), self.config.digest())
         if self.env.is_main:
             log.info("resumed from %s after epoch %d", path, self.start_epoch)
+            self.restore_missing_records()
         self.resumed_from = str(path)
+
+    def restore_missing_records(self) -> None:
+        """Append the checkpoint's copy of any epoch record epochs.jsonl lacks (a run killed between the
+        checkpoint and the record write)."""
+        path = self.out_dir / "epochs.jsonl"
+        present = {r.get("epoch") for r in report.read_records(path)} if path.exists() else set()
+        for record in self.records:
+            if record["epoch"] not in present:
+                log.warning("epochs.jsonl lacked epoch %d; restored it from the checkpoint", record["epoch"])
+                self.append_record({**record, "restored_from_checkpoint": True})
+
+    def append_record(self, record: dict[str, Any]) -> None:
+        """One line in epochs.jsonl; a failed write names the path and the errno."""
+        path = self.out_dir / "epochs.jsonl"
+        with named_write_errors(path):
+            report.append_record(path, record)
 
     def record_run(self) -> None:
         """What this run ran: config digest, git commit, package versions, world size."""
@@ -259,7 +323,8 @@ class Trainer:
                 "python": sys.version.split()[0], "host": platform.node(), "argv": sys.argv,
                 "world_size": self.env.world_size, "launcher": self.env.launcher, "device": str(self.device),
                 "resumed_from": getattr(self, "resumed_from", None), "start_epoch": self.start_epoch}
-        report.append_record(self.out_dir / "runs.jsonl", info)
+        with named_write_errors(self.out_dir / "runs.jsonl"):
+            report.append_record(self.out_dir / "runs.jsonl", info)
 
     # ------------------------------------------------------------------ loop
 
@@ -279,14 +344,21 @@ class Trainer:
         train = self.train_epoch(epoch, timer, io_counts)
         with timer.phase("eval_s"), tracing.span("pipeline", "evaluate", epoch=epoch + 1):
             metrics = self.evaluate(io_counts)
+        # The record is complete but for the checkpoint's own time; the checkpoint carries it, so an epoch it
+        # claims never lacks its record (resume restores a record the kill below would lose).
+        counts, in_sync = self.reduce_counts(io_counts), self.weights_check()
+        self.epochs_done, self.last_metrics = epoch + 1, metrics
+        self.records.append({**self.epoch_record(epoch, time.perf_counter() - start, timer.totals(), train, metrics,
+                                                 counts), **in_sync})
         with timer.phase("checkpoint_s"), tracing.span("checkpoint", "capture", epoch=epoch + 1):
-            self.save_checkpoints(epoch, metrics)
-        record = self.epoch_record(epoch, time.perf_counter() - start, timer.totals(), train, metrics, io_counts)
-        record.update(self.weights_check())
+            self.save_checkpoints(metrics)
+        record = {**self.epoch_record(epoch, time.perf_counter() - start, timer.totals(), train, metrics, counts),
+                  **in_sync}
         if self.staging is not None and epoch == self.start_epoch:
             record.update(self.staging.record())
+        self.records[-1] = record
         if self.env.is_main:
-            report.append_record(self.out_dir / "epochs.jsonl", record)
+            self.append_record(record)
             print(report.epoch_line(record), flush=True)
             print(report.wall_time_table(record), flush=True)
         return record
@@ -307,11 +379,12 @@ class Trainer:
             del batch.io_counts
             if batch.num_graphs:
                 self.last_batch = batch
-                loss = self.train_step(batch, timer)
-                loss_sum += loss.double() * batch.num_graphs
-                samples += batch.num_graphs
+                loss = self.train_step(batch, timer, where=(epoch, step_in_epoch))
+                if loss is not None:
+                    loss_sum += loss.double() * batch.num_graphs
+                    samples += batch.num_graphs
             elif self.env.is_distributed:
-                self.keep_in_step(timer)
+                self.keep_in_step(timer, (epoch, step_in_epoch))
             bar.update()
             if step_in_epoch + 1 >= steps:
                 break
@@ -321,14 +394,14 @@ class Trainer:
                                                                      device=self.device)]), self.env).tolist()
         return {"train_loss": totals[0] / max(totals[1], 1), "samples": int(totals[1])}
 
-    def keep_in_step(self, timer: PhaseTimer) -> None:
+    def keep_in_step(self, timer: PhaseTimer, where: tuple[int, int]) -> None:
         """Every sample of this rank's batch was skipped as bad: replay the previous batch with zero weight,
         because DDP ranks that skip a step leave the others waiting in the gradient all-reduce forever."""
         if self.last_batch is None:
             self.last_batch = self.first_good_sample()
         log.warning("rank %d: a whole batch was skipped as bad; replaying the previous batch with zero weight",
                     self.env.rank)
-        self.train_step(self.last_batch, timer, weight=0.0)
+        self.train_step(self.last_batch, timer, weight=0.0, where=where)
 
     def first_good_sample(self):
         """The first readable training sample, as a one-graph batch (for a replay before any good batch)."""
@@ -339,11 +412,17 @@ class Trainer:
                 return batch
         raise DataError("every training sample is bad; nothing to train on")
 
-    def train_step(self, batch, timer: PhaseTimer, weight: float = 1.0) -> torch.Tensor:
-        """Forward, backward and optimiser step on one batch; returns the detached loss."""
+    def train_step(self, batch, timer: PhaseTimer, weight: float = 1.0,
+                   where: tuple[int, int] = (0, 0)) -> Optional[torch.Tensor]:
+        """Forward, backward and optimiser step on one batch (``where``: epoch and step, for messages);
+        returns the detached loss, or None when a non-finite loss was skipped (train.on_nonfinite_loss: skip).
+        Every rank checks every step, replayed ones included, so the check's collective stays paired."""
         batch = batch.to(self.device, non_blocking=True)
         with timer.phase("forward_s"), tracing.span("compute", "forward"):
             loss = self.forward_loss(batch)
+        if not self.loss_is_finite(loss, *where):
+            self.optimizer.zero_grad(set_to_none=True)
+            return None
         with timer.phase("backward_s"), tracing.span("compute", "backward"):
             (loss * weight).backward()
         with timer.phase("optimizer_s"), tracing.span("compute", "step"):
@@ -354,6 +433,22 @@ class Trainer:
             self.optimizer.zero_grad(set_to_none=True)
         self.step += 1
         return loss.detach()
+
+    def loss_is_finite(self, loss: torch.Tensor, epoch: int, step_in_epoch: int) -> bool:
+        """Stop (or count and skip) on a NaN/inf loss before it reaches the weights. This is one host sync per
+        step, the price of never stepping the optimiser with a NaN gradient; ranks agree, so DDP stays in step."""
+        finite = torch.isfinite(loss.detach()).to(torch.int32).reshape(1)
+        if self.env.is_distributed:
+            dist.all_reduce(finite, op=dist.ReduceOp.MIN)
+        if bool(finite.item()):
+            return True
+        where = f"epoch {epoch + 1}, step {step_in_epoch + 1} (global step {self.step + 1})"
+        if self.config.train.on_nonfinite_loss != "skip":
+            raise FloatingPointError(f"non-finite training loss ({float(loss.detach()):g}) at {where}; lower "
+                                     "train.lr, check the data, or set train.on_nonfinite_loss: skip")
+        self.nonfinite_steps += 1
+        log.warning("skipping the step at %s: non-finite loss %g", where, float(loss.detach()))
+        return False
 
     def forward_loss(self, batch) -> torch.Tensor:
         """Binary cross-entropy of the model's logits (computed in fp32 whatever the autocast)."""
@@ -389,36 +484,36 @@ class Trainer:
 
     # ------------------------------------------------------------------ outputs
 
-    def save_checkpoints(self, epoch: int, metrics: dict[str, float]) -> None:
+    def save_checkpoints(self, metrics: dict[str, float]) -> None:
         """last.pt every epoch, best.pt when validation AUC improves; rank 0 writes, others wait."""
         auc = metrics["val_auc"]
         improved = not math.isnan(auc) and auc > self.best_auc
         if improved:
             self.best_auc = auc
         if self.env.is_main:
-            payload = {"model": ckpt.clean_state_dict(self.raw_model.state_dict()),
-                       "optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict(),
-                       "epoch": epoch + 1, "step": self.step, "best_auc": self.best_auc, "rng": ckpt.rng_state(),
-                       "config_digest": self.config.digest(), "world_size": self.env.world_size,
-                       "metrics": {k: float(v) for k, v in metrics.items()}}
+            state = self.state_dict()
             directory = self.out_dir / "checkpoints"
-            ckpt.save_checkpoint(directory / "last.pt", payload)
+            ckpt.save_checkpoint(directory / "last.pt", state)
             if improved:
-                ckpt.save_checkpoint(directory / "best.pt", payload)
+                ckpt.save_checkpoint(directory / "best.pt", state)
         barrier()
 
+    def reduce_counts(self, io_counts: np.ndarray) -> dict[str, int]:
+        """This epoch's I/O counters summed over ranks."""
+        return counters_to_dict(all_reduce_sum(torch.from_numpy(io_counts.copy()), self.env))
+
     def epoch_record(self, epoch: int, wall: float, phases: dict[str, float], train: dict[str, float],
-                     metrics: dict[str, float], io_counts: np.ndarray) -> dict[str, Any]:
+                     metrics: dict[str, float], counts: dict[str, int]) -> dict[str, Any]:
         """The epochs.jsonl record (fields in report.REQUIRED_FIELDS and more)."""
-        counts_tensor = all_reduce_sum(torch.from_numpy(io_counts.copy()), self.env)
-        counts = counters_to_dict(counts_tensor)
         phase_values = {p: phases.get(p, 0.0) for p in report.PHASES}
         record = {"epoch": epoch + 1, "wall_s": wall, "samples": train["samples"],
                   "samples_per_s": train["samples"] / max(wall, 1e-9), "train_loss": train["train_loss"],
                   **metrics, "lr": self.scheduler.get_last_lr()[0], "world_size": self.env.world_size,
                   "io_mode": self.config.data.io_mode, **report.io_ratios(counts), **phase_values,
                   "data_wait_share": phase_values["data_wait_s"] / max(wall, 1e-9), "io_counts": counts,
-                  "amp": self.config.train.amp, "compile": self.config.train.compile}
+                  "amp": self.config.train.amp, "compile": self.config.train.compile,
+                  "skipped_samples": counts["skipped"], "skipped_at_start": self.skipped_at_start,
+                  "nonfinite_steps": self.nonfinite_steps}
         return record
 
     @torch.no_grad()
@@ -434,10 +529,13 @@ class Trainer:
         return {"weights_checksum": sums[0], "ranks_in_sync": in_sync}
 
     def close(self) -> None:
-        """Stop loader workers (persistent workers otherwise outlive the run), then sync out_dir a last time."""
+        """Stop loader workers (persistent workers otherwise outlive the run), release out_dir, then sync
+        out_dir a last time."""
         for loader in (getattr(self, "train_loader", None), getattr(self, "val_loader", None)):
             if loader is not None:
                 loader.close()
+        if self.lock is not None:
+            self.lock.release()
         if self.output_sync is not None:
             self.output_sync.close()
             self.output_sync = None

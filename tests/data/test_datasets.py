@@ -13,7 +13,7 @@ from pecan.data import format as fmt
 from pecan.data import packed
 from pecan.data.sample import COUNTER_FIELDS, counters_to_dict, passthrough_collate
 from pecan.data.index import DataError
-from pecan.data.loader import load_split_frames, make_dataset, prepare_packs
+from pecan.data.loader import load_split_frames, make_dataset, pack_params, prepare_packs
 from tests.shards import write_shard
 
 LEVELS = ["reopen", "handle_cache", "hoist", "decode_cache", "packed"]
@@ -129,8 +129,7 @@ def test_workers_open_their_own_handles(setup, context, mode):
 def test_pack_invalidated_when_shard_changes(setup, tmp_path):
     cfg, frame, packs = setup
     shard = Path(frame["shard"][0])
-    params = packed.PackParams(cfg.pose_group, cfg.crystal_group, cfg.pocket_radius, cfg.edge_cutoff,
-                               cfg.rmsd_threshold)
+    params = pack_params(cfg)
     assert packed.find_valid_pack(shard, params, cfg.cache_dir) == packs[str(shard)]
     with h5py.File(shard, "a") as handle:
         pose = handle[f"c000/{fmt.DEFAULT_POSE_GROUP}/c000_pose0/data"]

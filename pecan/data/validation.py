@@ -1,0 +1,110 @@
+"""Checks of an index before anything trains on it: CSV cell values (naming file, line and column), then the
+index as a whole (duplicate samples, shards listed twice, labels 0/1, rmsd >= 0).
+
+Row problems are errors, or under ``on_bad_sample: skip`` dropped with a count (``frame.attrs["skipped"]``,
+which the trainer reports in the log and in epochs.jsonl). Format problems of a CSV are always errors.
+"""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Iterable
+
+import numpy as np
+import pandas as pd
+
+from pecan.data import format as fmt
+from pecan.data.index import DataError
+
+log = logging.getLogger(__name__)
+
+NUMERIC_COLUMNS = ("label", "rmsd", "affinity", "score", "is_crystal", *fmt.INTERACTION_ATTRS)
+KEY = ["shard", "pdbid", "poseid"]
+# A CSV's first data row is line 2 (line 1 is the header).
+FIRST_DATA_LINE = 2
+
+
+def check_csv_cells(frame: pd.DataFrame, path: str | Path) -> None:
+    """Required columns present, ids non-empty, numeric columns numeric; errors name file, line, column."""
+    missing = [c for c in fmt.REQUIRED_INDEX_COLUMNS if c not in frame.columns]
+    if missing:
+        raise DataError(f"index CSV {path}: missing required column(s) {', '.join(missing)} "
+                        f"(columns: {', '.join(map(str, frame.columns))})")
+    if frame.empty:
+        raise DataError(f"index CSV {path}: no rows")
+    for column in fmt.REQUIRED_INDEX_COLUMNS:
+        empty = frame[column].isna() | (frame[column].astype(str).str.strip() == "")
+        _raise_first(frame, empty, path, column, "is empty")
+    for column in NUMERIC_COLUMNS:
+        if column not in frame.columns:
+            continue
+        numeric = pd.to_numeric(frame[column], errors="coerce")
+        _raise_first(frame, numeric.isna() & frame[column].notna(), path, column,
+                     "is not a number: {value!r}")
+
+
+def _raise_first(frame: pd.DataFrame, bad: pd.Series, path, column: str, problem: str) -> None:
+    if not bad.any():
+        return
+    row = int(np.flatnonzero(bad.to_numpy())[0])
+    value = _plain(frame[column].iloc[row])
+    raise DataError(f"index CSV {path}, line {row + FIRST_DATA_LINE}, column '{column}': "
+                    f"{problem.format(value=value)} ({int(bad.sum())} such row(s))")
+
+
+def _where(frame: pd.DataFrame, rows: np.ndarray, source: str) -> str:
+    first = frame.iloc[int(rows[0])]
+    line = f"line {int(first['_line'])}, " if "_line" in frame.columns and not pd.isna(first["_line"]) else ""
+    return f"{source}: {line}shard {first['shard']}, pose {first['pdbid']}/{first['poseid']}"
+
+
+def _plain(value):
+    """A numpy scalar as the Python number it holds (for messages)."""
+    return value.item() if hasattr(value, "item") else value
+
+
+def validate_index(frame: pd.DataFrame, source: str, on_bad_sample: str = "error") -> pd.DataFrame:
+    """Labels 0/1, rmsd >= 0, no duplicate (shard, pdbid, poseid): errors naming the first offender, or
+    those rows dropped with a count under skip; logs the sample and complex counts."""
+    checks = [
+        (~frame["label"].isin([0, 1]), "label must be 0 or 1 (or empty, derived from rmsd)", "label"),
+        (frame["rmsd"].notna() & (frame["rmsd"] < 0), "rmsd must be >= 0", "rmsd"),
+        (frame.duplicated(KEY, keep="first"), "duplicate sample (same shard, pdbid and poseid as an earlier row)",
+         None),
+    ]
+    drop = np.zeros(len(frame), dtype=bool)
+    for bad, problem, column in checks:
+        rows = np.flatnonzero(bad.to_numpy() & ~drop)
+        if not len(rows):
+            continue
+        value = f" (got {_plain(frame[column].iloc[int(rows[0])])!r})" if column else ""
+        message = f"{_where(frame, rows, source)}: {problem}{value}; {len(rows)} such row(s)"
+        if on_bad_sample != "skip":
+            raise DataError(message)
+        log.warning("dropping %d row(s): %s", len(rows), message)
+        drop[rows] = True
+    skipped = int(frame.attrs.get("skipped", 0)) + int(drop.sum())
+    if drop.any():
+        frame = frame[~drop].reset_index(drop=True)
+    if frame.empty:
+        raise DataError(f"{source}: no usable samples left after dropping {skipped} bad row(s)")
+    frame = frame.drop(columns=["_line"], errors="ignore")
+    frame.attrs["skipped"] = skipped
+    log.info("index %s: %d samples of %d complexes%s", source, len(frame), frame["pdbid"].nunique(),
+             f" ({skipped} bad row(s) dropped)" if skipped else "")
+    return frame
+
+
+def drop_repeated_shards(shards: Iterable[Path], patterns: list[str], on_bad_sample: str) -> list[Path]:
+    """A shard named twice (a path plus an overlapping glob) would double its samples: error or drop."""
+    seen, unique = set(), []
+    for shard in shards:
+        if shard in seen:
+            message = f"shard {shard} is listed more than once by data.train_fns/val_fns {patterns}"
+            if on_bad_sample != "skip":
+                raise DataError(message + "; list each shard once")
+            log.warning("%s; using it once", message)
+            continue
+        seen.add(shard)
+        unique.append(shard)
+    return unique
