@@ -47,7 +47,8 @@ def main(argv=None) -> int:
     trainer, finished = None, False
     try:
         device = resolve_device(config.train.device, init_distributed(env), env.local_rank)
-        tracing.setup(config.trace.enabled, config_module.trace_dir(config), env.rank)
+        tracing.setup(config.trace.enabled, config_module.trace_dir(config), env.rank,
+                      data_dir=config.data.data_dir if config.trace.posix else None)
         trainer = Trainer(config, env, device).setup()
         trainer.fit()
         finished = True

@@ -105,6 +105,9 @@ class TrainConfig:
     max_steps_per_epoch: int = _doc("Stop an epoch after this many steps; 0 means the full epoch.", 0)
     deterministic: bool = _doc("Use deterministic algorithms (slower; for exact reproduction).", False)
     progress: bool = _doc("Show progress bars on rank 0.", True)
+    plots: bool = _doc("At the end of a run, rank 0 writes PNG plots into out_dir/plots (needs .[plots]; "
+                       "skipped with a warning without matplotlib).", True)
+    tensorboard: bool = _doc("Write per-epoch TensorBoard scalars to out_dir/tensorboard (needs .[plots]).", False)
 
 
 @dataclass
@@ -114,6 +117,8 @@ class TraceConfig:
     enabled: bool = _doc("Write dftracer traces (needs the native dftracer package: pip install .[trace-native]).",
                          False)
     dir: str = _doc("Trace directory; relative paths are inside train.out_dir.", "traces")
+    posix: bool = _doc("Also trace file I/O (POSIX calls) under data.data_dir through dftracer's data-dir "
+                       "interception.", False)
 
 
 @dataclass

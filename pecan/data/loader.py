@@ -14,6 +14,7 @@ import pandas as pd
 import torch
 from torch_geometric.data import Batch
 
+from pecan import tracing
 from pecan.config import DataConfig
 from pecan.data.h5dataset import H5_LEVELS, Dataset_PDB, passthrough_collate
 from pecan.data.index import build_index, split_by_complex
@@ -44,6 +45,7 @@ def pack_params(cfg: DataConfig) -> PackParams:
                       edge_cutoff=cfg.edge_cutoff, rmsd_threshold=cfg.rmsd_threshold)
 
 
+@tracing.traced("pecan.setup", "packs")
 def prepare_packs(cfg: DataConfig, frames: list[pd.DataFrame], processes: int = 1, progress: bool = False,
                   validate: bool = True) -> dict[str, Path]:
     """Packs of every shard the frames use (shard path -> pack path): validated and built when missing or
@@ -129,7 +131,10 @@ class BatchLoader:
 
     def __iter__(self) -> Iterator[Batch]:
         for item in self.loader:
-            yield item.unpack() if isinstance(item, WireBatch) else item
+            if isinstance(item, WireBatch):
+                with tracing.span("pecan.loader", "handover"):
+                    item = item.unpack()
+            yield item
 
     def __len__(self) -> int:
         return len(self.loader)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import logging
 import math
 import platform
-import subprocess
+import resource
 import sys
 import time
 from contextlib import contextmanager, nullcontext
@@ -24,7 +24,8 @@ from pecan.data.h5dataset import COUNTER_FIELDS, counters_to_dict
 from pecan.data.index import DataError
 from pecan.data.loader import load_split_frames, make_dataset, make_loader, make_sampler, prepare_packs
 from pecan.train import checkpoint as ckpt
-from pecan.train.distributed import DistEnv, barrier, loader_workers_per_rank
+from pecan.train.distributed import (DistEnv, GradCommClock, all_reduce_sum, barrier, broadcast_object,
+                                     gather_varlen, plan_threads)
 from pecan.train.metrics import classification_report
 
 log = logging.getLogger(__name__)
@@ -73,37 +74,6 @@ def cosine_schedule(total_steps: int, warmup_steps: int, floor: float = 0.05):
         progress = min((step - warmup_steps) / max(total_steps - warmup_steps, 1), 1.0)
         return floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * progress))
     return factor
-
-
-def gather_varlen(tensor: torch.Tensor, env: DistEnv) -> torch.Tensor:
-    """Concatenate a 1-D/2-D tensor of any length from every rank (rank order)."""
-    if not env.is_distributed:
-        return tensor
-    size = torch.tensor([tensor.shape[0]], device=tensor.device)
-    sizes = [torch.zeros_like(size) for _ in range(env.world_size)]
-    dist.all_gather(sizes, size)
-    longest = int(max(s.item() for s in sizes))
-    padded = torch.zeros((longest, *tensor.shape[1:]), dtype=tensor.dtype, device=tensor.device)
-    padded[:tensor.shape[0]] = tensor
-    pieces = [torch.zeros_like(padded) for _ in range(env.world_size)]
-    dist.all_gather(pieces, padded)
-    return torch.cat([p[:int(s.item())] for p, s in zip(pieces, sizes)])
-
-
-def all_reduce_sum(tensor: torch.Tensor, env: DistEnv) -> torch.Tensor:
-    """Sum a tensor over ranks (in place when distributed)."""
-    if env.is_distributed:
-        dist.all_reduce(tensor)
-    return tensor
-
-
-def broadcast_object(value: Any, env: DistEnv) -> Any:
-    """Rank 0's value on every rank."""
-    if not env.is_distributed:
-        return value
-    box = [value]
-    dist.broadcast_object_list(box, src=0)
-    return box[0]
 
 
 class PhaseTimer:
@@ -159,27 +129,40 @@ class Trainer:
     def setup(self) -> "Trainer":
         """Build data, model and optimiser, then resume if asked."""
         seed_everything(self.config.train.seed, self.config.train.deterministic)
+        self.size_threads()
         if self.env.is_main:
             config_module.save(self.config, self.out_dir / "config.yaml")
         self.build_data()
-        self.build_model()
+        with tracing.span("pecan.setup", "model"):
+            self.build_model()
         self.build_optimizer()
-        self.maybe_resume()
+        with tracing.span("checkpoint", "restart"):
+            self.maybe_resume()
         if self.env.is_main:
             self.record_run()
         return self
 
+    def size_threads(self) -> None:
+        """Intra-op threads and loader workers that fit this rank's cores (unless the environment says)."""
+        data = self.config.data
+        self.threads = plan_threads(self.env.local_world_size, data.num_workers, data.io_mode)
+        if self.threads.source == "cores":
+            torch.set_num_threads(self.threads.intra_op_threads)
+        if self.env.is_main:
+            log.info("threads: %d intra-op (%s), %d loader workers per rank, %d physical cores per rank",
+                     torch.get_num_threads(), "from the environment" if self.threads.source == "env" else
+                     "sized to the cores", self.threads.num_workers, self.threads.cores_per_rank)
+
     def build_data(self) -> None:
         """Indexes on rank 0 (broadcast), packs once per job, then per-rank loaders."""
         data = self.config.data
-        frames = load_split_frames(data, self.show_progress) if self.env.is_main else None
-        self.train_frame, self.val_frame = broadcast_object(frames, self.env)
+        with tracing.span("pecan.setup", "index"):
+            frames = load_split_frames(data, self.show_progress) if self.env.is_main else None
+        self.train_frame, self.val_frame = broadcast_object(frames, self.env, what="index")
         if len(self.val_frame) == 0:
             raise config_module.ConfigError("the validation split is empty: set data.val_fraction > 0 or "
                                             "data.val_csvs / data.val_fns")
-        workers = data.num_workers
-        if workers < 0:
-            workers = 0 if data.io_mode == "packed" else loader_workers_per_rank(self.env.local_world_size)
+        workers = self.threads.num_workers
         packs = None
         if data.io_mode == "packed":
             frames = [self.train_frame, self.val_frame]
@@ -202,10 +185,13 @@ class Trainer:
         val_sampler = make_sampler(self.val_set, data, train=False, rank=self.env.rank,
                                    world_size=self.env.world_size, seed=seed)
         trace_dir = config_module.trace_dir(self.config) if tracing.is_enabled() else None
-        worker_init = tracing.WorkerInit(trace_dir, self.env.rank)
+        worker_init = tracing.WorkerInit(trace_dir, self.env.rank, data.data_dir if self.config.trace.posix else None)
         pin = self.device.type == "cuda"
-        self.train_loader = make_loader(self.train_set, self.train_sampler, data.batch_size, workers, worker_init, pin)
-        self.val_loader = make_loader(self.val_set, val_sampler, data.batch_size, workers, worker_init, pin)
+        busy = COUNTER_FIELDS.index("worker_busy_ns")
+        self.train_loader = make_loader(tracing.BusyDataset(self.train_set, busy), self.train_sampler,
+                                        data.batch_size, workers, worker_init, pin)
+        self.val_loader = make_loader(tracing.BusyDataset(self.val_set, busy), val_sampler, data.batch_size,
+                                      workers, worker_init, pin)
         if self.env.is_main:
             log.info("data: %d training and %d validation samples (%d / %d complexes), io_mode %s, %d workers/rank",
                      len(self.train_set), len(self.val_set), self.train_frame["pdbid"].nunique(),
@@ -220,6 +206,10 @@ class Trainer:
                                      nn_type=self.config.model.nn_type).to(self.device)
         compiled = apply_compile(self.raw_model, self.config.train.compile)
         self.model = wrap_ddp(compiled, self.env, self.device)
+        self.grad_clock = None
+        if self.env.is_distributed and self.device.type == "cpu":
+            self.grad_clock = GradCommClock()
+            self.model.register_comm_hook(None, self.grad_clock)
         if self.env.is_main:
             count = sum(p.numel() for p in self.raw_model.parameters())
             log.info("model: %s, %d parameters, amp %s, compile %s", type(self.raw_model).__name__, count,
@@ -261,7 +251,10 @@ class Trainer:
     def record_run(self) -> None:
         """What this run ran: config digest, git commit, package versions, world size."""
         info = {"started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "config_digest": self.config.digest(),
-                "git": git_state(Path(__file__).resolve().parents[2]), "packages": package_versions(),
+                "git": report.git_state(Path(__file__).resolve().parents[2]),
+                "packages": report.package_versions(), "tracing": tracing.status(),
+                "intra_op_threads": torch.get_num_threads(), "num_workers": self.threads.num_workers,
+                "cores_per_rank": self.threads.cores_per_rank, "threads_from": self.threads.source,
                 "python": sys.version.split()[0], "host": platform.node(), "argv": sys.argv,
                 "world_size": self.env.world_size, "launcher": self.env.launcher, "device": str(self.device),
                 "resumed_from": getattr(self, "resumed_from", None), "start_epoch": self.start_epoch}
@@ -273,19 +266,36 @@ class Trainer:
         """Train the remaining epochs; returns this call's epoch records."""
         records = []
         for epoch in range(self.start_epoch, self.config.train.epochs):
-            with tracing.span("pipeline", "epoch", epoch=epoch + 1):
+            tracing.set_context(epoch=epoch + 1, step=self.step)
+            with tracing.span("pipeline", "epoch"):
                 records.append(self.run_epoch(epoch))
+        if self.env.is_main and records:
+            self.write_summary()
         return records
+
+    def write_summary(self) -> None:
+        """End of run (rank 0): the summary table over all epochs of the run directory, and its plots."""
+        records = report.read_records(self.out_dir / "epochs.jsonl")
+        print(report.run_summary(records), flush=True)
+        if self.config.train.plots:
+            try:
+                from pecan import plots
+            except ImportError as err:
+                log.warning("train.plots is on but matplotlib is missing (pip install '.[plots]'): %s", err)
+                return
+            for path in plots.write_plots(self.out_dir, records):
+                log.info("plot: %s", path)
 
     def run_epoch(self, epoch: int) -> dict[str, Any]:
         """Train, evaluate, checkpoint and report one epoch."""
         start = time.perf_counter()
         timer = PhaseTimer(self.device)
         io_counts = np.zeros(len(COUNTER_FIELDS), dtype=np.int64)
-        train = self.train_epoch(epoch, timer, io_counts)
-        with timer.phase("eval_s"), tracing.span("pipeline", "evaluate", epoch=epoch + 1):
+        with tracing.span("pipeline", "train"):
+            train = self.train_epoch(epoch, timer, io_counts)
+        with timer.phase("eval_s"), tracing.span("pipeline", "evaluate"):
             metrics = self.evaluate(io_counts)
-        with timer.phase("checkpoint_s"), tracing.span("checkpoint", "capture", epoch=epoch + 1):
+        with timer.phase("checkpoint_s"), tracing.span("checkpoint", "capture"):
             self.save_checkpoints(epoch, metrics)
         record = self.epoch_record(epoch, time.perf_counter() - start, timer.totals(), train, metrics, io_counts)
         record.update(self.weights_check())
@@ -293,6 +303,10 @@ class Trainer:
             report.append_record(self.out_dir / "epochs.jsonl", record)
             print(report.epoch_line(record), flush=True)
             print(report.wall_time_table(record), flush=True)
+            if self.config.train.tensorboard:
+                from pecan import plots
+
+                plots.tensorboard_scalars(self.out_dir / "tensorboard", record)
         return record
 
     def train_epoch(self, epoch: int, timer: PhaseTimer, io_counts: np.ndarray) -> dict[str, float]:
@@ -307,6 +321,7 @@ class Trainer:
         wait_start = time.perf_counter()
         for step_in_epoch, batch in enumerate(batches):
             timer.add("data_wait_s", time.perf_counter() - wait_start)
+            tracing.set_context(step=self.step)
             io_counts += batch.io_counts.numpy()
             del batch.io_counts
             if batch.num_graphs:
@@ -322,7 +337,8 @@ class Trainer:
             wait_start = time.perf_counter()
         bar.close()
         totals = all_reduce_sum(torch.stack([loss_sum, torch.tensor(float(samples), dtype=torch.float64,
-                                                                     device=self.device)]), self.env).tolist()
+                                                                     device=self.device)]), self.env,
+                                what="train_loss").tolist()
         return {"train_loss": totals[0] / max(totals[1], 1), "samples": int(totals[1])}
 
     def keep_in_step(self, timer: PhaseTimer) -> None:
@@ -345,11 +361,11 @@ class Trainer:
 
     def train_step(self, batch, timer: PhaseTimer, weight: float = 1.0) -> torch.Tensor:
         """Forward, backward and optimiser step on one batch; returns the detached loss."""
-        batch = batch.to(self.device, non_blocking=True)
-        with timer.phase("forward_s"), tracing.span("compute", "forward"):
+        with timer.phase("transfer_s"), tracing.span("device", "transfer", size=batch.num_graphs):
+            batch = batch.to(self.device, non_blocking=True)
+        with timer.phase("forward_s"), tracing.span("compute", "forward", size=batch.num_graphs):
             loss = self.forward_loss(batch)
-        with timer.phase("backward_s"), tracing.span("compute", "backward"):
-            (loss * weight).backward()
+        self.backward(loss * weight, timer)
         with timer.phase("optimizer_s"), tracing.span("compute", "step"):
             if self.config.train.grad_clip > 0:
                 torch.nn.utils.clip_grad_norm_(self.raw_model.parameters(), self.config.train.grad_clip)
@@ -358,6 +374,24 @@ class Trainer:
             self.optimizer.zero_grad(set_to_none=True)
         self.step += 1
         return loss.detach()
+
+    def backward(self, loss: torch.Tensor, timer: PhaseTimer) -> None:
+        """Backward; with DDP on CPU the wait for the last gradient all-reduce is split off as grad_comm_s
+        (see GradCommClock) and traced as comm/all_reduce right after the compute/backward event."""
+        if self.grad_clock is None:
+            with timer.phase("backward_s"), tracing.span("compute", "backward"):
+                loss.backward()
+            return
+        start, trace_start = time.perf_counter(), tracing.now()
+        loss.backward()
+        end = time.perf_counter()
+        wait = self.grad_clock.exposed_wait(end)
+        timer.add("backward_s", end - start - wait)
+        timer.add("grad_comm_s", wait)
+        units = (tracing.now() - trace_start) / max(end - start, 1e-12)  # tracer units per second
+        compute_units = round((end - start - wait) * units)
+        tracing.log_span("compute", "backward", trace_start, compute_units)
+        tracing.log_span("comm", "all_reduce", trace_start + compute_units, round(wait * units), what="gradients")
 
     def forward_loss(self, batch) -> torch.Tensor:
         """Binary cross-entropy of the model's logits (computed in fp32 whatever the autocast)."""
@@ -376,8 +410,10 @@ class Trainer:
             del batch.io_counts
             if not batch.num_graphs:
                 continue
-            batch = batch.to(self.device, non_blocking=True)
-            with amp_context(self.device, self.config.train.amp):
+            with tracing.span("device", "transfer", size=batch.num_graphs):
+                batch = batch.to(self.device, non_blocking=True)
+            with tracing.span("pecan.eval", "forward", size=batch.num_graphs), \
+                    amp_context(self.device, self.config.train.amp):
                 logits.append(self.model(batch).float())
             ids.append(batch.sample_id)
         empty = torch.zeros(0, device=self.device)
@@ -387,7 +423,8 @@ class Trainer:
     def evaluate(self, io_counts: Optional[np.ndarray] = None) -> dict[str, float]:
         """Validation metrics over the gathered predictions of all ranks (equal to a 1-rank run)."""
         logits, ids = self.predict(self.val_loader, io_counts)
-        logits, ids = gather_varlen(logits, self.env).cpu().numpy(), gather_varlen(ids, self.env).cpu().numpy()
+        logits = gather_varlen(logits, self.env, what="val_logits").cpu().numpy()
+        ids = gather_varlen(ids, self.env, what="val_ids").cpu().numpy()
         table = self.val_set.table
         return classification_report(logits, table.label[ids], table.complex_id[ids], ~table.is_crystal[ids])
 
@@ -409,21 +446,32 @@ class Trainer:
             ckpt.save_checkpoint(directory / "last.pt", payload)
             if improved:
                 ckpt.save_checkpoint(directory / "best.pt", payload)
-        barrier()
+        barrier("checkpoint")
 
     def epoch_record(self, epoch: int, wall: float, phases: dict[str, float], train: dict[str, float],
                      metrics: dict[str, float], io_counts: np.ndarray) -> dict[str, Any]:
         """The epochs.jsonl record (fields in report.REQUIRED_FIELDS and more)."""
-        counts_tensor = all_reduce_sum(torch.from_numpy(io_counts.copy()), self.env)
+        counts_tensor = all_reduce_sum(torch.from_numpy(io_counts.copy()), self.env, what="io_counts")
         counts = counters_to_dict(counts_tensor)
         phase_values = {p: phases.get(p, 0.0) for p in report.PHASES}
+        own = [*phase_values.values(), sum(phase_values[p] for p in ("forward_s", "backward_s", "optimizer_s")),
+               io_counts[COUNTER_FIELDS.index("worker_busy_ns")] / 1e9, peak_rss_mb(), self.cuda_peak_mb()]
+        per_rank = gather_varlen(torch.tensor([own], dtype=torch.float64, device=self.device), self.env,
+                                 what="epoch_report").cpu().tolist()
         record = {"epoch": epoch + 1, "wall_s": wall, "samples": train["samples"],
                   "samples_per_s": train["samples"] / max(wall, 1e-9), "train_loss": train["train_loss"],
                   **metrics, "lr": self.scheduler.get_last_lr()[0], "world_size": self.env.world_size,
                   "io_mode": self.config.data.io_mode, **report.io_ratios(counts), **phase_values,
                   "data_wait_share": phase_values["data_wait_s"] / max(wall, 1e-9), "io_counts": counts,
-                  "amp": self.config.train.amp, "compile": self.config.train.compile}
+                  "amp": self.config.train.amp, "compile": self.config.train.compile,
+                  **report.rank_summary(per_rank), "num_workers": self.threads.num_workers,
+                  "intra_op_threads": torch.get_num_threads(), "tracing": tracing.is_enabled(),
+                  "completed": epoch + 1 == self.config.train.epochs, "config_digest": self.config.digest()}
         return record
+
+    def cuda_peak_mb(self) -> float:
+        """Peak CUDA memory allocated by this rank so far (0 on CPU)."""
+        return torch.cuda.max_memory_allocated(self.device) / 2**20 if self.device.type == "cuda" else 0.0
 
     @torch.no_grad()
     def weights_check(self) -> dict[str, Any]:
@@ -431,7 +479,7 @@ class Trainer:
         checksum = torch.zeros(1, dtype=torch.float64, device=self.device)
         for index, parameter in enumerate(self.raw_model.parameters()):
             checksum += (parameter.double() * (1.0 + 1e-3 * index)).sum()
-        sums = gather_varlen(checksum, self.env).cpu().tolist()
+        sums = gather_varlen(checksum, self.env, what="weights").cpu().tolist()
         in_sync = all(value == sums[0] for value in sums)
         if not in_sync and self.env.is_main:
             log.error("model weights differ between ranks: %s", sums)
@@ -444,26 +492,6 @@ class Trainer:
                 loader.close()
 
 
-def git_state(root: Path) -> dict[str, Any]:
-    """Commit and dirty flag of the source tree, when it is a git checkout."""
-    try:
-        commit = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
-                                timeout=10).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, timeout=10).stdout.strip()
-        return {"commit": commit or None, "dirty": bool(dirty)}
-    except (OSError, subprocess.SubprocessError):
-        return {"commit": None, "dirty": None}
-
-
-def package_versions() -> dict[str, str]:
-    """Versions of the packages whose behaviour shapes results."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    out = {}
-    for name in ("torch", "torch-geometric", "h5py", "numpy", "pandas", "pydftracer", "dftracer"):
-        try:
-            out[name] = version(name)
-        except PackageNotFoundError:
-            pass
-    return out
+def peak_rss_mb() -> float:
+    """Peak resident memory of this process (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
