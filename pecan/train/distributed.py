@@ -332,7 +332,7 @@ class GradCommClock:
     def __init__(self) -> None:
         self.last_ready: Optional[float] = None
 
-    def __call__(self, state: Any, bucket: Any):
+    def hook(self, state, bucket):  # no annotations: DDP checks them against dist.GradBucket
         """The hook: record the time, then the default all-reduce (average) of the bucket."""
         from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 

@@ -4,16 +4,14 @@ from __future__ import annotations
 import logging
 import math
 import platform
-import resource
 import sys
 import time
-from contextlib import contextmanager, nullcontext
+from contextlib import nullcontext
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any, Optional
 
 import numpy as np
 import torch
-import torch.distributed as dist
 import torch.nn.functional as F
 from tqdm import tqdm
 
@@ -27,6 +25,7 @@ from pecan.train import checkpoint as ckpt
 from pecan.train.distributed import (DistEnv, GradCommClock, all_reduce_sum, barrier, broadcast_object,
                                      gather_varlen, plan_threads)
 from pecan.train.metrics import classification_report
+from pecan.train.timing import PhaseTimer, peak_rss_mb, timed_fetch
 
 log = logging.getLogger(__name__)
 
@@ -74,42 +73,6 @@ def cosine_schedule(total_steps: int, warmup_steps: int, floor: float = 0.05):
         progress = min((step - warmup_steps) / max(total_steps - warmup_steps, 1), 1.0)
         return floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * progress))
     return factor
-
-
-class PhaseTimer:
-    """Seconds per phase; on CUDA, event pairs read once per epoch instead of a sync per step."""
-
-    def __init__(self, device: torch.device) -> None:
-        self.cuda = device.type == "cuda"
-        self.seconds: dict[str, float] = {}
-        self.events: dict[str, list] = {}
-
-    @contextmanager
-    def phase(self, name: str) -> Iterator[None]:
-        """Time the enclosed block under ``name``."""
-        if self.cuda:
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            yield
-            end.record()
-            self.events.setdefault(name, []).append((start, end))
-        else:
-            t0 = time.perf_counter()
-            yield
-            self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - t0
-
-    def add(self, name: str, seconds: float) -> None:
-        """Add host-measured seconds."""
-        self.seconds[name] = self.seconds.get(name, 0.0) + seconds
-
-    def totals(self) -> dict[str, float]:
-        """Seconds per phase (synchronises CUDA once)."""
-        out = dict(self.seconds)
-        if self.events:
-            torch.cuda.synchronize()
-            for name, pairs in self.events.items():
-                out[name] = out.get(name, 0.0) + sum(s.elapsed_time(e) for s, e in pairs) / 1000.0
-        return out
 
 
 # ---------------------------------------------------------------------------- the trainer
@@ -209,7 +172,7 @@ class Trainer:
         self.grad_clock = None
         if self.env.is_distributed and self.device.type == "cpu":
             self.grad_clock = GradCommClock()
-            self.model.register_comm_hook(None, self.grad_clock)
+            self.model.register_comm_hook(None, self.grad_clock.hook)
         if self.env.is_main:
             count = sum(p.numel() for p in self.raw_model.parameters())
             log.info("model: %s, %d parameters, amp %s, compile %s", type(self.raw_model).__name__, count,
@@ -293,9 +256,9 @@ class Trainer:
         io_counts = np.zeros(len(COUNTER_FIELDS), dtype=np.int64)
         with tracing.span("pipeline", "train"):
             train = self.train_epoch(epoch, timer, io_counts)
-        with timer.phase("eval_s"), tracing.span("pipeline", "evaluate"):
+        with tracing.span("pipeline", "evaluate"), timer.phase("eval_s"):
             metrics = self.evaluate(io_counts)
-        with timer.phase("checkpoint_s"), tracing.span("checkpoint", "capture"):
+        with tracing.span("checkpoint", "capture"), timer.phase("checkpoint_s"):
             self.save_checkpoints(epoch, metrics)
         record = self.epoch_record(epoch, time.perf_counter() - start, timer.totals(), train, metrics, io_counts)
         record.update(self.weights_check())
@@ -316,11 +279,9 @@ class Trainer:
         loss_sum = torch.zeros((), dtype=torch.float64, device=self.device)
         samples = 0
         steps = self.steps_per_epoch()
-        batches = tracing.iterate(self.train_loader, "dataloader", "fetch")
+        batches = timed_fetch(self.train_loader, timer)
         bar = tqdm(total=steps, desc=f"epoch {epoch + 1}", unit="batch", disable=not self.show_progress, leave=False)
-        wait_start = time.perf_counter()
         for step_in_epoch, batch in enumerate(batches):
-            timer.add("data_wait_s", time.perf_counter() - wait_start)
             tracing.set_context(step=self.step)
             io_counts += batch.io_counts.numpy()
             del batch.io_counts
@@ -334,7 +295,6 @@ class Trainer:
             bar.update()
             if step_in_epoch + 1 >= steps:
                 break
-            wait_start = time.perf_counter()
         bar.close()
         totals = all_reduce_sum(torch.stack([loss_sum, torch.tensor(float(samples), dtype=torch.float64,
                                                                      device=self.device)]), self.env,
@@ -361,12 +321,12 @@ class Trainer:
 
     def train_step(self, batch, timer: PhaseTimer, weight: float = 1.0) -> torch.Tensor:
         """Forward, backward and optimiser step on one batch; returns the detached loss."""
-        with timer.phase("transfer_s"), tracing.span("device", "transfer", size=batch.num_graphs):
+        with tracing.span("device", "transfer", size=batch.num_graphs), timer.phase("transfer_s"):
             batch = batch.to(self.device, non_blocking=True)
-        with timer.phase("forward_s"), tracing.span("compute", "forward", size=batch.num_graphs):
+        with tracing.span("compute", "forward", size=batch.num_graphs), timer.phase("forward_s"):
             loss = self.forward_loss(batch)
         self.backward(loss * weight, timer)
-        with timer.phase("optimizer_s"), tracing.span("compute", "step"):
+        with tracing.span("compute", "step"), timer.phase("optimizer_s"):
             if self.config.train.grad_clip > 0:
                 torch.nn.utils.clip_grad_norm_(self.raw_model.parameters(), self.config.train.grad_clip)
             self.optimizer.step()
@@ -379,7 +339,7 @@ class Trainer:
         """Backward; with DDP on CPU the wait for the last gradient all-reduce is split off as grad_comm_s
         (see GradCommClock) and traced as comm/all_reduce right after the compute/backward event."""
         if self.grad_clock is None:
-            with timer.phase("backward_s"), tracing.span("compute", "backward"):
+            with tracing.span("compute", "backward"), timer.phase("backward_s"):
                 loss.backward()
             return
         start, trace_start = time.perf_counter(), tracing.now()
@@ -410,7 +370,7 @@ class Trainer:
             del batch.io_counts
             if not batch.num_graphs:
                 continue
-            with tracing.span("device", "transfer", size=batch.num_graphs):
+            with tracing.span("device", "transfer", size=batch.num_graphs, phase="eval"):
                 batch = batch.to(self.device, non_blocking=True)
             with tracing.span("pecan.eval", "forward", size=batch.num_graphs), \
                     amp_context(self.device, self.config.train.amp):
@@ -491,7 +451,3 @@ class Trainer:
             if loader is not None:
                 loader.close()
 
-
-def peak_rss_mb() -> float:
-    """Peak resident memory of this process (Linux reports KiB)."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
