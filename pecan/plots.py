@@ -84,6 +84,10 @@ def write_plots(run_dir: str | Path, records: Sequence[dict[str, Any]], out_dir:
     plot_throughput(axes[0][1], records)
     plot_learning(axes[1][0], records)
     plot_ranks(axes[1][1], records[-1])
+    from matplotlib.ticker import MaxNLocator
+
+    for ax in (axes[0][0], axes[0][1], axes[1][0]):
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     figure.suptitle(f"PECAN run {Path(run_dir).resolve().name}")
     figure.tight_layout()
     path = out / "run.png"

@@ -78,7 +78,7 @@ def test_packed_run_writes_traces(tmp_path):
     path, _ = tiny_run(tmp_path)
     done = subprocess.run([sys.executable, "main_app.py", str(path), "--set", "trace.enabled=true",
                            "--set", "train.epochs=1", "--set", "data.io_mode=packed", "--set", "data.num_workers=1",
-                           "--set", "train.tensorboard=true", "--set", "train.plots=false"],
+                           "--set", "train.tensorboard=true"],
                           cwd=ROOT, capture_output=True, text=True, timeout=300,
                           env={**os.environ, "DFTRACER_DATA_DIR": "", "PYTHONPATH": str(ROOT)})
     assert done.returncode == 0, done.stderr[-3000:]
@@ -158,7 +158,7 @@ def test_two_rank_traced_run_covers_every_phase(tmp_path):
     environ = {k: v for k, v in os.environ.items() if not k.startswith(("RANK", "WORLD_SIZE", "LOCAL_", "MASTER_"))}
     done = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
                            "main_app.py", str(path), "--set", "trace.enabled=true", "--set", "trace.posix=true",
-                           "--set", "data.io_mode=reopen", "--set", "data.num_workers=1"],
+                           "--set", "data.io_mode=reopen", "--set", "data.num_workers=1", "--set", "train.plots=true"],
                           cwd=ROOT, capture_output=True, text=True, timeout=400, start_new_session=True,
                           env={**environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)})
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
