@@ -28,6 +28,10 @@ class PhaseTimer:
             yield
             end.record()
             self.events.setdefault(name, []).append((start, end))
+            if tracing.is_enabled():
+                # Traced runs only: wait for the phase's kernels so the enclosing event (host clock) ends
+                # when the device work does and agrees with the CUDA-event figure; untraced runs never sync.
+                torch.cuda.synchronize()
         else:
             t0 = time.perf_counter()
             yield
