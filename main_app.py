@@ -51,11 +51,10 @@ def main(argv=None) -> int:
     trainer, finished = None, False
     try:
         device = resolve_device(config.train.device, init_distributed(env), env.local_rank)
-        tracing.setup(config.trace.enabled, config_module.trace_dir(config), env.rank)
+        tracing.setup(config.trace.enabled, config_module.trace_dir(config), env.rank,
+                      data_dir=config.data.data_dir if config.trace.posix else None)
         if config.synthetic.enabled and env.is_main:
-            from pecan.synthetic.cache import (
-                ensure_from_config,  # only demo configs load the generator
-            )
+            from pecan.synthetic.cache import ensure_from_config  # only demo configs load the generator
 
             ensure_from_config(config)
         trainer = Trainer(config, env, device)

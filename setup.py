@@ -22,6 +22,7 @@ setup(
         "trace-native": ["dftracer>=2.0"],
         "pyg-ext": ["torch-scatter", "torch-sparse"],
         "dev": ["pytest>=7"],
+        "plots": ["matplotlib>=3.5", "tensorboard>=2.10"],
     },
     entry_points={"console_scripts": ["pecan-train=main_app:main"]},
 )

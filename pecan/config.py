@@ -128,6 +128,9 @@ class TrainConfig:
     on_nonfinite_loss: Literal["error", "skip"] = _doc(
         "A NaN or infinite training loss: stop naming epoch and step, or skip that step (counted in "
         "epochs.jsonl as nonfinite_steps).", "error")
+    plots: bool = _doc("At the end of a run, rank 0 writes PNG plots into out_dir/plots (needs .[plots]; "
+                       "skipped with a warning without matplotlib).", True)
+    tensorboard: bool = _doc("Write per-epoch TensorBoard scalars to out_dir/tensorboard (needs .[plots]).", False)
 
 
 @dataclass
@@ -137,6 +140,8 @@ class TraceConfig:
     enabled: bool = _doc("Write dftracer traces (needs the native dftracer package: pip install .[trace-native]).",
                          False)
     dir: str = _doc("Trace directory; relative paths are inside train.out_dir.", "traces")
+    posix: bool = _doc("Also trace file I/O (POSIX calls) under data.data_dir through dftracer's data-dir "
+                       "interception.", False)
 
 
 @dataclass

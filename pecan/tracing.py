@@ -1,11 +1,14 @@
 """dftracer annotations; the only module that imports dftracer.
 
 Annotations are no-ops (one boolean test) until ``setup(enabled=True, ...)`` succeeds. dftracer reads
-``DFTRACER_ENABLE`` when it is imported, so the import happens inside ``setup`` after the variable is set;
-DataLoader workers re-run ``setup`` through ``worker_init`` so spawned workers write their own files.
+``DFTRACER_ENABLE`` (and the data directory for POSIX tracing) when it is imported, so the import happens
+inside ``setup`` after the variables are set; DataLoader workers re-run ``setup`` through ``WorkerInit`` so
+spawned workers write their own files.
 
-Categories and names follow dftracer's ``ai`` layout: data/item, dataloader/fetch, compute/forward,
-compute/backward, compute/step, pipeline/epoch, pipeline/evaluate, checkpoint/capture.
+Categories: dftracer's AI categories where one exists (``AI_CATEGORIES``: compute/forward, backward, step;
+data/item; dataloader/fetch; comm/all_reduce, all_gather, bcast, barrier; device/transfer;
+pipeline/epoch, train, evaluate; checkpoint/capture, restart), PECAN's own beneath ``pecan.*``
+(``PECAN_SPANS``). Every event carries the rank, and the epoch and step where the process knows them.
 """
 from __future__ import annotations
 
@@ -13,13 +16,40 @@ import atexit
 import functools
 import logging
 import os
+import time
 from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
 
 log = logging.getLogger(__name__)
 
-_state: dict[str, Any] = {"enabled": False, "dft_fn": None, "instance": None, "dir": None, "rank": 0}
+# dftracer.python.ai ProfileCategory values used here (a test checks them against the installed package).
+AI_CATEGORIES = ("compute", "data", "dataloader", "comm", "device", "checkpoint", "pipeline")
+PECAN_SPANS = {
+    ("pecan.setup", "index"): "build or load the split indexes (rank 0)",
+    ("pecan.setup", "packs"): "validate, build or locate the packs",
+    ("pecan.setup", "model"): "build, compile and wrap the model",
+    ("pecan.io", "h5_read"): "HDF5 reads of one sample",
+    ("pecan.graph", "build"): "pocket selection and edges of one sample",
+    ("pecan.io", "pack_gather"): "gather one batch from the memory-mapped packs",
+    ("pecan.data", "collate"): "samples to one Batch",
+    ("pecan.data", "batch"): "one whole batch in a loader worker (its busy time)",
+    ("pecan.loader", "handover"): "restore a worker's batch in the main process",
+    ("pecan.eval", "forward"): "evaluation forward of one batch",
+}
+
+# Variables dftracer's native library parses at start-up; an empty value makes some of them fail.
+_CHECKED_ENV = ("DFTRACER_DATA_DIR", "DFTRACER_LOG_FILE", "DFTRACER_ENABLE", "DFTRACER_INC_METADATA",
+                "DFTRACER_INIT", "DFTRACER_LOG_LEVEL", "DFTRACER_TRACE_COMPRESSION", "DFTRACER_BIND_SIGNALS",
+                "DFTRACER_TIME_METRIC")
+_BOOLEAN_ENV = ("DFTRACER_ENABLE", "DFTRACER_INC_METADATA", "DFTRACER_TRACE_COMPRESSION",
+                "DFTRACER_BIND_SIGNALS")
+_CHOICE_ENV = {"DFTRACER_INIT": ("PRELOAD", "FUNCTION"), "DFTRACER_LOG_LEVEL": ("DEBUG", "INFO", "WARN", "ERROR"),
+               "DFTRACER_TIME_METRIC": ("NS", "US", "MS", "SEC")}
+
+_state: dict[str, Any] = {"enabled": False, "dft_fn": None, "instance": None, "dir": None, "rank": 0,
+                          "context": {"rank": 0}, "requested": False, "available": None, "posix": None,
+                          "ignored_env": []}
 
 
 def is_enabled() -> bool:
@@ -37,27 +67,68 @@ def native_available() -> bool:
         return False
 
 
-def setup(enabled: bool, trace_dir: str | os.PathLike, rank: int = 0, tag: str = "rank") -> bool:
-    """Initialise tracing for this process; returns whether traces will actually be written."""
+def clean_environment(environ: Optional[dict] = None) -> list[str]:
+    """Drop empty or malformed DFTRACER_* variables with a warning (they would crash or mislead the
+    tracer); returns the names dropped."""
+    environ = os.environ if environ is None else environ
+    dropped = []
+    for name in _CHECKED_ENV:
+        if name not in environ:
+            continue
+        value = environ[name].strip()
+        problem = None
+        if not value:
+            problem = "is empty"
+        elif name in _BOOLEAN_ENV and value not in ("0", "1"):
+            problem = f"is {value!r}, not 0 or 1"
+        elif name in _CHOICE_ENV and value.upper() not in _CHOICE_ENV[name]:
+            problem = f"is {value!r}, not one of {', '.join(_CHOICE_ENV[name])}"
+        if problem:
+            log.warning("environment variable %s %s; ignored", name, problem)
+            del environ[name]
+            dropped.append(name)
+    return dropped
+
+
+def setup(enabled: bool, trace_dir: str | os.PathLike, rank: int = 0, tag: str = "rank",
+          data_dir: Optional[str | os.PathLike] = None) -> bool:
+    """Initialise tracing for this process; returns whether traces will actually be written.
+
+    ``data_dir`` turns on dftracer's POSIX (file-I/O) events for files under it (trace.posix).
+    """
+    _state["context"] = {"rank": rank}
+    _state["requested"] = _state["requested"] or enabled
     if not enabled:
         return False
     if _state["enabled"]:
         return True
-    if not native_available():
+    _state["ignored_env"] = clean_environment()
+    _state["available"] = native_available()
+    if not _state["available"]:
         log.warning("trace.enabled is true but the native dftracer library is missing "
                     "(pip install '.[trace-native]'); tracing is off")
         return False
     os.environ["DFTRACER_ENABLE"] = "1"
     os.environ.setdefault("DFTRACER_INC_METADATA", "1")
+    if data_dir is not None:
+        os.environ["DFTRACER_DATA_DIR"] = str(Path(data_dir).resolve())
+    data_dirs = os.environ.get("DFTRACER_DATA_DIR")
     from dftracer.python import dft_fn, dftracer
 
     trace_dir = Path(trace_dir)
     trace_dir.mkdir(parents=True, exist_ok=True)
     log_file = trace_dir / f"pecan-{tag}{rank}-pid{os.getpid()}"
-    instance = dftracer.initialize_log(logfile=str(log_file), data_dir=None, process_id=rank)
-    _state.update(enabled=True, dft_fn=dft_fn, instance=instance, dir=str(trace_dir), rank=rank)
+    instance = dftracer.initialize_log(logfile=str(log_file), data_dir=data_dirs, process_id=rank)
+    _state.update(enabled=True, dft_fn=dft_fn, instance=instance, dir=str(trace_dir), rank=rank, posix=data_dirs)
     atexit.register(finalize)
     return True
+
+
+def status() -> dict[str, Any]:
+    """Tracing as this process ran it, for runs.jsonl: requested, native library available, active."""
+    return {"requested": bool(_state["requested"]), "available": _state["available"],
+            "active": bool(_state["enabled"]), "dir": _state["dir"], "posix_data_dir": _state["posix"],
+            "ignored_env": list(_state["ignored_env"])}
 
 
 def finalize() -> None:
@@ -67,14 +138,38 @@ def finalize() -> None:
     _state.update(enabled=False, instance=None)
 
 
+def set_context(**values: Any) -> None:
+    """Arguments every later event of this process carries (epoch, step); no-op when tracing is off."""
+    if _state["enabled"]:
+        _state["context"].update(values)
+
+
 def span(category: str, name: str, **args: Any):
     """Context manager that records one event when tracing is on, else a null context."""
     if not _state["enabled"]:
         return nullcontext()
     event = _state["dft_fn"](cat=category, name=name)
-    if args:
-        event.update(args=args)
+    event.update(args={**_state["context"], **args})
     return event
+
+
+def now() -> int:
+    """The tracer's clock (its time unit), for events logged after the fact; 0 when off."""
+    return _state["instance"].get_time() if _state["enabled"] else 0
+
+
+def log_span(category: str, name: str, start: int, duration: int, **args: Any) -> None:
+    """Record an event whose start (``now()`` units) and duration were measured by the caller."""
+    if not _state["enabled"]:
+        return
+    from dftracer.python.common import TagDType, TagType, TagValue
+
+    values = {**_state["context"], **args}
+    ints = {k: TagValue(v, TagDType.INT, TagType.KEY).value() for k, v in values.items() if isinstance(v, int)}
+    strings = {k: TagValue(str(v), TagDType.STRING, TagType.KEY).value() for k, v in values.items()
+               if not isinstance(v, int)}
+    _state["instance"].log_event(name=name, cat=category, start_time=int(start), duration=max(int(duration), 0),
+                                 int_args=ints, string_args=strings)
 
 
 def traced(category: str, name: str) -> Callable:
@@ -105,15 +200,49 @@ def iterate(iterable, category: str, name: str) -> Iterator:
         yield item
 
 
+class BusyDataset:
+    """Wraps a dataset whose ``__getitems__`` returns a Batch: times each batch in the worker (a
+    ``pecan.data/batch`` event with its size and atoms) and adds the nanoseconds to the batch's I/O counters
+    at ``busy_index``, so loader worker busy time reaches the epoch report without another channel."""
+
+    def __init__(self, dataset: Any, busy_index: int) -> None:
+        self.dataset, self.busy_index = dataset, busy_index
+
+    def __len__(self) -> int:
+        return len(self.dataset)
+
+    def __getattr__(self, name: str) -> Any:
+        if name in ("dataset", "busy_index"):  # not yet set while unpickling
+            raise AttributeError(name)
+        return getattr(self.dataset, name)
+
+    def __getitems__(self, indices: list[int]):
+        """The wrapped dataset's batch, with this call's duration counted."""
+        start = time.perf_counter_ns()
+        with span("pecan.data", "batch", size=len(indices)) as event:
+            batch = self.dataset.__getitems__(indices)
+            if event is not None and getattr(batch, "x", None) is not None:
+                event.update(args={"atoms": int(batch.x.shape[0])})
+        batch.io_counts[self.busy_index] += time.perf_counter_ns() - start
+        return batch
+
+    def __getitem__(self, index: int):
+        return self.__getitems__([index])
+
+
 class WorkerInit:
     """DataLoader ``worker_init_fn``: per-worker tracer (its own file) and finalize at worker exit."""
 
-    def __init__(self, trace_dir: Optional[str], rank: int) -> None:
-        self.trace_dir, self.rank = trace_dir, rank
+    def __init__(self, trace_dir: Optional[str], rank: int, data_dir: Optional[str] = None) -> None:
+        self.trace_dir, self.rank, self.data_dir = trace_dir, rank, data_dir
 
     def __call__(self, worker_id: int) -> None:
         # A forked worker inherits an initialised tracer, which writes its own file after fork;
         # a spawned worker starts with none and must initialise (and register finalize) here.
-        if not self.trace_dir or _state["enabled"]:
+        if not self.trace_dir:
             return
-        setup(True, self.trace_dir, self.rank, tag=f"rank{self.rank}-worker{worker_id}-")
+        if _state["enabled"]:
+            _state["context"] = {"rank": self.rank, "worker": worker_id}
+            return
+        setup(True, self.trace_dir, self.rank, tag=f"rank{self.rank}-worker{worker_id}-", data_dir=self.data_dir)
+        _state["context"]["worker"] = worker_id

@@ -47,3 +47,38 @@ def test_incomplete_and_different_scale_are_flagged(tmp_path):
 def test_bad_directory_is_named(tmp_path):
     with pytest.raises(SystemExit, match="nothing"):
         compare_runs.parse_groups([f"x={tmp_path / 'nothing'}"])
+
+
+def with_settings(run: Path, **settings) -> Path:
+    """Rewrite a fake run's records with the given settings (as a real run records them)."""
+    from pecan.report import read_records
+
+    records = read_records(run / "epochs.jsonl")
+    (run / "epochs.jsonl").unlink()
+    for record in records:
+        append_record(run / "epochs.jsonl", {**record, **settings})
+    return run
+
+
+def test_thread_count_difference_is_flagged_and_strict_refuses(tmp_path, capsys):
+    a = with_settings(fake_run(tmp_path / "a", [5.0, 5.0, 5.0]), intra_op_threads=1, num_workers=1)
+    b = with_settings(fake_run(tmp_path / "b", [5.0, 6.0, 6.0]), intra_op_threads=2, num_workers=1)
+    _, warnings = compare_runs.compare({"a": [a], "b": [b]})
+    assert [w for w in warnings if "intra_op_threads" in w and "not comparable" in w]
+    assert not [w for w in warnings if "num_workers" in w]
+    assert compare_runs.main([f"a={a}", f"b={b}"]) == 0
+    assert compare_runs.main(["--strict", f"a={a}", f"b={b}"]) == 2
+    assert "differ in intra_op_threads" in capsys.readouterr().out
+    same = with_settings(fake_run(tmp_path / "c", [5.0, 5.0]), intra_op_threads=1, num_workers=1)
+    assert compare_runs.main(["--strict", f"a={a}", f"c={same}"]) == 0
+
+
+def test_replicates_must_agree_and_one_epoch_is_noted(tmp_path):
+    a1 = with_settings(fake_run(tmp_path / "a1", [5.0, 5.0]), num_workers=1)
+    a2 = with_settings(fake_run(tmp_path / "a2", [5.0, 5.0]), num_workers=3)
+    single = fake_run(tmp_path / "one", [4.0])
+    table, warnings = compare_runs.compare({"a": [a1, a2], "one": [single]})
+    text = "\n".join(warnings)
+    assert "replicates of a differ in num_workers" in text
+    assert "only 1 epoch(s)" in text and "include the warm-up" in text
+    assert "| one |" in table.split("\n\n")[1]  # the phase table has a row per group

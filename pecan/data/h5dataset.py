@@ -162,9 +162,11 @@ class Dataset_PDB(torch.utils.data.Dataset):  # noqa: N801 - public name kept fr
     def _graph(self, i: int) -> tuple[AtomGraph, float, np.ndarray]:
         if self.use_decode_cache and i in self._decoded:
             return self._decoded[i], float(self.table.label[i]), self.table.pose_features[i]
-        atoms, label, features = self._read(i)
-        graph = build_graph(atoms, self.pocket_radius, self.edge_cutoff, self.table.where(i), self.max_atoms,
-                            self.max_edges)
+        with tracing.span("pecan.io", "h5_read"):
+            atoms, label, features = self._read(i)
+        with tracing.span("pecan.graph", "build"):
+            graph = build_graph(atoms, self.pocket_radius, self.edge_cutoff, self.table.where(i), self.max_atoms,
+                                self.max_edges)
         if self.use_decode_cache:
             self._decoded[i] = graph
         return graph, label, features
@@ -194,7 +196,8 @@ class Dataset_PDB(torch.utils.data.Dataset):  # noqa: N801 - public name kept fr
         """A finished Batch (bad samples dropped when skipping) carrying this worker's counter increments."""
         items = [d for d in (self[i] for i in indices) if d is not None]
         if items:
-            batch = Batch.from_data_list(items)
+            with tracing.span("pecan.data", "collate", size=len(items)):
+                batch = Batch.from_data_list(items)
         else:
             batch = Batch()
             batch._num_graphs = 0  # every sample was skipped as bad

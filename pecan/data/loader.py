@@ -16,6 +16,7 @@ import pandas as pd
 import torch
 from torch_geometric.data import Batch
 
+from pecan import tracing
 from pecan.config import DataConfig
 from pecan.data import format as fmt
 from pecan.data.index import build_index, split_by_complex
@@ -61,6 +62,7 @@ def _shards_of(frames: list[pd.DataFrame]) -> list[Path]:
     return [Path(s) for s in sorted({s for frame in frames for s in frame["shard"]})]
 
 
+@tracing.traced("pecan.setup", "packs")
 def prepare_packs(cfg: DataConfig, frames: list[pd.DataFrame], processes: int = 1,
                   progress: bool = False) -> dict[str, Path]:
     """Packs of every shard the frames use (shard path -> pack path, None for a shard skipped under
@@ -100,9 +102,10 @@ def _distributed() -> bool:
 def _broadcast(value: Any) -> Any:
     if not _distributed():
         return value
-    box = [value]
-    torch.distributed.broadcast_object_list(box, src=0)
-    return box[0]
+    with tracing.span("comm", "bcast", what="index"):
+        box = [value]
+        torch.distributed.broadcast_object_list(box, src=0)
+        return box[0]
 
 
 def _from_node_leader(value: Any, leader_rank: int) -> Any:
@@ -110,7 +113,8 @@ def _from_node_leader(value: Any, leader_rank: int) -> Any:
     if not _distributed():
         return value
     gathered: list[Any] = [None] * torch.distributed.get_world_size()
-    torch.distributed.all_gather_object(gathered, value)
+    with tracing.span("comm", "all_gather", what="node_inputs"):
+        torch.distributed.all_gather_object(gathered, value)
     # One node's failure stops every rank (the others would otherwise wait for it in the first collective).
     failed = next((v for v in gathered if isinstance(v, Exception)), None)
     return failed if failed is not None else gathered[leader_rank]
@@ -248,7 +252,10 @@ class BatchLoader:
 
     def __iter__(self) -> Iterator[Batch]:
         for item in self.loader:
-            yield item.unpack() if isinstance(item, WireBatch) else item
+            if isinstance(item, WireBatch):
+                with tracing.span("pecan.loader", "handover"):
+                    item = item.unpack()
+            yield item
 
     def __len__(self) -> int:
         return len(self.loader)

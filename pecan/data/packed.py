@@ -446,13 +446,14 @@ class PackedDataset(torch.utils.data.Dataset):
             self.counters.add("file_opens", len(self._packs))
         return self._packs
 
-    @tracing.traced("data", "item")
     def __getitems__(self, indices: list[int]) -> Batch:
-        """Gather one whole batch."""
+        """Gather one whole batch (traced per batch: there is no per-sample step here)."""
         idx = np.asarray(indices, dtype=np.int64)
-        arrays = gather_batch(self._mapped(), self.pack_id[idx], self.local_id[idx])
+        with tracing.span("pecan.io", "pack_gather", size=len(idx)):
+            arrays = gather_batch(self._mapped(), self.pack_id[idx], self.local_id[idx])
         t = self.table
-        batch = to_batch(arrays, t.label[idx], t.pose_features[idx], t.complex_id[idx], idx)
+        with tracing.span("pecan.data", "collate", size=len(idx)):
+            batch = to_batch(arrays, t.label[idx], t.pose_features[idx], t.complex_id[idx], idx)
         self.counters.add("samples", len(idx))
         self.counters.add("bytes_read", sum(a.nbytes for k, a in arrays.items() if k != "atom_counts"))
         if self.augment:

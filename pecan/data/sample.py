@@ -14,7 +14,7 @@ import torch
 from pecan.data import format as fmt
 
 COUNTER_FIELDS = ("file_opens", "h5_file_opens", "h5_object_opens", "attr_reads", "dataset_reads", "bytes_read", "samples",
-                  "skipped")
+                  "skipped", "worker_busy_ns")
 
 
 class IOCounters:

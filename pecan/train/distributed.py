@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import datetime
 import os
-import re
+import time
 from dataclasses import dataclass
-from typing import Mapping, Optional
+from typing import Any, Mapping, Optional
 
 import torch
 import torch.distributed as dist
+
+from pecan import tracing
+from pecan.train.hostlist import _expand_tasks_per_node, expand_hostlist  # noqa: F401 (public here)
 
 DEFAULT_MASTER_PORT = 29500
 SINGLE_HOST = "127.0.0.1"
@@ -41,73 +44,6 @@ class DistEnv:
     def is_main(self) -> bool:
         """True on global rank 0, the rank that logs and writes checkpoints."""
         return self.rank == 0
-
-
-# ---------------------------------------------------------------------------------------------
-# Host lists
-# ---------------------------------------------------------------------------------------------
-
-def _split_top_level(text: str, source: str) -> list[str]:
-    """Split on commas that are not inside brackets; unbalanced brackets are an error."""
-    parts, depth, start = [], 0, 0
-    for index, char in enumerate(text):
-        if char == "[":
-            depth += 1
-            if depth > 1:
-                raise ValueError(f"nested '[' in host list {source!r}")
-        elif char == "]":
-            depth -= 1
-            if depth < 0:
-                raise ValueError(f"unmatched ']' in host list {source!r}")
-        elif char == "," and depth == 0:
-            parts.append(text[start:index])
-            start = index + 1
-    if depth != 0:
-        raise ValueError(f"unmatched '[' in host list {source!r}")
-    parts.append(text[start:])
-    return [part.strip() for part in parts if part.strip()]
-
-
-def _expand_range(item: str, source: str) -> list[str]:
-    """Expand one bracket entry: '7', '01-04' (zero padding kept from the lower bound)."""
-    if "-" not in item:
-        if not item.isdigit():
-            raise ValueError(f"bad range {item!r} in host list {source!r}")
-        return [item]
-    low, _, high = item.partition("-")
-    if not (low.isdigit() and high.isdigit()) or int(high) < int(low):
-        raise ValueError(f"bad range {item!r} in host list {source!r}")
-    width = len(low) if low.startswith("0") else 0
-    return [str(number).zfill(width) for number in range(int(low), int(high) + 1)]
-
-
-def _expand_host(pattern: str, source: str) -> list[str]:
-    """Expand every bracket group of one host pattern, left to right (cartesian product)."""
-    opening = pattern.find("[")
-    if opening < 0:
-        return [pattern]
-    closing = pattern.index("]", opening)
-    prefix, body, rest = pattern[:opening], pattern[opening + 1:closing], pattern[closing + 1:]
-    values = [value for item in body.split(",") for value in _expand_range(item.strip(), source)]
-    tails = _expand_host(rest, source)
-    return [prefix + value + tail for value in values for tail in tails]
-
-
-def expand_hostlist(hostlist: str) -> list[str]:
-    """Expand a Slurm/flux (RFC 29) host list such as ``node[01-04,07],gpu3`` in order."""
-    return [host for pattern in _split_top_level(hostlist.strip(), hostlist)
-            for host in _expand_host(pattern, hostlist)]
-
-
-def _expand_tasks_per_node(value: str, name: str) -> list[int]:
-    """Expand Slurm's ``4(x2),3`` tasks-per-node notation to ``[4, 4, 3]``."""
-    counts: list[int] = []
-    for item in value.split(","):
-        match = re.fullmatch(r"\s*(\d+)(?:\(x(\d+)\))?\s*", item)
-        if match is None:
-            raise ValueError(f"{name}={value!r} is not a Slurm tasks-per-node list")
-        counts.extend([int(match.group(1))] * int(match.group(2) or 1))
-    return counts
 
 
 # ---------------------------------------------------------------------------------------------
@@ -333,15 +269,80 @@ def cleanup_distributed(graceful: bool = True) -> None:
         dist.destroy_process_group()
 
 
-def barrier() -> None:
+# ---------------------------------------------------------------------------------------------
+# Collectives (each one traced as a dftracer ``comm`` event)
+# ---------------------------------------------------------------------------------------------
+
+def barrier(what: str = "") -> None:
     """Wait for every rank; a no-op without a process group."""
     if not (dist.is_available() and dist.is_initialized()):
         return
-    if dist.get_backend() == "nccl":
-        # Name the device: NCCL otherwise guesses from the rank and can pick another rank's GPU.
-        dist.barrier(device_ids=[torch.cuda.current_device()])
-    else:
-        dist.barrier()
+    with tracing.span("comm", "barrier", what=what):
+        if dist.get_backend() == "nccl":
+            # Name the device: NCCL otherwise guesses from the rank and can pick another rank's GPU.
+            dist.barrier(device_ids=[torch.cuda.current_device()])
+        else:
+            dist.barrier()
+
+
+def gather_varlen(tensor: torch.Tensor, env: DistEnv, what: str = "") -> torch.Tensor:
+    """Concatenate a 1-D/2-D tensor of any length from every rank (rank order)."""
+    if not env.is_distributed:
+        return tensor
+    with tracing.span("comm", "all_gather", what=what, rows=int(tensor.shape[0])):
+        size = torch.tensor([tensor.shape[0]], device=tensor.device)
+        sizes = [torch.zeros_like(size) for _ in range(env.world_size)]
+        dist.all_gather(sizes, size)
+        longest = int(max(s.item() for s in sizes))
+        padded = torch.zeros((longest, *tensor.shape[1:]), dtype=tensor.dtype, device=tensor.device)
+        padded[:tensor.shape[0]] = tensor
+        pieces = [torch.zeros_like(padded) for _ in range(env.world_size)]
+        dist.all_gather(pieces, padded)
+        return torch.cat([p[:int(s.item())] for p, s in zip(pieces, sizes)])
+
+
+def all_reduce_sum(tensor: torch.Tensor, env: DistEnv, what: str = "") -> torch.Tensor:
+    """Sum a tensor over ranks (in place when distributed)."""
+    if env.is_distributed:
+        with tracing.span("comm", "all_reduce", what=what):
+            dist.all_reduce(tensor)
+    return tensor
+
+
+def broadcast_object(value: Any, env: DistEnv, what: str = "") -> Any:
+    """Rank 0's value on every rank."""
+    if not env.is_distributed:
+        return value
+    with tracing.span("comm", "bcast", what=what):
+        box = [value]
+        dist.broadcast_object_list(box, src=0)
+        return box[0]
+
+
+class GradCommClock:
+    """A DDP communication hook that notes when each gradient bucket is ready, so the backward time
+    after the last bucket (the wait for its all-reduce) can be told apart from backward compute.
+
+    DDP launches a bucket's all-reduce as soon as its gradients are ready and ``backward()`` returns only
+    when every all-reduce has finished; the time from the last bucket ready to the end of ``backward()``
+    is the exposed communication wait. On CPU this is exact on the host clock; on CUDA the host runs
+    ahead of the device, so the figure is not used there (see ``exposed_wait``).
+    """
+
+    def __init__(self) -> None:
+        self.last_ready: Optional[float] = None
+
+    def hook(self, state, bucket):  # no annotations: DDP checks them against dist.GradBucket
+        """The hook: record the time, then the default all-reduce (average) of the bucket."""
+        from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+
+        self.last_ready = time.perf_counter()
+        return default_hooks.allreduce_hook(state, bucket)
+
+    def exposed_wait(self, backward_end: float) -> float:
+        """Seconds between the last bucket ready and the end of backward (0 without DDP); resets."""
+        ready, self.last_ready = self.last_ready, None
+        return max(backward_end - ready, 0.0) if ready is not None else 0.0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -402,3 +403,33 @@ def loader_workers_per_rank(local_world_size: int, reserve: int = 1) -> int:
     if local_world_size < 1:
         raise ValueError(f"local_world_size must be >= 1, got {local_world_size}")
     return max(0, physical_cores() // local_world_size - reserve)
+
+
+THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+@dataclass(frozen=True)
+class ThreadPlan:
+    """Intra-op threads and loader workers of one rank, and where the thread count came from."""
+
+    intra_op_threads: int
+    num_workers: int
+    cores_per_rank: int
+    source: str  # "env" (OMP_NUM_THREADS/MKL_NUM_THREADS set) or "cores"
+
+
+def plan_threads(local_world_size: int, num_workers: int, io_mode: str,
+                 environ: Mapping[str, str] | None = None) -> ThreadPlan:
+    """Size intra-op threads and loader workers so together they fit this rank's physical cores.
+
+    ``num_workers < 0`` means automatic (none for packed data, else the cores left after the main
+    process). Without a thread count in the environment the main process gets the cores the workers
+    leave, at least one: oversubscribed cores make every phase slower while the data wait looks small.
+    """
+    environ = os.environ if environ is None else environ
+    share = max(1, physical_cores() // max(local_world_size, 1))
+    if num_workers < 0:
+        num_workers = 0 if io_mode == "packed" else loader_workers_per_rank(local_world_size)
+    if any(environ.get(name, "").strip() for name in THREAD_ENV):
+        return ThreadPlan(torch.get_num_threads(), num_workers, share, "env")
+    return ThreadPlan(max(1, share - num_workers), num_workers, share, "cores")

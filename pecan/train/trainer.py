@@ -5,12 +5,11 @@ import json
 import logging
 import math
 import platform
-import subprocess
 import sys
 import time
-from contextlib import contextmanager, nullcontext
+from contextlib import nullcontext
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any, Optional
 
 import numpy as np
 import torch
@@ -26,10 +25,12 @@ from pecan.data.loader import make_dataset, make_loader, make_sampler, prepare_j
 from pecan.data.sample import COUNTER_FIELDS, counters_to_dict
 from pecan.fileio import named_write_errors
 from pecan.train import checkpoint as ckpt
-from pecan.train.distributed import DistEnv, barrier, loader_workers_per_rank
+from pecan.train.distributed import (DistEnv, GradCommClock, all_reduce_sum, barrier, broadcast_object,
+                                     gather_varlen, plan_threads)
 from pecan.train.metrics import classification_report
 from pecan.train.run_dir import OutDirInUse, RunLock, remove_stale_temps
 from pecan.train.sync import OutputSync
+from pecan.train.timing import PhaseTimer, peak_rss_mb, timed_fetch
 
 log = logging.getLogger(__name__)
 
@@ -79,73 +80,6 @@ def cosine_schedule(total_steps: int, warmup_steps: int, floor: float = 0.05):
     return factor
 
 
-def gather_varlen(tensor: torch.Tensor, env: DistEnv) -> torch.Tensor:
-    """Concatenate a 1-D/2-D tensor of any length from every rank (rank order)."""
-    if not env.is_distributed:
-        return tensor
-    size = torch.tensor([tensor.shape[0]], device=tensor.device)
-    sizes = [torch.zeros_like(size) for _ in range(env.world_size)]
-    dist.all_gather(sizes, size)
-    longest = int(max(s.item() for s in sizes))
-    padded = torch.zeros((longest, *tensor.shape[1:]), dtype=tensor.dtype, device=tensor.device)
-    padded[:tensor.shape[0]] = tensor
-    pieces = [torch.zeros_like(padded) for _ in range(env.world_size)]
-    dist.all_gather(pieces, padded)
-    return torch.cat([p[:int(s.item())] for p, s in zip(pieces, sizes)])
-
-
-def all_reduce_sum(tensor: torch.Tensor, env: DistEnv) -> torch.Tensor:
-    """Sum a tensor over ranks (in place when distributed)."""
-    if env.is_distributed:
-        dist.all_reduce(tensor)
-    return tensor
-
-
-def broadcast_object(value: Any, env: DistEnv) -> Any:
-    """Rank 0's value on every rank."""
-    if not env.is_distributed:
-        return value
-    box = [value]
-    dist.broadcast_object_list(box, src=0)
-    return box[0]
-
-
-class PhaseTimer:
-    """Seconds per phase; on CUDA, event pairs read once per epoch instead of a sync per step."""
-
-    def __init__(self, device: torch.device) -> None:
-        self.cuda = device.type == "cuda"
-        self.seconds: dict[str, float] = {}
-        self.events: dict[str, list] = {}
-
-    @contextmanager
-    def phase(self, name: str) -> Iterator[None]:
-        """Time the enclosed block under ``name``."""
-        if self.cuda:
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            yield
-            end.record()
-            self.events.setdefault(name, []).append((start, end))
-        else:
-            t0 = time.perf_counter()
-            yield
-            self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - t0
-
-    def add(self, name: str, seconds: float) -> None:
-        """Add host-measured seconds."""
-        self.seconds[name] = self.seconds.get(name, 0.0) + seconds
-
-    def totals(self) -> dict[str, float]:
-        """Seconds per phase (synchronises CUDA once)."""
-        out = dict(self.seconds)
-        if self.events:
-            torch.cuda.synchronize()
-            for name, pairs in self.events.items():
-                out[name] = out.get(name, 0.0) + sum(s.elapsed_time(e) for s, e in pairs) / 1000.0
-        return out
-
-
 # ---------------------------------------------------------------------------- the trainer
 
 class Trainer:
@@ -170,13 +104,16 @@ class Trainer:
         """Build data, model and optimiser, then resume if asked."""
         self.claim_out_dir()
         seed_everything(self.config.train.seed, self.config.train.deterministic)
+        self.size_threads()
         if self.config.train.sync_dir and self.env.local_rank == 0:
             self.output_sync = OutputSync(self.out_dir, Path(self.config.train.sync_dir),
                                           self.config.train.sync_every_minutes).start()
         self.build_data()
-        self.build_model()
+        with tracing.span("pecan.setup", "model"):
+            self.build_model()
         self.build_optimizer()
-        self.maybe_resume()
+        with tracing.span("checkpoint", "restart"):
+            self.maybe_resume()
         if self.env.is_main:
             # Only a start that succeeded replaces config.yaml: it must agree with the checkpoints.
             with named_write_errors(self.out_dir / "config.yaml"):
@@ -197,15 +134,24 @@ class Trainer:
         refusal = broadcast_object(refusal, self.env)
         if refusal:
             raise OutDirInUse(refusal)
+    def size_threads(self) -> None:
+        """Intra-op threads and loader workers that fit this rank's cores (unless the environment says)."""
+        data = self.config.data
+        self.threads = plan_threads(self.env.local_world_size, data.num_workers, data.io_mode)
+        if self.threads.source == "cores":
+            torch.set_num_threads(self.threads.intra_op_threads)
+        if self.env.is_main:
+            log.info("threads: %d intra-op (%s), %d loader workers per rank, %d physical cores per rank",
+                     torch.get_num_threads(), "from the environment" if self.threads.source == "env" else
+                     "sized to the cores", self.threads.num_workers, self.threads.cores_per_rank)
 
     def build_data(self) -> None:
         """Indexes, packs and staging through the loader's job protocol, then per-rank loaders."""
         data = self.config.data
-        workers = data.num_workers
-        if workers < 0:
-            workers = 0 if data.io_mode == "packed" else loader_workers_per_rank(self.env.local_world_size)
-        job = prepare_job_data(data, rank=self.env.rank, local_rank=self.env.local_rank,
-                               processes=max(workers, 1), progress=self.show_progress)
+        workers = self.threads.num_workers
+        with tracing.span("pecan.setup", "index"):
+            job = prepare_job_data(data, rank=self.env.rank, local_rank=self.env.local_rank,
+                                   processes=max(workers, 1), progress=self.show_progress)
         self.train_frame, self.val_frame, self.staging = job.train_frame, job.val_frame, job.staging
         packs = job.packs
         if len(self.val_frame) == 0:
@@ -219,10 +165,13 @@ class Trainer:
         val_sampler = make_sampler(self.val_set, data, train=False, rank=self.env.rank,
                                    world_size=self.env.world_size, seed=seed)
         trace_dir = config_module.trace_dir(self.config) if tracing.is_enabled() else None
-        worker_init = tracing.WorkerInit(trace_dir, self.env.rank)
+        worker_init = tracing.WorkerInit(trace_dir, self.env.rank, data.data_dir if self.config.trace.posix else None)
         pin = self.device.type == "cuda"
-        self.train_loader = make_loader(self.train_set, self.train_sampler, data.batch_size, workers, worker_init, pin)
-        self.val_loader = make_loader(self.val_set, val_sampler, data.batch_size, workers, worker_init, pin)
+        busy = COUNTER_FIELDS.index("worker_busy_ns")
+        self.train_loader = make_loader(tracing.BusyDataset(self.train_set, busy), self.train_sampler,
+                                        data.batch_size, workers, worker_init, pin)
+        self.val_loader = make_loader(tracing.BusyDataset(self.val_set, busy), val_sampler, data.batch_size,
+                                      workers, worker_init, pin)
         self.skipped_at_start = sum(int(frame.attrs.get("skipped", 0)) for frame in (self.train_frame, self.val_frame))
         self.skipped_at_start += sum(getattr(d, "skipped_at_build", 0) for d in (self.train_set, self.val_set))
         if self.env.is_main:
@@ -241,6 +190,10 @@ class Trainer:
                                      nn_type=self.config.model.nn_type).to(self.device)
         compiled = apply_compile(self.raw_model, self.config.train.compile)
         self.model = wrap_ddp(compiled, self.env, self.device)
+        self.grad_clock = None
+        if self.env.is_distributed and self.device.type == "cpu":
+            self.grad_clock = GradCommClock()
+            self.model.register_comm_hook(None, self.grad_clock.hook)
         if self.env.is_main:
             count = sum(p.numel() for p in self.raw_model.parameters())
             log.info("model: %s, %d parameters, amp %s, compile %s", type(self.raw_model).__name__, count,
@@ -319,7 +272,10 @@ class Trainer:
     def record_run(self) -> None:
         """What this run ran: config digest, git commit, package versions, world size."""
         info = {"started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "config_digest": self.config.digest(),
-                "git": git_state(Path(__file__).resolve().parents[2]), "packages": package_versions(),
+                "git": report.git_state(Path(__file__).resolve().parents[2]),
+                "packages": report.package_versions(), "tracing": tracing.status(),
+                "intra_op_threads": torch.get_num_threads(), "num_workers": self.threads.num_workers,
+                "cores_per_rank": self.threads.cores_per_rank, "threads_from": self.threads.source,
                 "python": sys.version.split()[0], "host": platform.node(), "argv": sys.argv,
                 "world_size": self.env.world_size, "launcher": self.env.launcher, "device": str(self.device),
                 "resumed_from": getattr(self, "resumed_from", None), "start_epoch": self.start_epoch}
@@ -332,28 +288,45 @@ class Trainer:
         """Train the remaining epochs; returns this call's epoch records."""
         records = []
         for epoch in range(self.start_epoch, self.config.train.epochs):
-            with tracing.span("pipeline", "epoch", epoch=epoch + 1):
+            tracing.set_context(epoch=epoch + 1, step=self.step)
+            with tracing.span("pipeline", "epoch"):
                 records.append(self.run_epoch(epoch))
+        if self.env.is_main and records:
+            self.write_summary()
         return records
+
+    def write_summary(self) -> None:
+        """End of run (rank 0): the summary table over all epochs of the run directory, and its plots."""
+        records = report.read_records(self.out_dir / "epochs.jsonl")
+        print(report.run_summary(records), flush=True)
+        if self.config.train.plots:
+            try:
+                from pecan import plots
+            except ImportError as err:
+                log.warning("train.plots is on but matplotlib is missing (pip install '.[plots]'): %s", err)
+                return
+            for path in plots.write_plots(self.out_dir, records):
+                log.info("plot: %s", path)
 
     def run_epoch(self, epoch: int) -> dict[str, Any]:
         """Train, evaluate, checkpoint and report one epoch."""
         start = time.perf_counter()
         timer = PhaseTimer(self.device)
         io_counts = np.zeros(len(COUNTER_FIELDS), dtype=np.int64)
-        train = self.train_epoch(epoch, timer, io_counts)
-        with timer.phase("eval_s"), tracing.span("pipeline", "evaluate", epoch=epoch + 1):
+        with tracing.span("pipeline", "train"):
+            train = self.train_epoch(epoch, timer, io_counts)
+        with tracing.span("pipeline", "evaluate"), timer.phase("eval_s"):
             metrics = self.evaluate(io_counts)
         # The record is complete but for the checkpoint's own time; the checkpoint carries it, so an epoch it
         # claims never lacks its record (resume restores a record the kill below would lose).
-        counts, in_sync = self.reduce_counts(io_counts), self.weights_check()
+        in_sync = self.weights_check()
         self.epochs_done, self.last_metrics = epoch + 1, metrics
         self.records.append({**self.epoch_record(epoch, time.perf_counter() - start, timer.totals(), train, metrics,
-                                                 counts), **in_sync})
-        with timer.phase("checkpoint_s"), tracing.span("checkpoint", "capture", epoch=epoch + 1):
+                                                 io_counts), **in_sync})
+        with tracing.span("checkpoint", "capture"), timer.phase("checkpoint_s"):
             self.save_checkpoints(metrics)
-        record = {**self.epoch_record(epoch, time.perf_counter() - start, timer.totals(), train, metrics, counts),
-                  **in_sync}
+        record = {**self.epoch_record(epoch, time.perf_counter() - start, timer.totals(), train, metrics,
+                                      io_counts), **in_sync}
         if self.staging is not None and epoch == self.start_epoch:
             record.update(self.staging.record())
         self.records[-1] = record
@@ -361,6 +334,10 @@ class Trainer:
             self.append_record(record)
             print(report.epoch_line(record), flush=True)
             print(report.wall_time_table(record), flush=True)
+            if self.config.train.tensorboard:
+                from pecan import plots
+
+                plots.tensorboard_scalars(self.out_dir / "tensorboard", record)
         return record
 
     def train_epoch(self, epoch: int, timer: PhaseTimer, io_counts: np.ndarray) -> dict[str, float]:
@@ -370,11 +347,10 @@ class Trainer:
         loss_sum = torch.zeros((), dtype=torch.float64, device=self.device)
         samples = 0
         steps = self.steps_per_epoch()
-        batches = tracing.iterate(self.train_loader, "dataloader", "fetch")
+        batches = timed_fetch(self.train_loader, timer)
         bar = tqdm(total=steps, desc=f"epoch {epoch + 1}", unit="batch", disable=not self.show_progress, leave=False)
-        wait_start = time.perf_counter()
         for step_in_epoch, batch in enumerate(batches):
-            timer.add("data_wait_s", time.perf_counter() - wait_start)
+            tracing.set_context(step=self.step)
             io_counts += batch.io_counts.numpy()
             del batch.io_counts
             if batch.num_graphs:
@@ -388,10 +364,10 @@ class Trainer:
             bar.update()
             if step_in_epoch + 1 >= steps:
                 break
-            wait_start = time.perf_counter()
         bar.close()
         totals = all_reduce_sum(torch.stack([loss_sum, torch.tensor(float(samples), dtype=torch.float64,
-                                                                     device=self.device)]), self.env).tolist()
+                                                                     device=self.device)]), self.env,
+                                what="train_loss").tolist()
         return {"train_loss": totals[0] / max(totals[1], 1), "samples": int(totals[1])}
 
     def keep_in_step(self, timer: PhaseTimer, where: tuple[int, int]) -> None:
@@ -417,15 +393,15 @@ class Trainer:
         """Forward, backward and optimiser step on one batch (``where``: epoch and step, for messages);
         returns the detached loss, or None when a non-finite loss was skipped (train.on_nonfinite_loss: skip).
         Every rank checks every step, replayed ones included, so the check's collective stays paired."""
-        batch = batch.to(self.device, non_blocking=True)
-        with timer.phase("forward_s"), tracing.span("compute", "forward"):
+        with tracing.span("device", "transfer", size=batch.num_graphs), timer.phase("transfer_s"):
+            batch = batch.to(self.device, non_blocking=True)
+        with tracing.span("compute", "forward", size=batch.num_graphs), timer.phase("forward_s"):
             loss = self.forward_loss(batch)
         if not self.loss_is_finite(loss, *where):
             self.optimizer.zero_grad(set_to_none=True)
             return None
-        with timer.phase("backward_s"), tracing.span("compute", "backward"):
-            (loss * weight).backward()
-        with timer.phase("optimizer_s"), tracing.span("compute", "step"):
+        self.backward(loss * weight, timer)
+        with tracing.span("compute", "step"), timer.phase("optimizer_s"):
             if self.config.train.grad_clip > 0:
                 torch.nn.utils.clip_grad_norm_(self.raw_model.parameters(), self.config.train.grad_clip)
             self.optimizer.step()
@@ -449,6 +425,23 @@ class Trainer:
         self.nonfinite_steps += 1
         log.warning("skipping the step at %s: non-finite loss %g", where, float(loss.detach()))
         return False
+    def backward(self, loss: torch.Tensor, timer: PhaseTimer) -> None:
+        """Backward; with DDP on CPU the wait for the last gradient all-reduce is split off as grad_comm_s
+        (see GradCommClock) and traced as comm/all_reduce right after the compute/backward event."""
+        if self.grad_clock is None:
+            with tracing.span("compute", "backward"), timer.phase("backward_s"):
+                loss.backward()
+            return
+        start, trace_start = time.perf_counter(), tracing.now()
+        loss.backward()
+        end = time.perf_counter()
+        wait = self.grad_clock.exposed_wait(end)
+        timer.add("backward_s", end - start - wait)
+        timer.add("grad_comm_s", wait)
+        units = (tracing.now() - trace_start) / max(end - start, 1e-12)  # tracer units per second
+        compute_units = round((end - start - wait) * units)
+        tracing.log_span("compute", "backward", trace_start, compute_units)
+        tracing.log_span("comm", "all_reduce", trace_start + compute_units, round(wait * units), what="gradients")
 
     def forward_loss(self, batch) -> torch.Tensor:
         """Binary cross-entropy of the model's logits (computed in fp32 whatever the autocast)."""
@@ -467,8 +460,10 @@ class Trainer:
             del batch.io_counts
             if not batch.num_graphs:
                 continue
-            batch = batch.to(self.device, non_blocking=True)
-            with amp_context(self.device, self.config.train.amp):
+            with tracing.span("device", "transfer", size=batch.num_graphs, phase="eval"):
+                batch = batch.to(self.device, non_blocking=True)
+            with tracing.span("pecan.eval", "forward", size=batch.num_graphs), \
+                    amp_context(self.device, self.config.train.amp):
                 logits.append(self.model(batch).float())
             ids.append(batch.sample_id)
         empty = torch.zeros(0, device=self.device)
@@ -478,7 +473,8 @@ class Trainer:
     def evaluate(self, io_counts: Optional[np.ndarray] = None) -> dict[str, float]:
         """Validation metrics over the gathered predictions of all ranks (equal to a 1-rank run)."""
         logits, ids = self.predict(self.val_loader, io_counts)
-        logits, ids = gather_varlen(logits, self.env).cpu().numpy(), gather_varlen(ids, self.env).cpu().numpy()
+        logits = gather_varlen(logits, self.env, what="val_logits").cpu().numpy()
+        ids = gather_varlen(ids, self.env, what="val_ids").cpu().numpy()
         table = self.val_set.table
         return classification_report(logits, table.label[ids], table.complex_id[ids], ~table.is_crystal[ids])
 
@@ -496,16 +492,21 @@ class Trainer:
             ckpt.save_checkpoint(directory / "last.pt", state)
             if improved:
                 ckpt.save_checkpoint(directory / "best.pt", state)
-        barrier()
+        barrier("checkpoint")
 
     def reduce_counts(self, io_counts: np.ndarray) -> dict[str, int]:
         """This epoch's I/O counters summed over ranks."""
-        return counters_to_dict(all_reduce_sum(torch.from_numpy(io_counts.copy()), self.env))
+        return counters_to_dict(all_reduce_sum(torch.from_numpy(io_counts.copy()), self.env, what="io_counts"))
 
     def epoch_record(self, epoch: int, wall: float, phases: dict[str, float], train: dict[str, float],
-                     metrics: dict[str, float], counts: dict[str, int]) -> dict[str, Any]:
+                     metrics: dict[str, float], io_counts: np.ndarray) -> dict[str, Any]:
         """The epochs.jsonl record (fields in report.REQUIRED_FIELDS and more)."""
+        counts = self.reduce_counts(io_counts)
         phase_values = {p: phases.get(p, 0.0) for p in report.PHASES}
+        own = [*phase_values.values(), sum(phase_values[p] for p in ("forward_s", "backward_s", "optimizer_s")),
+               io_counts[COUNTER_FIELDS.index("worker_busy_ns")] / 1e9, peak_rss_mb(), self.cuda_peak_mb()]
+        per_rank = gather_varlen(torch.tensor([own], dtype=torch.float64, device=self.device), self.env,
+                                 what="epoch_report").cpu().tolist()
         record = {"epoch": epoch + 1, "wall_s": wall, "samples": train["samples"],
                   "samples_per_s": train["samples"] / max(wall, 1e-9), "train_loss": train["train_loss"],
                   **metrics, "lr": self.scheduler.get_last_lr()[0], "world_size": self.env.world_size,
@@ -513,8 +514,15 @@ class Trainer:
                   "data_wait_share": phase_values["data_wait_s"] / max(wall, 1e-9), "io_counts": counts,
                   "amp": self.config.train.amp, "compile": self.config.train.compile,
                   "skipped_samples": counts["skipped"], "skipped_at_start": self.skipped_at_start,
-                  "nonfinite_steps": self.nonfinite_steps}
+                  "nonfinite_steps": self.nonfinite_steps,
+                  **report.rank_summary(per_rank), "num_workers": self.threads.num_workers,
+                  "intra_op_threads": torch.get_num_threads(), "tracing": tracing.is_enabled(),
+                  "completed": epoch + 1 == self.config.train.epochs, "config_digest": self.config.digest()}
         return record
+
+    def cuda_peak_mb(self) -> float:
+        """Peak CUDA memory allocated by this rank so far (0 on CPU)."""
+        return torch.cuda.max_memory_allocated(self.device) / 2**20 if self.device.type == "cuda" else 0.0
 
     @torch.no_grad()
     def weights_check(self) -> dict[str, Any]:
@@ -522,7 +530,7 @@ class Trainer:
         checksum = torch.zeros(1, dtype=torch.float64, device=self.device)
         for index, parameter in enumerate(self.raw_model.parameters()):
             checksum += (parameter.double() * (1.0 + 1e-3 * index)).sum()
-        sums = gather_varlen(checksum, self.env).cpu().tolist()
+        sums = gather_varlen(checksum, self.env, what="weights").cpu().tolist()
         in_sync = all(value == sums[0] for value in sums)
         if not in_sync and self.env.is_main:
             log.error("model weights differ between ranks: %s", sums)
@@ -540,27 +548,3 @@ class Trainer:
             self.output_sync.close()
             self.output_sync = None
 
-
-def git_state(root: Path) -> dict[str, Any]:
-    """Commit and dirty flag of the source tree, when it is a git checkout."""
-    try:
-        commit = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
-                                timeout=10).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, timeout=10).stdout.strip()
-        return {"commit": commit or None, "dirty": bool(dirty)}
-    except (OSError, subprocess.SubprocessError):
-        return {"commit": None, "dirty": None}
-
-
-def package_versions() -> dict[str, str]:
-    """Versions of the packages whose behaviour shapes results."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    out = {}
-    for name in ("torch", "torch-geometric", "h5py", "numpy", "pandas", "pydftracer", "dftracer"):
-        try:
-            out[name] = version(name)
-        except PackageNotFoundError:
-            pass
-    return out

@@ -14,7 +14,7 @@ def tiny_run(tmp_path: Path, *overrides: str, n_complexes: int = 4, n_poses: int
 data: {{data_dir: {data_dir}, train_csvs: [index.csv], val_fraction: 0.25, batch_size: 4, num_workers: 0,
         cache_dir: {tmp_path / 'cache'}}}
 model: {{hidden: 16, layers: 2, rbf: 8}}
-train: {{epochs: 2, lr: 0.003, out_dir: {tmp_path / 'run'}, progress: false}}
+train: {{epochs: 2, lr: 0.003, out_dir: {tmp_path / 'run'}, progress: false, plots: false}}
 """
     path = tmp_path / "run.yaml"
     path.write_text(text)

@@ -1,0 +1,108 @@
+"""Tracing overhead: the same small training run with tracing off, on, and on with POSIX events, interleaved.
+
+    python scripts/bench_tracing.py --work /tmp/pecan-bench-trace --repeats 2 --out benchmarks/bench_tracing.json
+
+Each variant runs ``main_app.py`` for ``--epochs`` epochs on one rank (HDF5 reopen mode, one loader worker,
+so per-sample worker events and POSIX events are included); the figure is the median over repeats of the
+mean epoch wall time after the first epoch, from each run's epochs.jsonl.
+
+    python scripts/bench_tracing.py --work /tmp/pecan-bench-trace --inprocess --out benchmarks/bench_tracing_inprocess.json
+
+measures inside one process instead (less exposed to a noisy machine): the per-sample cost of a loader
+worker's batch (HDF5 reopen mode: data/item, h5_read, graph build, collate and batch events) with tracing
+switched on and off between interleaved passes, and the cost of one empty event.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+VARIANTS = {"off": [], "on": ["trace.enabled=true"], "on+posix": ["trace.enabled=true", "trace.posix=true"]}
+
+
+def in_process(work: Path, repeats: int) -> dict:
+    """Interleaved passes over the data set's batches with events on and off; the cost of one event."""
+    from pecan import tracing
+    from pecan.config import DataConfig
+    from pecan.data.h5dataset import COUNTER_FIELDS
+    from pecan.data.loader import load_split_frames, make_dataset
+
+    cfg = DataConfig(data_dir=str(work / "data"), train_csvs=["index.csv"], val_fraction=0.0, io_mode="reopen")
+    dataset = tracing.BusyDataset(make_dataset(cfg, load_split_frames(cfg)[0], augment=False),
+                                  COUNTER_FIELDS.index("worker_busy_ns"))
+    tracing.setup(True, tempfile.mkdtemp(prefix="pecan-bench-trace-"), 0)
+    tracing.set_context(epoch=1, step=1)
+    indices = list(range(len(dataset)))
+    batches = [indices[k:k + 4] for k in range(0, len(indices), 4)]
+    per_sample: dict[str, list[float]] = {"off": [], "on": []}
+    for _ in range(repeats):
+        for name in ("off", "on"):
+            tracing._state["enabled"] = name == "on"
+            start = time.perf_counter()
+            for batch in batches:
+                dataset.__getitems__(batch)
+            per_sample[name].append((time.perf_counter() - start) / len(indices) * 1e3)
+    tracing._state["enabled"] = True
+    start = time.perf_counter()
+    for _ in range(2000):
+        with tracing.span("compute", "forward", size=4):
+            pass
+    event_us = (time.perf_counter() - start) / 2000 * 1e6
+    tracing.finalize()
+    median = {k: statistics.median(v) for k, v in per_sample.items()}
+    return {"samples": len(indices), "per_sample_ms_repeats": per_sample, "per_sample_ms_median": median,
+            "per_sample_overhead": median["on"] / median["off"] - 1, "event_us": event_us}
+
+
+def main(argv=None) -> int:
+    """Run the variants round-robin and write the medians and every repeat."""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--work", type=Path, required=True)
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--complexes", type=int, default=10)
+    parser.add_argument("--out", type=Path)
+    parser.add_argument("--inprocess", action="store_true", help="the in-process measurement instead")
+    args = parser.parse_args(argv)
+    sys.path.insert(0, str(ROOT))
+    from tests.train.helpers import tiny_run
+
+    config, _ = tiny_run(args.work, n_complexes=args.complexes, n_poses=10)
+    if args.inprocess:
+        result = in_process(args.work, max(args.repeats, 5))
+        print(json.dumps(result, indent=1))
+        if args.out:
+            args.out.write_text(json.dumps(result, indent=1) + "\n")
+        return 0
+    steady: dict[str, list[float]] = {name: [] for name in VARIANTS}
+    for repeat in range(args.repeats):
+        for name, settings in VARIANTS.items():
+            out_dir = args.work / f"{name}-{repeat}"
+            command = [sys.executable, "main_app.py", str(config), "--set", f"train.out_dir={out_dir}",
+                       "--set", f"train.epochs={args.epochs}", "--set", "data.io_mode=reopen",
+                       "--set", "data.num_workers=1", *sum((["--set", s] for s in settings), [])]
+            subprocess.run(command, cwd=ROOT, check=True, capture_output=True,
+                           env={**os.environ, "PYTHONPATH": str(ROOT)})
+            records = [json.loads(line) for line in (out_dir / "epochs.jsonl").read_text().splitlines()]
+            steady[name].append(statistics.fmean(r["wall_s"] for r in records[1:]))
+            print(name, repeat, f"{steady[name][-1]:.3f}s", flush=True)
+    result = {"samples_per_epoch": records[-1]["samples"], "epochs": args.epochs, "repeats": steady,
+              "median_epoch_s": {k: statistics.median(v) for k, v in steady.items()}}
+    base = result["median_epoch_s"]["off"]
+    result["overhead"] = {k: v / base - 1 for k, v in result["median_epoch_s"].items()}
+    print(json.dumps(result, indent=1))
+    if args.out:
+        args.out.write_text(json.dumps(result, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,78 @@
+"""pecan.report: per-rank summary, the wall-time and summary tables, provenance; plots; thread sizing."""
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from pecan import report
+from pecan.train import distributed
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def rank_row(scale: float, step: float) -> list[float]:
+    phases = [scale * (k + 1) for k in range(len(report.PHASES))]
+    return [*phases, step, 0.5, 100.0, 0.0]
+
+
+def test_rank_summary_mean_max_and_straggler_ratio():
+    summary = report.rank_summary([rank_row(1.0, 2.0), rank_row(3.0, 6.0)])
+    assert summary["ranks"]["forward_s"] == [3.0, 9.0]  # forward is the third phase
+    assert summary["forward_s_mean"] == 6.0 and summary["forward_s_max"] == 9.0
+    assert summary["straggler_ratio"] == pytest.approx(6.0 / 4.0)
+    assert report.rank_summary([rank_row(1.0, 0.0)])["straggler_ratio"] == 1.0
+
+
+def record(epoch: int, world: int = 2) -> dict:
+    rows = [rank_row(0.1, 1.0), rank_row(0.2, 1.5)][:world]
+    return {"epoch": epoch, "wall_s": 10.0, "samples": 100, "samples_per_s": 10.0, "train_loss": 0.5,
+            "val_loss": 0.6, "val_auc": 0.7, "world_size": world, "io_mode": "packed", "data_wait_share": 0.01,
+            "num_workers": 2, "intra_op_threads": 3, **{p: 0.1 * (k + 1) for k, p in enumerate(report.PHASES)},
+            **report.rank_summary(rows)}
+
+
+def test_wall_time_table_shows_ranks_and_loader():
+    table = report.wall_time_table(record(1))
+    assert "mean" in table.splitlines()[0] and "max" in table.splitlines()[0]
+    assert "straggler ratio 1.20" in table and "2 loader workers/rank" in table and "3 intra-op threads" in table
+    assert "grad_comm" in table
+    single = report.wall_time_table(record(1, world=1))
+    assert "mean" not in single.splitlines()[0]
+
+
+def test_run_summary_has_a_row_per_epoch():
+    lines = report.run_summary([record(1), record(2)]).splitlines()
+    assert len(lines) == 4 and lines[2].startswith("| 1 |") and lines[3].startswith("| 2 |")
+
+
+def test_provenance():
+    state = report.git_state(ROOT)
+    assert set(state) == {"commit", "dirty"}
+    assert "torch" in report.package_versions()
+
+
+def test_plots_and_plot_run_script(tmp_path, capsys):
+    pytest.importorskip("matplotlib", reason="plots need the .[plots] extra")
+    run = tmp_path / "run"
+    for epoch in (1, 2):
+        report.append_record(run / "epochs.jsonl", record(epoch))
+    spec = importlib.util.spec_from_file_location("plot_run", ROOT / "scripts" / "plot_run.py")
+    plot_run = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(plot_run)
+    assert plot_run.main([str(run), "--out", str(tmp_path / "out")]) == 0
+    assert (run / "plots" / "run.png").stat().st_size > 10_000
+    assert (tmp_path / "out" / "run.png").read_bytes()[:4] == b"\x89PNG"
+    assert "| 2 |" in capsys.readouterr().out
+    assert plot_run.main([str(tmp_path / "nothing")]) == 2
+
+
+def test_threads_fit_the_cores(monkeypatch):
+    monkeypatch.setattr(distributed, "physical_cores", lambda: 8)
+    plan = distributed.plan_threads(2, -1, "reopen", environ={})
+    assert (plan.num_workers, plan.intra_op_threads, plan.cores_per_rank, plan.source) == (3, 1, 4, "cores")
+    packed = distributed.plan_threads(2, -1, "packed", environ={})
+    assert (packed.num_workers, packed.intra_op_threads) == (0, 4)
+    assert distributed.plan_threads(1, 2, "hoist", environ={}).intra_op_threads == 6
+    assert distributed.plan_threads(1, 20, "hoist", environ={}).intra_op_threads == 1  # never below one
+    told = distributed.plan_threads(1, 2, "hoist", environ={"OMP_NUM_THREADS": "5"})
+    assert told.source == "env" and told.num_workers == 2
