@@ -63,7 +63,8 @@ class EdgeGeometry(NamedTuple):
     """Per-edge inputs that depend only on positions and the graph, shared by layers when positions are fixed."""
 
     radial: Tensor
-    """(E, 1 + rbf) float32: squared distance / cutoff², then the Gaussian expansion of the distance."""
+    """(E, 1 + rbf + edge types) float32: squared distance / cutoff², the distance's Gaussian expansion,
+    and the edge type one-hot (so one matmul applies the radial and the edge-type blocks)."""
     direction: Optional[Tensor]
     """(E, 3) float32 unit vector from source to target; None unless coordinates are updated."""
     inverse_degree: Optional[Tensor]
@@ -103,8 +104,9 @@ class EGNNLayer(nn.Module):
     above (so checkpoints keep one layout) but evaluated by parts, which is the same function:
     :math:`W[\mathbf{h}_i, \mathbf{h}_j, \mathbf{r}_{ij}, \mathbf{a}_{ij}] + b =
     (W_i\mathbf{h})_i + (W_j\mathbf{h})_j + W_r\mathbf{r}_{ij} + (W_a A + b)_{t_{ij}}` —
-    node projections computed once per node and gathered per edge, the radial part projected
-    from 1 + rbf columns, and the edge-type part looked up from a table of one row per type.
+    node projections computed once per node and gathered per edge; the radial part and the
+    edge-type table :math:`W_a A + b` (one row per type, selected by a one-hot of the type) in one
+    matmul over 1 + rbf + types columns.
 
     Messages are aggregated in float32 whatever the autocast dtype: a sum over a hundred
     neighbours loses too many digits in bfloat16.
@@ -197,15 +199,16 @@ class EGNNLayer(nn.Module):
             # the pose it is asked to judge.
             nn.init.xavier_uniform_(self.coordinate_mlp[-1].weight, gain=0.001)
 
-    def geometry(self, pos: Tensor, edge_index: Tensor) -> EdgeGeometry:
+    def geometry(self, pos: Tensor, edge_index: Tensor, edge_type: Tensor) -> EdgeGeometry:
         """The per-edge radial features (and, with update_coords, directions and degrees) of ``pos``."""
         source, target = edge_index[0], edge_index[1]
         # Flow is source -> target, so x_i is the target and x_j the source.
         difference = pos[target] - pos[source]
         squared_distance = (difference * difference).sum(dim=-1, keepdim=True)
         distance = squared_distance.clamp_min(1e-12).sqrt()
+        one_hot = F.one_hot(edge_type, self.edge_type_embedding.num_embeddings).to(squared_distance.dtype)
         radial = torch.cat(
-            [squared_distance / self.cutoff**2, self.distance_expansion(distance.squeeze(-1))], dim=-1
+            [squared_distance / self.cutoff**2, self.distance_expansion(distance.squeeze(-1)), one_hot], dim=-1
         )
         if not self.update_coords:
             return EdgeGeometry(radial, None, None)
@@ -225,7 +228,7 @@ class EGNNLayer(nn.Module):
         """Return updated node features and positions (``keep_positions`` skips the coordinate update)."""
         pos = pos.float()
         if geometry is None:
-            geometry = self.geometry(pos, edge_index)
+            geometry = self.geometry(pos, edge_index, edge_type)
         target = edge_index[1]
         message = self.message(h, edge_index, edge_type, geometry.radial)
         message_sum = h.new_zeros(h.size(0), self.hidden, dtype=torch.float32)
@@ -248,15 +251,13 @@ class EGNNLayer(nn.Module):
         weight = first.weight
         # Per-node projections by the h_i and h_j blocks of W: N x h work, gathered per edge.
         node_projection = F.linear(h, torch.cat([weight[:, :hidden], weight[:, hidden : 2 * hidden]]))
-        # The edge-type block applied to the embedding table (one row per type), bias folded in.
+        # The edge-type block applied to the embedding table (one row per type, bias folded in), then
+        # selected by the one-hot columns of ``radial`` in the same matmul as the radial block.
         type_table = F.linear(self.edge_type_embedding.weight, weight[:, radial_end:], first.bias)
-        pre_activation = F.linear(radial, weight[:, 2 * hidden : radial_end])
-        pre_activation = (
-            pre_activation
-            + node_projection[:, :hidden].index_select(0, target)
-            + node_projection[:, hidden:].index_select(0, source)
-            + type_table.index_select(0, edge_type)
-        )
+        edge_weight = torch.cat([weight[:, 2 * hidden : radial_end], type_table.t()], dim=1)
+        gathered = node_projection[:, :hidden].index_select(0, target)
+        gathered = gathered.add_(node_projection[:, hidden:].index_select(0, source))
+        pre_activation = torch.addmm(gathered, radial, edge_weight.t())
         message = self.edge_mlp[3](self.edge_mlp[2](F.silu(pre_activation)))
         if self.gate is not None:
             message = message * torch.sigmoid(self.gate(message))
@@ -352,7 +353,7 @@ class EGNNClassifier(nn.Module):
         # the sums h + update then promote to float32 instead of rounding away at every layer.
         h = self.embedding(batch.x).float()
         pos = batch.pos.float()
-        geometry = self.shared_geometry(pos, batch.edge_index)
+        geometry = self.shared_geometry(pos, batch.edge_index, batch.edge_type)
         last = len(self.layers) - 1
         for index, layer in enumerate(self.layers):
             # The last layer's positions feed nothing downstream, so its move is not computed.
@@ -374,11 +375,11 @@ class EGNNClassifier(nn.Module):
             return 0.0
         return 0.0 * sum(parameter.sum() for parameter in mlp.parameters())
 
-    def shared_geometry(self, pos: Tensor, edge_index: Tensor) -> Optional[EdgeGeometry]:
+    def shared_geometry(self, pos: Tensor, edge_index: Tensor, edge_type: Tensor) -> Optional[EdgeGeometry]:
         """The edge geometry every layer reuses when positions stay fixed; None when layers move them."""
         if self.update_coords:
             return None
-        return self.layers[0].geometry(pos, edge_index)
+        return self.layers[0].geometry(pos, edge_index, edge_type)
 
 
 def graph_count(batch) -> int:
