@@ -2,10 +2,37 @@
 
 from __future__ import annotations
 
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple, Optional
+
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
-from torch_geometric.nn import MessagePassing
-from torch_geometric.utils import scatter
+
+
+def _setting(default: Any, doc: str) -> Any:
+    """A config field with its documentation (rendered into the README's config table)."""
+    return field(default=default, metadata={"doc": doc})
+
+
+@dataclass
+class EGNNConfig:
+    """The EGNN's settings: the single home of their defaults (the app's ``model:`` section reuses them)."""
+
+    hidden: int = _setting(64, "Hidden width of node embeddings and messages.")
+    layers: int = _setting(4, "Number of message-passing layers.")
+    attention: bool = _setting(True, "Gate each message with a learned soft edge weight.")
+    update_coords: bool = _setting(False, "Let layers update coordinates equivariantly.")
+    use_pose_features: bool = _setting(True, "Feed the 5 interaction counts to the classifier head.")
+    dropout: float = _setting(0.0, "Dropout in each layer's node update and in the classifier head.")
+    rbf: int = _setting(16, "Radial basis functions expanding each edge length.")
+    cutoff: float = _setting(4.5, "Largest distance (Angstrom) the radial basis covers; match data.edge_cutoff.")
+
+
+def config_fields(cfg: Any) -> dict[str, Any]:
+    """The :class:`EGNNConfig` fields read from ``cfg``; a missing attribute is an error, not a default."""
+    return {f.name: getattr(cfg, f.name) for f in dataclasses.fields(EGNNConfig)}
 
 
 class GaussianDistanceExpansion(nn.Module):
@@ -13,15 +40,15 @@ class GaussianDistanceExpansion(nn.Module):
     :math:`[0, \text{cutoff}]`.
 
     Args:
-        count (int): number of Gaussians. (default: :obj:`16`)
-        cutoff (float): largest centre, in Angstrom. (default: :obj:`6.0`)
+        count (int): number of Gaussians.
+        cutoff (float): largest centre, in Angstrom.
 
     Shapes:
         - **input:** distances :math:`(E,)`
         - **output:** expansion :math:`(E, \text{count})`
     """
 
-    def __init__(self, count: int = 16, cutoff: float = 6.0) -> None:
+    def __init__(self, count: int = EGNNConfig.rbf, cutoff: float = EGNNConfig.cutoff) -> None:
         super().__init__()
         self.register_buffer("centres", torch.linspace(0.0, cutoff, count), persistent=False)
         spacing = cutoff / max(count - 1, 1)
@@ -32,7 +59,19 @@ class GaussianDistanceExpansion(nn.Module):
         return torch.exp(self.coefficient * (distance.unsqueeze(-1) - self.centres) ** 2)
 
 
-class EGNNLayer(MessagePassing):
+class EdgeGeometry(NamedTuple):
+    """Per-edge inputs that depend only on positions and the graph, shared by layers when positions are fixed."""
+
+    radial: Tensor
+    """(E, 1 + rbf + edge types) float32: squared distance / cutoff², the distance's Gaussian expansion,
+    and the edge type one-hot (so one matmul applies the radial and the edge-type blocks)."""
+    direction: Optional[Tensor]
+    """(E, 3) float32 unit vector from source to target; None unless coordinates are updated."""
+    inverse_degree: Optional[Tensor]
+    """(N, 1) float32 1 / max(in-degree, 1); None unless coordinates are updated."""
+
+
+class EGNNLayer(nn.Module):
     r"""The E(n)-equivariant graph convolution from Satorras, Hoogeboom and Welling,
     `"E(n) Equivariant Graph Neural Networks" <https://arxiv.org/abs/2102.09844>`_
     (ICML 2021), with edge types and a radial basis expansion of the distance.
@@ -61,50 +100,62 @@ class EGNNLayer(MessagePassing):
     bounding it with :math:`\tanh` and averaging over neighbours caps a layer's move at
     :math:`C` Angstrom, which keeps deep stacks stable on dense pockets.
 
+    The first linear map of :math:`\phi_e` is stored as one ``nn.Linear`` over the concatenation
+    above (so checkpoints keep one layout) but evaluated by parts, which is the same function:
+    :math:`W[\mathbf{h}_i, \mathbf{h}_j, \mathbf{r}_{ij}, \mathbf{a}_{ij}] + b =
+    (W_i\mathbf{h})_i + (W_j\mathbf{h})_j + W_r\mathbf{r}_{ij} + (W_a A + b)_{t_{ij}}` —
+    node projections computed once per node and gathered per edge; the radial part and the
+    edge-type table :math:`W_a A + b` (one row per type, selected by a one-hot of the type) in one
+    matmul over 1 + rbf + types columns.
+
     Messages are aggregated in float32 whatever the autocast dtype: a sum over a hundred
     neighbours loses too many digits in bfloat16.
 
     Args:
-        hidden (int): size of node features :math:`\mathbf{h}`. (default: :obj:`64`)
+        hidden (int): size of node features :math:`\mathbf{h}`.
         edge_types (int): number of edge types. (default: :obj:`3`)
-        rbf (int): number of Gaussians in the distance expansion. (default: :obj:`16`)
-        cutoff (float): edge cutoff in Angstrom; scales distances. (default: :obj:`6.0`)
-        attention (bool): gate each message with :math:`e_{ij}`. (default: :obj:`True`)
-        update_coords (bool): also update coordinates. (default: :obj:`False`)
+        rbf (int): number of Gaussians in the distance expansion.
+        cutoff (float): edge cutoff in Angstrom; scales distances.
+        attention (bool): gate each message with :math:`e_{ij}`.
+        update_coords (bool): also update coordinates.
         coords_weight (float): :math:`C`, the largest move per layer in Angstrom.
             (default: :obj:`1.0`)
         edge_embedding (int): size of the edge-type embedding :math:`\mathbf{a}_{ij}`.
             (default: :obj:`16`)
-        dropout (float): dropout on the node update. (default: :obj:`0.0`)
+        dropout (float): dropout on the node update.
         epsilon (float): :math:`\epsilon` in the direction normalisation. (default: :obj:`1e-6`)
+
+    Defaults not stated above are :class:`EGNNConfig`'s.
 
     Shapes:
         - **input:** node features :math:`(N, \text{hidden})`, positions :math:`(N, 3)`,
-          edge indices :math:`(2, E)`, edge types :math:`(E,)`
+          edge indices :math:`(2, E)`, edge types :math:`(E,)`, optionally the
+          :class:`EdgeGeometry` of these positions (computed here when not given)
         - **output:** node features :math:`(N, \text{hidden})` and positions :math:`(N, 3)`
           (float32; unchanged without update_coords)
     """
 
     def __init__(
         self,
-        hidden: int = 64,
+        hidden: int = EGNNConfig.hidden,
         edge_types: int = 3,
-        rbf: int = 16,
-        cutoff: float = 6.0,
-        attention: bool = True,
-        update_coords: bool = False,
+        rbf: int = EGNNConfig.rbf,
+        cutoff: float = EGNNConfig.cutoff,
+        attention: bool = EGNNConfig.attention,
+        update_coords: bool = EGNNConfig.update_coords,
         coords_weight: float = 1.0,
         edge_embedding: int = 16,
-        dropout: float = 0.0,
+        dropout: float = EGNNConfig.dropout,
         epsilon: float = 1e-6,
     ) -> None:
-        super().__init__(aggr="add")
+        super().__init__()
         self.hidden = hidden
         self.cutoff = cutoff
         self.attention = attention
         self.update_coords = update_coords
         self.coords_weight = coords_weight
         self.epsilon = epsilon
+        self.radial_size = 1 + rbf
 
         self.edge_type_embedding = nn.Embedding(edge_types, edge_embedding)
         self.distance_expansion = GaussianDistanceExpansion(rbf, cutoff)
@@ -134,7 +185,6 @@ class EGNNLayer(MessagePassing):
 
     def reset_parameters(self) -> None:
         """Re-initialise all learnable parameters."""
-        super().reset_parameters()
         self.edge_type_embedding.reset_parameters()
         modules = [self.edge_mlp, self.node_mlp, self.gate, self.coordinate_mlp]
         for module in modules:
@@ -149,60 +199,75 @@ class EGNNLayer(MessagePassing):
             # the pose it is asked to judge.
             nn.init.xavier_uniform_(self.coordinate_mlp[-1].weight, gain=0.001)
 
-    def forward(
-        self, h: Tensor, pos: Tensor, edge_index: Tensor, edge_type: Tensor
-    ) -> tuple[Tensor, Tensor]:
-        """Return updated node features and positions."""
-        pos = pos.float()
+    def geometry(self, pos: Tensor, edge_index: Tensor, edge_type: Tensor) -> EdgeGeometry:
+        """The per-edge radial features (and, with update_coords, directions and degrees) of ``pos``."""
         source, target = edge_index[0], edge_index[1]
         # Flow is source -> target, so x_i is the target and x_j the source.
         difference = pos[target] - pos[source]
         squared_distance = (difference * difference).sum(dim=-1, keepdim=True)
         distance = squared_distance.clamp_min(1e-12).sqrt()
-        edge_features = torch.cat(
-            [
-                squared_distance / self.cutoff**2,
-                self.distance_expansion(distance.squeeze(-1)),
-                self.edge_type_embedding(edge_type).float(),
-            ],
-            dim=-1,
+        one_hot = F.one_hot(edge_type, self.edge_type_embedding.num_embeddings).to(squared_distance.dtype)
+        radial = torch.cat(
+            [squared_distance / self.cutoff**2, self.distance_expansion(distance.squeeze(-1)), one_hot], dim=-1
         )
+        if not self.update_coords:
+            return EdgeGeometry(radial, None, None)
         direction = difference / (distance + self.epsilon)
+        degree = pos.new_zeros(pos.size(0), 1).index_add_(0, target, torch.ones_like(distance))
+        return EdgeGeometry(radial, direction, degree.clamp_min_(1.0).reciprocal_())
 
-        aggregated = self.propagate(
-            edge_index, h=h, edge_features=edge_features, direction=direction
-        )
-        message_sum = aggregated[:, : self.hidden]
-        h = self.norm(h + self.node_mlp(torch.cat([h, message_sum], dim=-1)))
+    def forward(
+        self,
+        h: Tensor,
+        pos: Tensor,
+        edge_index: Tensor,
+        edge_type: Tensor,
+        geometry: Optional[EdgeGeometry] = None,
+        keep_positions: bool = False,
+    ) -> tuple[Tensor, Tensor]:
+        """Return updated node features and positions (``keep_positions`` skips the coordinate update)."""
+        pos = pos.float()
+        if geometry is None:
+            geometry = self.geometry(pos, edge_index, edge_type)
+        target = edge_index[1]
+        message = self.message(h, edge_index, edge_type, geometry.radial)
+        message_sum = h.new_zeros(h.size(0), self.hidden, dtype=torch.float32)
+        message_sum = message_sum.index_add_(0, target, message.float())
+        h = self.norm(h + self.node_update(h, message_sum))
 
-        if self.update_coords:
-            neighbour_count = scatter(
-                torch.ones_like(distance), target, dim=0, dim_size=pos.size(0), reduce="sum"
-            ).clamp_min(1.0)
-            pos = pos + self.coords_weight * aggregated[:, self.hidden :] / neighbour_count
+        if self.coordinate_mlp is not None and not keep_positions:
+            if geometry.direction is None or geometry.inverse_degree is None:
+                raise ValueError("update_coords needs the geometry of the current positions, with directions")
+            move = geometry.direction * torch.tanh(self.coordinate_mlp(message).float())
+            move_sum = pos.new_zeros(pos.shape).index_add_(0, target, move)
+            pos = pos + self.coords_weight * move_sum * geometry.inverse_degree
         return h, pos
 
-    def message(self, h_i: Tensor, h_j: Tensor, edge_features: Tensor, direction: Tensor) -> Tensor:
-        """Return the gated message, followed by the coordinate move when enabled."""
-        features = torch.cat([h_i, h_j, edge_features], dim=-1)
-        message = self.edge_mlp(features)
+    def message(self, h: Tensor, edge_index: Tensor, edge_type: Tensor, radial: Tensor) -> Tensor:
+        """The gated message :math:`e_{ij}\\mathbf{m}_{ij}` of every edge."""
+        source, target = edge_index[0], edge_index[1]
+        first = self.edge_mlp[0]
+        hidden, radial_end = self.hidden, 2 * self.hidden + self.radial_size
+        weight = first.weight
+        # Per-node projections by the h_i and h_j blocks of W: N x h work, gathered per edge.
+        node_projection = F.linear(h, torch.cat([weight[:, :hidden], weight[:, hidden : 2 * hidden]]))
+        # The edge-type block applied to the embedding table (one row per type, bias folded in), then
+        # selected by the one-hot columns of ``radial`` in the same matmul as the radial block.
+        type_table = F.linear(self.edge_type_embedding.weight, weight[:, radial_end:], first.bias)
+        edge_weight = torch.cat([weight[:, 2 * hidden : radial_end], type_table.t()], dim=1)
+        gathered = node_projection[:, :hidden].index_select(0, target)
+        gathered = gathered.add_(node_projection[:, hidden:].index_select(0, source))
+        pre_activation = torch.addmm(gathered, radial, edge_weight.t())
+        message = self.edge_mlp[3](self.edge_mlp[2](F.silu(pre_activation)))
         if self.gate is not None:
             message = message * torch.sigmoid(self.gate(message))
-        message = message.float()
-        if self.coordinate_mlp is None:
-            return message
-        move = direction * torch.tanh(self.coordinate_mlp(message).float())
-        return torch.cat([message, move], dim=-1)
+        return message
 
-    def aggregate(
-        self,
-        inputs: Tensor,
-        index: Tensor,
-        ptr: Tensor | None = None,
-        dim_size: int | None = None,
-    ) -> Tensor:
-        """Sum messages per target node in float32."""
-        return super().aggregate(inputs.float(), index, ptr=ptr, dim_size=dim_size)
+    def node_update(self, h: Tensor, message_sum: Tensor) -> Tensor:
+        r""":math:`\phi_h(\mathbf{h}, \sum e\mathbf{m})`, its first linear map applied by blocks (no concat)."""
+        first, weight = self.node_mlp[0], self.node_mlp[0].weight
+        update = F.linear(h, weight[:, : self.hidden], first.bias) + F.linear(message_sum, weight[:, self.hidden :])
+        return self.node_mlp[3](self.node_mlp[2](self.node_mlp[1](update)))
 
     def __repr__(self) -> str:
         return (
@@ -217,20 +282,15 @@ class EGNNClassifier(nn.Module):
 
     Protein atoms shape the ligand atoms' features through ligand-protein edges, but only
     ligand atoms are pooled (mean and max), so the far side of the pocket cannot outvote the
-    pose. Pose-level interaction counts are appended as :math:`\log(1 + n)`.
+    pose. Pose-level interaction counts are appended as :math:`\log(1 + n)`. Without coordinate
+    updates the edge geometry is computed once per forward pass and shared by every layer.
 
     Args:
-        in_features (int): per-atom input features. (default: :obj:`19`)
-        hidden (int): node feature size. (default: :obj:`64`)
-        layers (int): number of :class:`EGNNLayer`. (default: :obj:`4`)
-        edge_types (int): number of edge types. (default: :obj:`3`)
-        rbf (int): Gaussians in the distance expansion. (default: :obj:`16`)
-        cutoff (float): edge cutoff in Angstrom. (default: :obj:`6.0`)
-        attention (bool): gated messages. (default: :obj:`True`)
-        update_coords (bool): layers also move coordinates. (default: :obj:`False`)
-        pose_features (int): size of ``batch.pose_features``. (default: :obj:`5`)
-        use_pose_features (bool): feed pose features to the head. (default: :obj:`True`)
-        dropout (float): dropout in the layers and the head. (default: :obj:`0.0`)
+        in_features (int): per-atom input features (the shard format's feature columns).
+        edge_types (int): number of edge types (the graph builder's).
+        pose_features (int): size of ``batch.pose_features`` (the format's interaction counts).
+        hidden, layers, rbf, cutoff, attention, update_coords, use_pose_features, dropout:
+            as documented in :class:`EGNNConfig`, whose defaults they share.
 
     Shapes:
         - **input:** a :class:`torch_geometric.data.Batch` with ``x`` :math:`(N, F)`,
@@ -241,20 +301,21 @@ class EGNNClassifier(nn.Module):
 
     def __init__(
         self,
-        in_features: int = 19,
-        hidden: int = 64,
-        layers: int = 4,
-        edge_types: int = 3,
-        rbf: int = 16,
-        cutoff: float = 6.0,
-        attention: bool = True,
-        update_coords: bool = False,
-        pose_features: int = 5,
-        use_pose_features: bool = True,
-        dropout: float = 0.0,
+        in_features: int,
+        edge_types: int,
+        pose_features: int,
+        hidden: int = EGNNConfig.hidden,
+        layers: int = EGNNConfig.layers,
+        rbf: int = EGNNConfig.rbf,
+        cutoff: float = EGNNConfig.cutoff,
+        attention: bool = EGNNConfig.attention,
+        update_coords: bool = EGNNConfig.update_coords,
+        use_pose_features: bool = EGNNConfig.use_pose_features,
+        dropout: float = EGNNConfig.dropout,
     ) -> None:
         super().__init__()
         self.use_pose_features = use_pose_features
+        self.update_coords = update_coords
         self.embedding = nn.Linear(in_features, hidden)
         self.layers = nn.ModuleList(
             EGNNLayer(
@@ -291,14 +352,34 @@ class EGNNClassifier(nn.Module):
         # A float32 residual stream: under bf16 autocast the layers' MLPs still run in bf16, but
         # the sums h + update then promote to float32 instead of rounding away at every layer.
         h = self.embedding(batch.x).float()
-        pos = batch.pos
-        for layer in self.layers:
-            h, pos = layer(h, pos, batch.edge_index, batch.edge_type)
+        pos = batch.pos.float()
+        geometry = self.shared_geometry(pos, batch.edge_index, batch.edge_type)
+        last = len(self.layers) - 1
+        for index, layer in enumerate(self.layers):
+            # The last layer's positions feed nothing downstream, so its move is not computed.
+            h, pos = layer(h, pos, batch.edge_index, batch.edge_type, geometry, keep_positions=index == last)
         pooled = ligand_pool(h.float(), batch.is_ligand, batch.batch, num_graphs)
         if self.use_pose_features:
             pose = torch.log1p(batch.pose_features.float().clamp_min(0.0))
             pooled = torch.cat([pooled, pose.reshape(num_graphs, -1)], dim=-1)
-        return self.head(pooled).squeeze(-1).float()
+        return self.head(pooled).squeeze(-1).float() + self.unused_anchor()
+
+    def unused_anchor(self) -> Tensor | float:
+        """Zero times the parameters no output depends on (the last layer's coordinate MLP).
+
+        They still receive a gradient, zero as before the last move was skipped, so DDP without
+        ``find_unused_parameters`` sees every parameter used and AdamW's weight decay still applies.
+        """
+        mlp = self.layers[-1].coordinate_mlp
+        if mlp is None:
+            return 0.0
+        return 0.0 * sum(parameter.sum() for parameter in mlp.parameters())
+
+    def shared_geometry(self, pos: Tensor, edge_index: Tensor, edge_type: Tensor) -> Optional[EdgeGeometry]:
+        """The edge geometry every layer reuses when positions stay fixed; None when layers move them."""
+        if self.update_coords:
+            return None
+        return self.layers[0].geometry(pos, edge_index, edge_type)
 
 
 def graph_count(batch) -> int:
@@ -322,29 +403,32 @@ def ligand_pool(h: Tensor, is_ligand: Tensor, graph: Tensor, num_graphs: int) ->
     """
     ligand = is_ligand.unsqueeze(-1)
     weight = ligand.to(h.dtype)
-    ligand_count = scatter(weight, graph, dim=0, dim_size=num_graphs, reduce="sum")
-    mean = scatter(h * weight, graph, dim=0, dim_size=num_graphs, reduce="sum")
+    ligand_count = weight.new_zeros(num_graphs, 1).index_add_(0, graph, weight)
+    mean = h.new_zeros(num_graphs, h.size(1)).index_add_(0, graph, h * weight)
     mean = mean / ligand_count.clamp_min(1.0)
     # A large finite value, not -inf: the max then stays finite and its gradient well defined.
     lowest = torch.finfo(h.dtype).min
     ligand_only = h.masked_fill(~ligand, lowest)
-    maximum = scatter(ligand_only, graph, dim=0, dim_size=num_graphs, reduce="max")
+    index = graph.unsqueeze(-1).expand_as(ligand_only)
+    maximum = h.new_zeros(num_graphs, h.size(1)).scatter_reduce_(
+        0, index, ligand_only, reduce="amax", include_self=False
+    )
     maximum = torch.where(ligand_count > 0, maximum, torch.zeros_like(maximum))
     return torch.cat([mean, maximum], dim=-1)
 
 
+def input_sizes() -> dict[str, int]:
+    """Input sizes fixed by the data: feature columns, edge types and pose interaction counts."""
+    from pecan.data import format as shard_format
+    from pecan.data import graph
+
+    return {
+        "in_features": shard_format.N_FEATURES,
+        "edge_types": max(graph.LIGAND_LIGAND, graph.LIGAND_PROTEIN, graph.PROTEIN_PROTEIN) + 1,
+        "pose_features": len(shard_format.INTERACTION_ATTRS),
+    }
+
+
 def build(cfg) -> EGNNClassifier:
-    """Build an :class:`EGNNClassifier` from any object with the model's attributes."""
-    return EGNNClassifier(
-        in_features=getattr(cfg, "in_features", 19),
-        hidden=getattr(cfg, "hidden", 64),
-        layers=getattr(cfg, "layers", 4),
-        edge_types=getattr(cfg, "edge_types", 3),
-        rbf=getattr(cfg, "rbf", 16),
-        cutoff=getattr(cfg, "cutoff", 6.0),
-        attention=getattr(cfg, "attention", True),
-        update_coords=getattr(cfg, "update_coords", False),
-        pose_features=getattr(cfg, "pose_features", 5),
-        use_pose_features=getattr(cfg, "use_pose_features", True),
-        dropout=getattr(cfg, "dropout", 0.0),
-    )
+    """Build an :class:`EGNNClassifier` from a config holding every :class:`EGNNConfig` field."""
+    return EGNNClassifier(**input_sizes(), **config_fields(cfg))

@@ -18,6 +18,7 @@ from typing import Any, Literal, Optional
 import yaml
 
 from pecan.data import format as shard_format
+from model.egnn import EGNNConfig
 
 
 class ConfigError(ValueError):
@@ -87,19 +88,16 @@ class DataConfig:
 
 
 @dataclass
-class ModelConfig:
-    """Which model variant and its size."""
+class ModelChoice:
+    """Which model variant (the first fields of the ``model:`` section)."""
 
     name: str = _doc("Model variant from the registry (egnn).", "egnn")
     nn_type: Optional[int] = _doc("Legacy numeric model id (3 = egnn); overrides name when set.", None)
-    hidden: int = _doc("Hidden width of node embeddings and messages.", 64)
-    layers: int = _doc("Number of message-passing layers.", 4)
-    attention: bool = _doc("Gate each message with a learned soft edge weight.", True)
-    update_coords: bool = _doc("Let layers update coordinates equivariantly.", False)
-    use_pose_features: bool = _doc("Feed the 5 interaction counts to the classifier head.", True)
-    dropout: float = _doc("Dropout in each layer's node update and in the classifier head.", 0.0)
-    rbf: int = _doc("Radial basis functions expanding each edge length.", 16)
-    cutoff: float = _doc("Largest distance (Angstrom) the radial basis covers; match data.edge_cutoff.", 4.5)
+
+
+@dataclass
+class ModelConfig(EGNNConfig, ModelChoice):
+    """Which model variant, then its settings: the EGNN's fields and defaults come from ``model.egnn.EGNNConfig``."""
 
 
 @dataclass

@@ -1,10 +1,14 @@
 """Tests for the EGNN layer and pose classifier on tiny hand-built graphs."""
 
+import dataclasses
+
 import pytest
 import torch
 from torch_geometric.data import Batch, Data
+from torch_geometric.utils import scatter
 
-from model.egnn import EGNNClassifier, EGNNLayer, build
+from model.egnn import EGNNClassifier, EGNNConfig, EGNNLayer, build, input_sizes
+from pecan.config import ModelConfig
 
 CUTOFF = 6.0
 FEATURES = 19
@@ -71,9 +75,9 @@ def transformed(batch, rotation, translation):
 def make_model(seed=0, **kwargs):
     """Small classifier in eval mode, seeded."""
     torch.manual_seed(seed)
-    options = dict(hidden=32, layers=3)
+    options = dict(hidden=32, layers=3, cutoff=CUTOFF)
     options.update(kwargs)
-    return EGNNClassifier(**options).eval()
+    return EGNNClassifier(**input_sizes(), **options).eval()
 
 
 @pytest.mark.parametrize("update_coords", [False, True])
@@ -261,15 +265,36 @@ def test_overfits_tiny_data_set():
     assert losses[-1] < 0.5 * losses[0]
 
 
-def test_build_reads_attributes_with_defaults():
-    from types import SimpleNamespace
-
-    model = build(SimpleNamespace(hidden=24, layers=2, update_coords=True))
+def test_build_takes_every_field_from_the_config():
+    model = build(EGNNConfig(hidden=24, layers=2, update_coords=True))
     assert isinstance(model, EGNNClassifier)
     assert len(model.layers) == 2
     assert model.embedding.out_features == 24
     assert all(layer.update_coords and layer.attention for layer in model.layers)
     assert model.use_pose_features
+    assert model.embedding.in_features == FEATURES
+    assert model.layers[0].edge_type_embedding.num_embeddings == 3
+    assert model.head[0].in_features == 2 * 24 + 5
+
+
+def test_build_rejects_a_config_missing_a_field():
+    from types import SimpleNamespace
+
+    fields = {f.name: getattr(EGNNConfig(), f.name) for f in dataclasses.fields(EGNNConfig)}
+    del fields["hidden"]
+    with pytest.raises(AttributeError, match="hidden"):
+        build(SimpleNamespace(hiden=24, **fields))
+    with pytest.raises(TypeError, match="hiden"):
+        EGNNConfig(hiden=24)
+
+
+def test_app_model_config_reuses_the_model_defaults():
+    app = ModelConfig()
+    for setting in dataclasses.fields(EGNNConfig):
+        assert getattr(app, setting.name) == getattr(EGNNConfig(), setting.name), setting.name
+        assert setting.metadata["doc"], setting.name
+    assert EGNNLayer().cutoff == EGNNConfig.cutoff == app.cutoff
+    assert isinstance(build(app), EGNNClassifier)
 
 
 @pytest.mark.slow

@@ -57,9 +57,9 @@ def test_unavailable_variant_says_what_is_available(name):
 
 
 def test_build_model_returns_egnn_classifier():
-    from model.egnn import EGNNClassifier
+    from model.egnn import EGNNClassifier, EGNNConfig
 
-    built = model.build_model(None, SimpleNamespace(hidden=16, layers=1), nn_type=3)
+    built = model.build_model(None, EGNNConfig(hidden=16, layers=1), nn_type=3)
     assert isinstance(built, EGNNClassifier)
     assert built.embedding.out_features == 16
 
@@ -89,7 +89,9 @@ def test_importing_registry_does_not_import_variants():
 def test_building_a_variant_imports_only_that_variant():
     code = (
         "import sys, types, model\n"
-        "model.build_model('egnn', types.SimpleNamespace(hidden=8, layers=1))\n"
+        "settings = types.SimpleNamespace(hidden=8, layers=1, attention=True, update_coords=False,\n"
+        "                                 use_pose_features=True, dropout=0.0, rbf=16, cutoff=4.5)\n"
+        "model.build_model('egnn', settings)\n"
         "print(' '.join(sorted(sys.modules)))\n"
     )
     imported = set(run_fresh(code).split())
