@@ -97,12 +97,13 @@ def voxelize(local: Tensor, features: Tensor, radii: Tensor, graph: Tensor, num_
     voxel = torch.round(u).long().unsqueeze(1) + offsets                 # [N, K, 3]
     squared = (((voxel.float() - u.unsqueeze(1)) * resolution) ** 2).sum(dim=-1)
     inside = ((voxel >= 0) & (voxel < grid_size)).all(dim=-1) & (squared <= cutoff.unsqueeze(1) ** 2)
-    weight = torch.exp(-2.0 * squared / (radius_scale * radii).unsqueeze(1) ** 2) * inside
-    voxel = voxel.clamp(0, grid_size - 1)
-    flat = ((graph.unsqueeze(1) * grid_size + voxel[..., 0]) * grid_size + voxel[..., 1]) * grid_size + voxel[..., 2]
-    values = weight.unsqueeze(-1) * features.unsqueeze(1)                # [N, K, C]
+    # Only about a tenth of the window lies inside an atom's sphere: splat just those entries.
+    atom, slot = inside.nonzero(as_tuple=True)
+    weight = torch.exp(-2.0 * squared[atom, slot] / (radius_scale * radii[atom]) ** 2)
+    voxel = voxel[atom, slot]
+    flat = ((graph[atom] * grid_size + voxel[:, 0]) * grid_size + voxel[:, 1]) * grid_size + voxel[:, 2]
     grid = torch.zeros(num_graphs * grid_size ** 3, features.size(1), device=local.device)
-    grid.index_add_(0, flat.reshape(-1), values.reshape(-1, features.size(1)))
+    grid.index_add_(0, flat, weight.unsqueeze(-1) * features[atom])
     grid = grid.view(num_graphs, grid_size, grid_size, grid_size, -1).permute(0, 4, 1, 2, 3).contiguous()
     return grid, outside
 
