@@ -258,7 +258,8 @@ def _build_model_section(raw: Any, source: str) -> Any:
         if owners:
             raise ConfigError(f"{source}: 'model.{key}' is a key of the {' and '.join(owners)} variant, not of "
                               f"{variant} (the selected model); {variant} keys: {', '.join(sorted(names))}")
-    return _build_section(cls, raw, "model", source)
+    # The resolved name is kept, so a legacy nn_type config reads (and is saved) with its variant's name.
+    return _build_section(cls, {**raw, "name": variant}, "model", source)
 
 
 def from_dict(raw: Any, source: str = "<config>") -> Config:
