@@ -157,3 +157,9 @@ def test_reference_documents_every_variant_key():
         for f in dataclasses.fields(model.config_class(variant)):
             assert f"| `model.{f.name}` ({variant}) |" in text
             assert f.metadata["doc"]
+
+
+def test_readme_variant_table_is_the_registry_table():
+    text = open("README.md").read()
+    start, end = text.index("<!-- variant-table:start -->"), text.index("<!-- variant-table:end -->")
+    assert text[start:end].split("\n", 1)[1].strip() == model.table()
