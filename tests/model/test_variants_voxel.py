@@ -59,7 +59,10 @@ def test_atom_at_a_voxel_centre_carries_its_features():
 def test_atoms_outside_the_box_are_counted():
     batch = tiny_batch(2)
     pos = batch.pos.clone()
-    far = [int(batch.ptr[0]) + 7, int(batch.ptr[1]) + 9]
+    # The protein atom nearest each ligand centroid: inside the box, and moving it keeps the centroid.
+    centres = ligand_centres(pos, batch.is_ligand, batch.batch, batch.num_graphs)
+    distance = (pos - centres[batch.batch]).norm(dim=-1).masked_fill(batch.is_ligand, float("inf"))
+    far = [int(batch.ptr[g]) + int(distance[batch.batch == g].argmin()) for g in range(batch.num_graphs)]
     pos[far] += torch.tensor([100.0, 0.0, 0.0])
     _, inside_only = grids_of(batch.pos, batch)
     grid, outside = grids_of(pos, batch)
@@ -93,7 +96,7 @@ def test_augmentation_in_training_only():
     torch.manual_seed(0)
     first = net.grid(batch)
     assert not torch.allclose(first, net.grid(batch))
-    assert first.sum() == pytest.approx(net.eval().grid(batch).sum(), rel=0.05)  # moved, not lost
+    assert float(first.sum()) == pytest.approx(float(net.eval().grid(batch).sum()), rel=0.05)  # moved, not lost
 
 
 def test_random_rigid_is_proper_and_bounded():
