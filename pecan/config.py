@@ -91,8 +91,10 @@ class DataConfig:
 class ModelChoice:
     """Which model variant (the first fields of the ``model:`` section)."""
 
-    name: str = _doc("Model variant from the registry (egnn).", "egnn")
-    nn_type: Optional[int] = _doc("Legacy numeric model id (3 = egnn); overrides name when set.", None)
+    name: str = _doc("Model variant from the registry: egnn, sgcnn, ggcnn or cnn3d (see the variant table).",
+                     "egnn")
+    nn_type: Optional[int] = _doc(
+        "Legacy numeric model id (0 cnn3d, 1 sgcnn, 2 ggcnn, 3 egnn); overrides name when set.", None)
 
 
 @dataclass
@@ -255,6 +257,55 @@ def _build_section(cls: type, raw: Any, section: str, source: str) -> Any:
     return cls(**values)
 
 
+_VARIANT_SECTIONS: dict[str, type] = {}
+
+
+def model_section_class(variant: str) -> type:
+    """The dataclass of the ``model:`` section for a registry variant: ModelConfig for egnn; for another
+    variant, ModelConfig's name and nn_type plus the keys of the variant's own config dataclass (which
+    lives beside its model, so only the selected variant's module is imported)."""
+    import model as registry
+
+    own = registry.config_class(variant)
+    if own is None:
+        return ModelConfig
+    if variant not in _VARIANT_SECTIONS:
+        hints = {**typing.get_type_hints(ModelConfig), **typing.get_type_hints(own)}
+        common = [f for f in dataclasses.fields(ModelConfig) if f.name in ("name", "nn_type")]
+        fields = [(f.name, hints[f.name], _doc(f.metadata["doc"], f.default))
+                  for f in (*common, *dataclasses.fields(own))]
+        methods = {k: v for k, v in vars(own).items() if callable(v) and not k.startswith("__")}
+        _VARIANT_SECTIONS[variant] = dataclasses.make_dataclass(f"{own.__name__}Section", fields, namespace=methods)
+    return _VARIANT_SECTIONS[variant]
+
+
+def _build_model_section(raw: Any, source: str) -> Any:
+    """The ``model:`` section: resolve the variant first, then accept only keys of that variant."""
+    import model as registry
+
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{source}: section 'model' must be a mapping, got {type(raw).__name__}")
+    name = _coerce(raw.get("name", ModelConfig.name), str, "model.name", source)
+    nn_type = _coerce(raw.get("nn_type"), Optional[int], "model.nn_type", source)
+    try:
+        variant = registry.resolve_name(name, nn_type)
+    except ValueError as err:
+        raise ConfigError(f"{source}: 'model.name'/'model.nn_type': {err}") from err
+    cls = model_section_class(variant)
+    names = {f.name for f in dataclasses.fields(cls)}
+    for key in raw:
+        if key in names:
+            continue
+        owners = [v for v in registry.known() if key in {f.name for f in dataclasses.fields(model_section_class(v))}]
+        if owners:
+            raise ConfigError(f"{source}: 'model.{key}' is a key of the {' and '.join(owners)} variant, not of "
+                              f"{variant} (the selected model); {variant} keys: {', '.join(sorted(names))}")
+    # The resolved name is kept, so a legacy nn_type config reads (and is saved) with its variant's name.
+    return _build_section(cls, {**raw, "name": variant}, "model", source)
+
+
 def from_dict(raw: Any, source: str = "<config>") -> Config:
     """Build a validated Config from a nested mapping; ``source`` names the file in errors."""
     if raw is None:
@@ -266,7 +317,8 @@ def from_dict(raw: Any, source: str = "<config>") -> Config:
         if key not in sections:
             raise ConfigError(f"{source}: unknown section '{key}' (valid: {', '.join(sections)})")
     hints = typing.get_type_hints(Config)
-    built = {name: _build_section(hints[name], raw.get(name), name, source) for name in sections}
+    built = {name: _build_section(hints[name], raw.get(name), name, source) for name in sections if name != "model"}
+    built["model"] = _build_model_section(raw.get("model"), source)
     config = Config(**built)
     validate(config, source)
     return config
@@ -400,7 +452,25 @@ def describe() -> str:
             default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
             lines.append(f"| `{section.name}.{f.name}` | {_type_name(section_hints[f.name])} | "
                          f"`{default!r}` | {f.metadata.get('doc', '')} |")
+        if section.name == "model":
+            lines += _variant_rows()
     return "\n".join(lines)
+
+
+def _variant_rows() -> list[str]:
+    """Reference rows of the keys each non-default model variant adds (imports every variant's module)."""
+    import model as registry
+
+    rows = []
+    for variant in registry.known():
+        cls = registry.config_class(variant)
+        if cls is None:
+            continue
+        hints = typing.get_type_hints(cls)
+        for f in dataclasses.fields(cls):
+            rows.append(f"| `model.{f.name}` ({variant}) | {_type_name(hints[f.name])} | `{f.default!r}` | "
+                        f"{f.metadata.get('doc', '')} |")
+    return rows
 
 
 README_MARKERS = ("<!-- config-reference:start -->", "<!-- config-reference:end -->")

@@ -27,11 +27,7 @@ def _range_checks(config: Config) -> list[tuple[bool, str, str]]:
         (d.num_workers >= -1, "data.num_workers", "must be >= -1"),
         (d.max_atoms >= 2, "data.max_atoms", "must be >= 2"),
         (d.max_edges >= 1, "data.max_edges", "must be >= 1"),
-        (m.hidden >= 1, "model.hidden", "must be >= 1"),
-        (m.layers >= 1, "model.layers", "must be >= 1"),
-        (0.0 <= m.dropout < 1.0, "model.dropout", "must be in [0, 1)"),
-        (m.rbf >= 1, "model.rbf", "must be >= 1"),
-        (m.cutoff > 0, "model.cutoff", "must be > 0"),
+        *_model_ranges(m, config),
         (t.epochs >= 1, "train.epochs", "must be >= 1"),
         (t.lr > 0, "train.lr", "must be > 0"),
         (t.weight_decay >= 0, "train.weight_decay", "must be >= 0"),
@@ -44,6 +40,19 @@ def _range_checks(config: Config) -> list[tuple[bool, str, str]]:
         (s.complexes_per_shard >= 1, "synthetic.complexes_per_shard", "must be >= 1"),
         (s.seed >= 0, "synthetic.seed", "must be >= 0"),
     ]
+
+
+def _model_ranges(m: Any, config: Config) -> list[tuple[bool, str, str]]:
+    """The EGNN section's ranges, or the problems a variant's own config dataclass reports."""
+    from pecan.config import ModelConfig
+
+    if isinstance(m, ModelConfig):
+        return [(m.hidden >= 1, "model.hidden", "must be >= 1"),
+                (m.layers >= 1, "model.layers", "must be >= 1"),
+                (0.0 <= m.dropout < 1.0, "model.dropout", "must be in [0, 1)"),
+                (m.rbf >= 1, "model.rbf", "must be >= 1"),
+                (m.cutoff > 0, "model.cutoff", "must be > 0")]
+    return [(False, key, message) for key, message in m.problems(config)]
 
 
 def _non_finite_keys(config: Config) -> list[str]:

@@ -1,6 +1,8 @@
 """Shard layout constants (LLNL FAST/PECAN ML-HDF): group names, columns, attribute names."""
 from __future__ import annotations
 
+import numpy as np
+
 N_COLUMNS = 22
 COORD_COLUMNS = slice(0, 3)
 FEATURE_COLUMNS = slice(3, 22)
@@ -8,6 +10,15 @@ N_FEATURES = 19
 MOLCODE_COLUMN = 16
 # Position of molcode inside the 19 feature columns.
 MOLCODE_FEATURE = MOLCODE_COLUMN - FEATURE_COLUMNS.start
+
+# Per-atom van der Waals radius (float32 [n_atoms], same row order as `data`), written by FAST on every
+# pose and crystal group; derived from the element one-hot when a shard lacks it.
+VDW_ATTR = "van_der_waals"
+# Element one-hot inside the 19 feature columns: B, C, N, O, P, S, Se, halogen, metal.
+ELEMENT_FEATURES = slice(0, 9)
+# Bondi radii (Angstrom); halogen uses Cl, metal a typical 2.0; an atom with no element bit gets carbon's.
+VDW_RADII = (1.92, 1.70, 1.55, 1.52, 1.80, 1.80, 1.90, 1.75, 2.00)
+VDW_DEFAULT = 1.70
 
 DATASET_NAME = "data"
 DEFAULT_POSE_GROUP = "pybel/processed/docking"
@@ -48,3 +59,10 @@ def sample_path(pdbid: str, poseid: str, is_crystal: bool, pose_group: str, crys
         parent = crystal_group.rpartition("/")[0]
         return f"{pdbid}/{parent}/{poseid}" if parent else f"{pdbid}/{poseid}"
     return f"{pdbid}/{pose_group}/{poseid}"
+
+
+def element_vdw(features: np.ndarray) -> np.ndarray:
+    """Van der Waals radius per atom from the element one-hot of the 19 feature columns (float32 [n])."""
+    elements = features[:, ELEMENT_FEATURES].astype(np.float32)
+    known = np.minimum(elements.sum(axis=1), 1.0)
+    return (elements @ np.asarray(VDW_RADII, dtype=np.float32) + (1.0 - known) * VDW_DEFAULT).astype(np.float32)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Optional
 
 import numpy as np
 import torch
@@ -23,6 +24,7 @@ class AtomGraph:
     pos: np.ndarray         # float32 [n, 3]
     edge_index: np.ndarray  # int64 [2, E], both directions, no self loops
     edge_type: np.ndarray   # int8 [E]: 0 ligand-ligand, 1 ligand-protein, 2 protein-protein
+    vdw: Optional[np.ndarray] = None  # float32 [n] van der Waals radius: the shard's attribute, else derived
 
     @property
     def num_nodes(self) -> int:
@@ -47,6 +49,11 @@ def validate_atoms(atoms: np.ndarray, where: str) -> np.ndarray:
 
 def crop_pocket(atoms: np.ndarray, pocket_radius: float) -> np.ndarray:
     """Keep every ligand atom and the protein atoms within ``pocket_radius`` of any ligand atom."""
+    return atoms[pocket_mask(atoms, pocket_radius)]
+
+
+def pocket_mask(atoms: np.ndarray, pocket_radius: float) -> np.ndarray:
+    """Rows ``crop_pocket`` keeps, as a boolean mask."""
     is_ligand = atoms[:, fmt.MOLCODE_COLUMN] > 0
     coords = torch.from_numpy(np.ascontiguousarray(atoms[:, fmt.COORD_COLUMNS]))
     ligand, protein = coords[torch.from_numpy(is_ligand)], coords[torch.from_numpy(~is_ligand)]
@@ -56,7 +63,7 @@ def crop_pocket(atoms: np.ndarray, pocket_radius: float) -> np.ndarray:
         near[start:start + CHUNK_ROWS] = (block.min(dim=1).values <= pocket_radius).numpy()
     keep = is_ligand.copy()
     keep[~is_ligand] = near
-    return atoms[keep]
+    return keep
 
 
 def radius_edges(pos: np.ndarray, cutoff: float, max_edges: int = 0, where: str = "sample") -> np.ndarray:
@@ -85,11 +92,28 @@ def edge_types(edge_index: np.ndarray, is_ligand: np.ndarray) -> np.ndarray:
     return (2 - ligand_ends).astype(np.int8)
 
 
+def validate_vdw(vdw: Optional[np.ndarray], n_atoms: int, where: str) -> Optional[np.ndarray]:
+    """Check a ``van_der_waals`` attribute: one finite positive radius per row of ``data``."""
+    if vdw is None:
+        return None
+    vdw = np.asarray(vdw, dtype=np.float32).reshape(-1)
+    if vdw.shape[0] != n_atoms:
+        raise DataError(f"{where}: '{fmt.VDW_ATTR}' has {vdw.shape[0]} values for {n_atoms} atoms")
+    if not (np.isfinite(vdw) & (vdw > 0)).all():
+        raise DataError(f"{where}: '{fmt.VDW_ATTR}' has non-finite or non-positive radii")
+    return vdw
+
+
 def build_graph(atoms: np.ndarray, pocket_radius: float, edge_cutoff: float, where: str = "sample",
-                max_atoms: int = 0, max_edges: int = 0) -> AtomGraph:
-    """Validated 22-column atoms -> cropped graph with radius edges; a pocket over ``max_atoms`` atoms or
-    ``max_edges`` edges (when > 0) is a DataError naming the pose, raised before the edges are allocated."""
-    atoms = crop_pocket(validate_atoms(atoms, where), pocket_radius)
+                max_atoms: int = 0, max_edges: int = 0, vdw: Optional[np.ndarray] = None) -> AtomGraph:
+    """Validated 22-column atoms (and their optional per-atom van der Waals radii) -> cropped graph with
+    radius edges; radii are derived from the element one-hot when the shard has none. A pocket over
+    ``max_atoms`` atoms or ``max_edges`` edges (when > 0) is a DataError naming the pose, raised before the
+    edges are allocated."""
+    atoms = validate_atoms(atoms, where)
+    vdw = validate_vdw(vdw, len(atoms), where)
+    keep = pocket_mask(atoms, pocket_radius)
+    atoms = atoms[keep]
     if max_atoms and len(atoms) > max_atoms:
         raise DataError(f"{where}: {len(atoms)} atoms within {pocket_radius} A of the ligand, more than "
                         f"data.max_atoms={max_atoms}; raise it or skip such poses with on_bad_sample: skip")
@@ -97,7 +121,8 @@ def build_graph(atoms: np.ndarray, pocket_radius: float, edge_cutoff: float, whe
     x = np.ascontiguousarray(atoms[:, fmt.FEATURE_COLUMNS])
     edge_index = radius_edges(pos, edge_cutoff, max_edges, where)
     return AtomGraph(x=x, pos=pos, edge_index=edge_index,
-                     edge_type=edge_types(edge_index, x[:, fmt.MOLCODE_FEATURE] > 0))
+                     edge_type=edge_types(edge_index, x[:, fmt.MOLCODE_FEATURE] > 0),
+                     vdw=np.ascontiguousarray(vdw[keep]) if vdw is not None else fmt.element_vdw(x))
 
 
 def random_rotation(rng: np.random.Generator) -> np.ndarray:

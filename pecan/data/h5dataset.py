@@ -31,7 +31,7 @@ def graph_to_data(graph: AtomGraph, label: float, pose_features: np.ndarray, com
                   sample_id: int) -> Data:
     """Wrap a graph and its sample scalars as a PyG Data object (the model's input contract)."""
     x = torch.from_numpy(graph.x)
-    return Data(x=x, pos=torch.from_numpy(graph.pos), edge_index=torch.from_numpy(graph.edge_index),
+    return Data(x=x, pos=torch.from_numpy(graph.pos), vdw=torch.from_numpy(graph.vdw), edge_index=torch.from_numpy(graph.edge_index),
                 edge_type=torch.from_numpy(graph.edge_type).long(), is_ligand=x[:, fmt.MOLCODE_FEATURE] > 0,
                 y=torch.tensor([label], dtype=torch.float32),
                 pose_features=torch.from_numpy(np.asarray(pose_features, dtype=np.float32)).view(1, -1),
@@ -134,7 +134,14 @@ class Dataset_PDB(torch.utils.data.Dataset):  # noqa: N801 - public name kept fr
         features = np.array([values.get(n, 0.0) for n in fmt.INTERACTION_ATTRS], dtype=np.float32)
         return label, features
 
-    def _read(self, i: int) -> tuple[np.ndarray, float, np.ndarray]:
+    def _read_vdw(self, group) -> Optional[np.ndarray]:
+        """The group's per-atom ``van_der_waals`` radii when the shard has them (FAST writes them)."""
+        vdw = group.attrs.get(fmt.VDW_ATTR)
+        if vdw is not None:
+            self.counters.add("attr_reads")
+        return vdw
+
+    def _read(self, i: int) -> tuple[np.ndarray, float, np.ndarray, Optional[np.ndarray]]:
         handle = self._handle(int(self.table.shard_id[i]))
         try:
             label, features = float(self.table.label[i]), self.table.pose_features[i]
@@ -151,10 +158,14 @@ class Dataset_PDB(torch.utils.data.Dataset):  # noqa: N801 - public name kept fr
             self.counters.add("h5_object_opens")
             if dataset is None:
                 raise DataError(f"{self.table.where(i)}: dataset '{path}/{fmt.DATASET_NAME}' not found")
+            if self.io_mode not in ("reopen", "handle_cache"):
+                group = dataset.parent
+                self.counters.add("h5_object_opens")
+            vdw = self._read_vdw(group)
             atoms = dataset[()]
             self.counters.add("dataset_reads")
             self.counters.add("bytes_read", atoms.nbytes)
-            return atoms, label, features
+            return atoms, label, features, vdw
         finally:
             if self.io_mode == "reopen":
                 handle.close()
@@ -163,10 +174,10 @@ class Dataset_PDB(torch.utils.data.Dataset):  # noqa: N801 - public name kept fr
         if self.use_decode_cache and i in self._decoded:
             return self._decoded[i], float(self.table.label[i]), self.table.pose_features[i]
         with tracing.span("pecan.io", "h5_read"):
-            atoms, label, features = self._read(i)
+            atoms, label, features, vdw = self._read(i)
         with tracing.span("pecan.graph", "build"):
             graph = build_graph(atoms, self.pocket_radius, self.edge_cutoff, self.table.where(i), self.max_atoms,
-                                self.max_edges)
+                                self.max_edges, vdw=vdw)
         if self.use_decode_cache:
             self._decoded[i] = graph
         return graph, label, features

@@ -203,7 +203,7 @@ def make_sampler(dataset, cfg: DataConfig, *, train: bool, rank: int, world_size
                              shuffle=train, mode=cfg.shuffle, seed=seed, pad=train)
 
 
-WIRE_FIELDS = ("x", "pos", "edge_index", "edge_type", "is_ligand", "y", "pose_features", "complex_id",
+WIRE_FIELDS = ("x", "pos", "vdw", "edge_index", "edge_type", "is_ligand", "y", "pose_features", "complex_id",
                "sample_id", "batch", "ptr", "io_counts")
 WIRE_ALIGN = 16
 

@@ -4,7 +4,7 @@ One pack file per shard (``<stem>.<key>.pecanpack``) holds every sample of the s
 with its radius edges (they never change between epochs):
 
     magic b"PECANPK1" | uint64 header length | JSON header | 64-byte aligned arrays
-    x [A, 19] f4, pos [A, 3] f4, atom_offsets [S+1] i8,
+    x [A, 19] f4, pos [A, 3] f4, vdw [A] f4 (van der Waals radii), atom_offsets [S+1] i8,
     edge_src [E] i4, edge_dst [E] i4 (local to the sample), edge_type [E] i1, edge_offsets [S+1] i8,
     scalars [S, 8] f4 (label, rmsd, score, 5 interaction counts as the shard stores them)
 
@@ -40,11 +40,11 @@ from pecan.data.sample import IOCounters, SampleTable
 log = logging.getLogger(__name__)
 
 MAGIC = b"PECANPK1"
-PACK_VERSION = 1
+PACK_VERSION = 2  # 2: per-atom van der Waals radii; version-1 packs are rebuilt
 ALIGN = 64
 HASH_SPAN = 1 << 18
 SCALAR_COLUMNS = ("label", "rmsd", "score", *fmt.INTERACTION_ATTRS)
-ARRAY_DTYPES = {"x": np.float32, "pos": np.float32, "atom_offsets": np.int64, "edge_src": np.int32,
+ARRAY_DTYPES = {"x": np.float32, "pos": np.float32, "vdw": np.float32, "atom_offsets": np.int64, "edge_src": np.int32,
                 "edge_dst": np.int32, "edge_type": np.int8, "edge_offsets": np.int64, "scalars": np.float32}
 
 
@@ -193,7 +193,7 @@ def _read_sample(group, params: PackParams, where: str):
         if dataset is None:
             raise DataError(f"{where}: dataset '{fmt.DATASET_NAME}' not found")
         graph = build_graph(dataset[()], params.pocket_radius, params.edge_cutoff, where, params.max_atoms,
-                            params.max_edges)
+                            params.max_edges, vdw=group.attrs.get(fmt.VDW_ATTR))
         return graph, _scalars(group)
     except DataError:
         raise
@@ -209,6 +209,7 @@ def _flatten(graphs, scalars) -> dict[str, np.ndarray]:
     return {
         "x": np.concatenate([g.x for g in graphs]) if graphs else np.zeros((0, fmt.N_FEATURES), np.float32),
         "pos": np.concatenate([g.pos for g in graphs]) if graphs else np.zeros((0, 3), np.float32),
+        "vdw": np.concatenate([g.vdw for g in graphs]) if graphs else np.zeros(0, np.float32),
         "atom_offsets": np.concatenate([[0], np.cumsum(atom_counts)]),
         "edge_src": edges[0].astype(np.int32), "edge_dst": edges[1].astype(np.int32),
         "edge_type": np.concatenate([g.edge_type for g in graphs]) if graphs else np.zeros(0, np.int8),
@@ -335,7 +336,7 @@ def gather_batch(packs: list[dict[str, np.ndarray]], pack_ids: np.ndarray, local
     the batch by pack and fancy-indexing each group (137k vs 34k samples/s at batch 32 under a global shuffle,
     173k vs 94k when every sample shares one pack; scripts/bench_gather.py).
     """
-    xs, poss, srcs, dsts, types = [], [], [], [], []
+    xs, poss, vdws, srcs, dsts, types = [], [], [], [], [], []
     atom_counts = np.empty(len(local_ids), dtype=np.int64)
     edge_counts = np.empty(len(local_ids), dtype=np.int64)
     for k, (p, s) in enumerate(zip(pack_ids.tolist(), local_ids.tolist())):
@@ -344,6 +345,7 @@ def gather_batch(packs: list[dict[str, np.ndarray]], pack_ids: np.ndarray, local
         e0, e1 = pack["edge_offsets"][s], pack["edge_offsets"][s + 1]
         xs.append(pack["x"][a0:a1])
         poss.append(pack["pos"][a0:a1])
+        vdws.append(pack["vdw"][a0:a1])
         srcs.append(pack["edge_src"][e0:e1])
         dsts.append(pack["edge_dst"][e0:e1])
         types.append(pack["edge_type"][e0:e1])
@@ -353,7 +355,7 @@ def gather_batch(packs: list[dict[str, np.ndarray]], pack_ids: np.ndarray, local
     shift = np.repeat(node_start, edge_counts)
     edge_index = np.stack([np.concatenate(srcs).astype(np.int64) + shift,
                            np.concatenate(dsts).astype(np.int64) + shift])
-    return {"x": np.concatenate(xs), "pos": np.concatenate(poss), "edge_index": edge_index,
+    return {"x": np.concatenate(xs), "pos": np.concatenate(poss), "vdw": np.concatenate(vdws), "edge_index": edge_index,
             "edge_type": np.concatenate(types), "atom_counts": atom_counts}
 
 
@@ -362,7 +364,7 @@ def to_batch(arrays: dict, label: np.ndarray, pose_features: np.ndarray, complex
     """Build the PyG Batch straight from flat arrays (no per-sample Data objects)."""
     counts = torch.from_numpy(arrays["atom_counts"])
     x = torch.from_numpy(arrays["x"])
-    batch = Batch(x=x, pos=torch.from_numpy(arrays["pos"]), edge_index=torch.from_numpy(arrays["edge_index"]),
+    batch = Batch(x=x, pos=torch.from_numpy(arrays["pos"]), vdw=torch.from_numpy(arrays["vdw"]), edge_index=torch.from_numpy(arrays["edge_index"]),
                   edge_type=torch.from_numpy(arrays["edge_type"]).long(), is_ligand=x[:, fmt.MOLCODE_FEATURE] > 0,
                   y=torch.from_numpy(label), pose_features=torch.from_numpy(pose_features),
                   complex_id=torch.from_numpy(complex_id), sample_id=torch.from_numpy(sample_id),

@@ -157,7 +157,13 @@ class Trainer:
         if len(self.val_frame) == 0:
             raise config_module.ConfigError("the validation split is empty: set data.val_fraction > 0 or "
                                             "data.val_csvs / data.val_fns")
+        from model import augments_inputs as model_augments_inputs
+
         self.train_set = make_dataset(data, self.train_frame, packs)
+        if model_augments_inputs(self.config.model) and getattr(self.train_set, "use_decode_cache", False):
+            # The model transforms its inputs randomly in training: decoded samples must not be reused.
+            self.train_set.use_decode_cache = False
+            log.info("decode cache off: model %s augments its inputs", self.config.model.name)
         self.val_set = make_dataset(data, self.val_frame, packs, augment=False)
         seed = self.config.train.seed
         self.train_sampler = make_sampler(self.train_set, data, train=True, rank=self.env.rank,

@@ -5,7 +5,6 @@ import dataclasses
 import pytest
 import torch
 from torch_geometric.data import Batch, Data
-from torch_geometric.utils import scatter
 
 from model.egnn import EGNNClassifier, EGNNConfig, EGNNLayer, build, input_sizes
 from pecan.config import ModelConfig
