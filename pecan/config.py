@@ -18,7 +18,7 @@ from typing import Any, Literal, Optional
 import yaml
 
 from pecan.data import format as shard_format
-from model.egnn import EGNNConfig
+from model.egnn_config import EGNNConfig
 
 
 class ConfigError(ValueError):

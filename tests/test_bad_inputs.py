@@ -379,7 +379,7 @@ def test_kill_9_then_resume_keeps_every_epoch_once(tmp_path, data_dir, caplog, c
 @pytest.mark.parametrize("setting, key", [
     ("train.device=gpu", "train.device"), ("train.device=cuda", "train.device"),
     ("model.name=foo", "model.name"), ("model.nn_type=99", "model.nn_type"),
-    ("model.nn_type=1", "model.nn_type"), ("train.weight_decay=-1", "train.weight_decay"),
+    ("model.nn_type=-3", "model.nn_type"), ("train.weight_decay=-1", "train.weight_decay"),
     ("train.warmup_steps=-1", "train.warmup_steps"), ("model.rbf=0", "model.rbf"),
     ("model.cutoff=-2", "model.cutoff"), ("train.seed=-3", "train.seed"), ("data.max_atoms=0", "data.max_atoms"),
     ("train.lr=.nan", "train.lr"), ("train.resume=/nowhere/last.pt", "train.resume"),

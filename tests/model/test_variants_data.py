@@ -96,6 +96,7 @@ def test_decode_cache_is_off_only_for_the_augmenting_variant(tmp_path, variant, 
     path.write_text(text)
     config = cfgmod.load(path, settings)
     trainer = Trainer(config, discover({}), torch.device("cpu"))
+    trainer.size_threads()
     trainer.build_data()
     assert trainer.train_set.use_decode_cache is cache
     assert trainer.val_set.use_decode_cache is True

@@ -38,7 +38,8 @@ for name in ('torch_scatter', 'torch_sparse'):
         pass
 import model
 from tests.model.variant_batches import tiny_batch, tiny_model
-egnn = model.build_model('egnn', types.SimpleNamespace(hidden=8, layers=2, rbf=4))
+from model.egnn import EGNNConfig
+egnn = model.build_model('egnn', EGNNConfig(hidden=8, layers=2, rbf=4))
 for net in (egnn, tiny_model('sgcnn'), tiny_model('ggcnn'), tiny_model('cnn3d')):
     logits = net(tiny_batch(2))
     logits.sum().backward()
