@@ -12,7 +12,7 @@ import os
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Optional
+from typing import Any, Literal, Optional, Union
 
 import yaml
 
@@ -41,6 +41,10 @@ class DataConfig:
         "or the CSV cannot be read.", factory=list)
     val_csvs: list[str] = _doc("Index CSVs of the validation split.", factory=list)
     val_fns: list[str] = _doc("Validation shard files (globs allowed).", factory=list)
+    test_csvs: list[str] = _doc(
+        "Index CSVs of a test set; when set (or test_fns), --predict scores these instead of the training and "
+        "validation data.", factory=list)
+    test_fns: list[str] = _doc("Test shard files (globs allowed), scored by --predict.", factory=list)
     val_fraction: float = _doc(
         "Fraction of complexes held out for validation when no val_csvs/val_fns are given (split by complex).", 0.2)
     split_seed: int = _doc("Seed of the complex-level train/validation split.", 0)
@@ -94,6 +98,9 @@ class TrainConfig:
     lr: float = _doc("Peak AdamW learning rate (cosine decay to 5% of it).", 1e-3)
     weight_decay: float = _doc("AdamW weight decay.", 1e-4)
     warmup_steps: int = _doc("Linear learning-rate warm-up steps.", 0)
+    pos_weight: Union[float, Literal["auto"]] = _doc(
+        "Weight of the positive (near-native) class in the loss; auto: negatives/positives of the training index.",
+        1.0)
     grad_clip: float = _doc("Clip the global gradient norm to this value; 0 disables.", 1.0)
     seed: int = _doc("Seed for model init, sampling order and dropout.", 0)
     device: str = _doc("auto (cuda:local_rank when available, else cpu), cpu, or cuda.", "auto")
@@ -304,6 +311,7 @@ def validate(config: Config, source: str = "<config>") -> None:
         (config.train.epochs >= 1, "train.epochs", "must be >= 1"),
         (config.train.lr > 0, "train.lr", "must be > 0"),
         (config.train.grad_clip >= 0, "train.grad_clip", "must be >= 0"),
+        (config.train.pos_weight == "auto" or config.train.pos_weight > 0, "train.pos_weight", "must be > 0 or auto"),
         (config.train.max_steps_per_epoch >= 0, "train.max_steps_per_epoch", "must be >= 0"),
         (bool(config.train.out_dir), "train.out_dir", "is required"),
     ]

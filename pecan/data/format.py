@@ -44,3 +44,8 @@ def sample_path(pdbid: str, poseid: str, is_crystal: bool, pose_group: str, crys
         parent = crystal_group.rpartition("/")[0]
         return f"{pdbid}/{parent}/{poseid}" if parent else f"{pdbid}/{poseid}"
     return f"{pdbid}/{pose_group}/{poseid}"
+
+
+def feature_layout() -> dict:
+    """What a model's inputs mean (recorded in checkpoints; a model trained on another layout cannot score)."""
+    return {"n_features": N_FEATURES, "molcode_feature": MOLCODE_FEATURE, "pose_features": list(INTERACTION_ATTRS)}

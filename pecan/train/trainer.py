@@ -1,6 +1,7 @@
 """The training loop: data, model, AMP, compile, DDP, evaluation, checkpoints and epoch reports."""
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import platform
@@ -20,6 +21,7 @@ from tqdm import tqdm
 from pecan import config as config_module
 from pecan import report, tracing
 from pecan.config import Config
+from pecan.data import format as fmt
 from pecan.data.h5dataset import COUNTER_FIELDS, counters_to_dict
 from pecan.data.index import DataError
 from pecan.data.loader import load_split_frames, make_dataset, make_loader, make_sampler, prepare_packs
@@ -104,6 +106,16 @@ def broadcast_object(value: Any, env: DistEnv) -> Any:
     box = [value]
     dist.broadcast_object_list(box, src=0)
     return box[0]
+
+
+def resolve_pos_weight(setting, train_frame) -> float:
+    """train.pos_weight as a number: 'auto' is negatives/positives among the training samples."""
+    if setting != "auto":
+        return float(setting)
+    positives = int((train_frame["label"] > 0).sum())
+    if positives == 0:
+        raise config_module.ConfigError("train.pos_weight: auto needs positive training samples; there are none")
+    return (len(train_frame) - positives) / positives
 
 
 class PhaseTimer:
@@ -194,6 +206,7 @@ class Trainer:
             barrier()
             if self.env.local_rank != 0:
                 packs = prepare_packs(data, frames, validate=False)
+        self.pos_weight = resolve_pos_weight(self.config.train.pos_weight, self.train_frame)
         self.train_set = make_dataset(data, self.train_frame, packs)
         self.val_set = make_dataset(data, self.val_frame, packs, augment=False)
         seed = self.config.train.seed
@@ -210,6 +223,8 @@ class Trainer:
             log.info("data: %d training and %d validation samples (%d / %d complexes), io_mode %s, %d workers/rank",
                      len(self.train_set), len(self.val_set), self.train_frame["pdbid"].nunique(),
                      self.val_frame["pdbid"].nunique(), data.io_mode, workers)
+            log.info("loss: positive-class weight %.4g (train.pos_weight %s)", self.pos_weight,
+                     self.config.train.pos_weight)
 
     def build_model(self) -> None:
         """Registry lookup, then compile and DDP applied from outside the model."""
@@ -363,7 +378,8 @@ class Trainer:
         """Binary cross-entropy of the model's logits (computed in fp32 whatever the autocast)."""
         with amp_context(self.device, self.config.train.amp):
             logits = self.model(batch)
-        return F.binary_cross_entropy_with_logits(logits.float(), batch.y.float())
+        pos_weight = torch.tensor(self.pos_weight, device=logits.device) if self.pos_weight != 1.0 else None
+        return F.binary_cross_entropy_with_logits(logits.float(), batch.y.float(), pos_weight=pos_weight)
 
     @torch.no_grad()
     def predict(self, loader, io_counts: Optional[np.ndarray] = None) -> tuple[torch.Tensor, torch.Tensor]:
@@ -404,6 +420,7 @@ class Trainer:
                        "optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict(),
                        "epoch": epoch + 1, "step": self.step, "best_auc": self.best_auc, "rng": ckpt.rng_state(),
                        "config_digest": self.config.digest(), "world_size": self.env.world_size,
+                       "model_config": dataclasses.asdict(self.config.model), "feature_layout": fmt.feature_layout(),
                        "metrics": {k: float(v) for k, v in metrics.items()}}
             directory = self.out_dir / "checkpoints"
             ckpt.save_checkpoint(directory / "last.pt", payload)
@@ -422,7 +439,7 @@ class Trainer:
                   **metrics, "lr": self.scheduler.get_last_lr()[0], "world_size": self.env.world_size,
                   "io_mode": self.config.data.io_mode, **report.io_ratios(counts), **phase_values,
                   "data_wait_share": phase_values["data_wait_s"] / max(wall, 1e-9), "io_counts": counts,
-                  "amp": self.config.train.amp, "compile": self.config.train.compile}
+                  "amp": self.config.train.amp, "compile": self.config.train.compile, "pos_weight": self.pos_weight}
         return record
 
     @torch.no_grad()
