@@ -22,6 +22,8 @@ setup(
         "trace-native": ["dftracer>=2.0"],
         "pyg-ext": ["torch-scatter", "torch-sparse"],
         "dev": ["pytest>=7"],
+        # Structure conversion (scripts/convert_structures.py); never imported by training.
+        "convert": ["rdkit>=2023.9", "prolif>=2.0"],
     },
     entry_points={"console_scripts": ["pecan-train=main_app:main"]},
 )

@@ -165,3 +165,12 @@ def test_two_rank_predict_equals_one_rank(trained):
     np.testing.assert_allclose(two["score"], one["score"], rtol=1e-5)
     assert json.loads(metrics_path(double).read_text())["auc"] == pytest.approx(
         json.loads(metrics_path(single).read_text())["auc"])
+
+
+def test_training_and_scoring_never_import_the_converter():
+    code = ("import sys, main_app, pecan.train.trainer, pecan.predict, pecan.data.loader; "
+            "bad = [m for m in sys.modules if m.split('.')[0] in ('rdkit', 'prolif', 'MDAnalysis') "
+            "or m.startswith('pecan.convert')]; print(bad); sys.exit(1 if bad else 0)")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=clean_env(), capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr

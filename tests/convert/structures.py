@@ -89,21 +89,9 @@ def manifest(path: Path, rows: list[dict]) -> Path:
     return path
 
 
+
 def prolif_example(name: str) -> Path:
     """A file of ProLIF's bundled example data (prolif/data/...)."""
-    import prolif
+    from pecan.convert.examples import prolif_data
 
-    return Path(prolif.__file__).parent / "data" / name
-
-
-def vina_poses_with_scores(out: Path) -> Path:
-    """ProLIF's vina_output.sdf with each pose's 'REMARK VINA RESULT' score (from the matching pdbqt file)
-    added as the SD property ``vina_score``."""
-    import re
-
-    mols = list(Chem.SDMolSupplier(str(prolif_example("vina/vina_output.sdf")), removeHs=False))
-    scores = []
-    for k in range(1, len(mols) + 1):
-        text = prolif_example(f"vina/vina_output_ligand_{k}.pdbqt").read_text()
-        scores.append({"vina_score": float(re.search(r"VINA RESULT:\s+(\S+)", text).group(1))})
-    return write_sdf(out, mols, props=scores)
+    return prolif_data() / name

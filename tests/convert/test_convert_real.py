@@ -8,21 +8,16 @@ pytest.importorskip("rdkit", reason="needs the convert extra: pip install -e '.[
 pytest.importorskip("prolif", reason="needs the convert extra: pip install -e '.[convert]'")
 
 from pecan.convert.complexes import Options  # noqa: E402
+from pecan.convert.examples import write_prolif_manifest  # noqa: E402
 from pecan.convert.run import convert  # noqa: E402
 from pecan.data import format as fmt  # noqa: E402
-from tests.convert import structures as st  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def converted(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("real")
-    rows = [{"complex_id": "vina", "receptor": st.prolif_example("vina/rec.pdb"),
-             "crystal_ligand": st.prolif_example("vina/lig.pdb"),
-             "poses": st.vina_poses_with_scores(tmp / "vina_scored.sdf"), "score_property": "vina_score"},
-            {"complex_id": "1s2g", "receptor": st.prolif_example("implicitHbond/receptor.pdb"),
-             "crystal_ligand": st.prolif_example("implicitHbond/1.D.sdf"),
-             "poses": st.prolif_example("implicitHbond/1.D_protonated.sdf"), "score_property": ""}]
-    summary = convert(st.manifest(tmp / "manifest.csv", rows), tmp / "out", Options(), prefix="real", progress=False)
+    manifest = write_prolif_manifest(tmp)
+    summary = convert(manifest, tmp / "out", Options(), prefix="real", progress=False)
     return summary, tmp / "out"
 
 
