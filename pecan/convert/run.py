@@ -129,6 +129,21 @@ def plan(entries: list[ComplexEntry], out_dir: Path, prefix: str, per_shard: int
             for k in range(0, len(entries), per_shard)]
 
 
+def remove_stale_shards(out_dir: Path, prefix: str, jobs: list[ShardJob]) -> list[Path]:
+    """Delete shards this converter wrote earlier under names the current plan no longer uses (a rerun with
+    fewer shards), so that training on OUT_DIR never sees a complex twice. Only shards with a sidecar go."""
+    planned = {job.record_path for job in jobs}
+    removed = []
+    for record in out_dir.glob(f".{prefix}_*.done.json"):
+        if record not in planned:
+            shard = record.with_name(record.name[1:-len(".done.json")] + ".hdf5")
+            shard.unlink(missing_ok=True)
+            record.unlink()
+            removed.append(shard)
+            log.warning("removed %s: left from an earlier conversion with another shard plan", shard)
+    return removed
+
+
 def _run_all(jobs: list[ShardJob], workers: int, progress: bool) -> list[dict]:
     bar = tqdm(total=sum(len(j.entries) for j in jobs), desc="converting", unit="complex", disable=not progress)
     records = []
@@ -157,6 +172,7 @@ def convert(manifest: Path, out_dir: Path, options: Options, prefix: str = "conv
     entries = read_manifest(Path(manifest))
     out_dir.mkdir(parents=True, exist_ok=True)
     jobs = plan(entries, out_dir, prefix, max(per_shard, 1), options)
+    remove_stale_shards(out_dir, prefix, jobs)
     records = _run_all(jobs, workers, progress)
     failures = pd.DataFrame([f for r in records for f in r["failures"]], columns=list(FAILURE_COLUMNS))
     write_atomic_csv(failures, out_dir / "failures.csv")

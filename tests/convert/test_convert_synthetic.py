@@ -151,6 +151,22 @@ def test_rerun_reuses_complete_shards_and_redoes_changed_ones(tmp_path):
     assert not [p for p in out.iterdir() if p.name.endswith(".tmp")]
 
 
+def test_rerun_with_fewer_shards_removes_the_old_ones(tmp_path):
+    crystal = st.ligand(ASYMMETRIC)
+    receptor = st.write_receptor(tmp_path / "rec.pdb", crystal.GetConformer().GetPositions())
+    st.write_sdf(tmp_path / "x.sdf", [crystal])
+    rows = [{"complex_id": f"c{k}", "receptor": receptor.name, "crystal_ligand": "x.sdf", "poses": "x.sdf"}
+            for k in range(3)]
+    manifest = st.manifest(tmp_path / "m.csv", rows)
+    out = tmp_path / "out"
+    assert convert(manifest, out, Options(), per_shard=1, progress=False)["shards"] == 3
+    summary = convert(manifest, out, Options(), per_shard=2, progress=False)
+    assert sorted(p.name for p in out.glob("*.hdf5")) == ["converted_0000.hdf5", "converted_0001.hdf5"]
+    index = pd.read_csv(out / "converted_all.csv")
+    assert summary["complexes"] == 3 and sorted(index["pdbid"].unique()) == ["c0", "c1", "c2"]
+    assert len(index) == 6
+
+
 def test_shards_read_back_identically_through_hdf5_and_packed_paths(tmp_path):
     from pecan import config as cfgmod
     from pecan.data.loader import load_split_frames, make_dataset
