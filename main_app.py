@@ -1,4 +1,4 @@
-"""PECAN entry point: python main_app.py CONFIG.yaml [--set section.key=value ...]"""
+"""PECAN entry point: python main_app.py CONFIG.yaml [--set section.key=value ...] [--predict CKPT --out CSV]"""
 from __future__ import annotations
 
 import argparse
@@ -16,6 +16,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("config", help="YAML config file (see configs/demo.yaml and the README reference)")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE",
                         help="override a config value; the value is parsed as YAML (repeatable)")
+    parser.add_argument("--predict", metavar="CHECKPOINT", help="score the configured poses with this checkpoint "
+                                                                 "instead of training")
+    parser.add_argument("--out", default="scores.csv", help="with --predict: the scores CSV (default scores.csv)")
     return parser.parse_args(argv)
 
 
@@ -51,6 +54,12 @@ def main(argv=None) -> int:
     trainer, finished = None, False
     try:
         device = resolve_device(config.train.device, init_distributed(env), env.local_rank)
+        if args.predict:
+            from pecan.predict import run_predict
+
+            run_predict(config, env, device, args.predict, args.out)
+            finished = True
+            return 0
         tracing.setup(config.trace.enabled, config_module.trace_dir(config), env.rank,
                       data_dir=config.data.data_dir if config.trace.posix else None)
         if config.synthetic.enabled and env.is_main:

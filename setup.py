@@ -23,6 +23,8 @@ setup(
         "pyg-ext": ["torch-scatter", "torch-sparse"],
         "dev": ["pytest>=7"],
         "plots": ["matplotlib>=3.5", "tensorboard>=2.10"],
+        # Structure conversion (scripts/convert_structures.py); never imported by training.
+        "convert": ["rdkit>=2023.9", "prolif>=2.0"],
     },
     entry_points={"console_scripts": ["pecan-train=main_app:main"]},
 )

@@ -13,7 +13,7 @@ import re
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Optional
+from typing import Any, Literal, Optional, Union
 
 import yaml
 
@@ -44,6 +44,10 @@ class DataConfig:
         "or the CSV cannot be read.", factory=list)
     val_csvs: list[str] = _doc("Index CSVs of the validation split.", factory=list)
     val_fns: list[str] = _doc("Validation shard files (globs allowed).", factory=list)
+    test_csvs: list[str] = _doc(
+        "Index CSVs of a test set; when set (or test_fns), --predict scores these instead of the training and "
+        "validation data.", factory=list)
+    test_fns: list[str] = _doc("Test shard files (globs allowed), scored by --predict.", factory=list)
     val_fraction: float = _doc(
         "Fraction of complexes held out for validation when no val_csvs/val_fns are given (split by complex).", 0.2)
     split_seed: int = _doc("Seed of the complex-level train/validation split.", 0)
@@ -110,6 +114,9 @@ class TrainConfig:
     lr: float = _doc("Peak AdamW learning rate (cosine decay to 5% of it).", 1e-3)
     weight_decay: float = _doc("AdamW weight decay.", 1e-4)
     warmup_steps: int = _doc("Linear learning-rate warm-up steps.", 0)
+    pos_weight: Union[float, Literal["auto"]] = _doc(
+        "Weight of the positive (near-native) class in the loss; auto: negatives/positives of the training index.",
+        1.0)
     grad_clip: float = _doc("Clip the global gradient norm to this value; 0 disables.", 1.0)
     seed: int = _doc("Seed for model init, sampling order and dropout.", 0)
     device: str = _doc("auto (cuda:local_rank when available, else cpu), cpu, or cuda.", "auto")

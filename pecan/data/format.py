@@ -66,3 +66,6 @@ def element_vdw(features: np.ndarray) -> np.ndarray:
     elements = features[:, ELEMENT_FEATURES].astype(np.float32)
     known = np.minimum(elements.sum(axis=1), 1.0)
     return (elements @ np.asarray(VDW_RADII, dtype=np.float32) + (1.0 - known) * VDW_DEFAULT).astype(np.float32)
+def feature_layout() -> dict:
+    """What a model's inputs mean (recorded in checkpoints; a model trained on another layout cannot score)."""
+    return {"n_features": N_FEATURES, "molcode_feature": MOLCODE_FEATURE, "pose_features": list(INTERACTION_ATTRS)}

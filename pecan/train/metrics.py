@@ -46,3 +46,14 @@ def classification_report(logits: np.ndarray, labels: np.ndarray, complex_ids: n
     return {"val_loss": bce_with_logits(logits, labels), "val_auc": roc_auc(logits, labels),
             "val_acc": accuracy(logits, labels),
             "val_top1": top1_success(logits[docked], labels[docked], complex_ids[docked])}
+
+
+def resolve_pos_weight(setting: float | str, labels: np.ndarray) -> float:
+    """train.pos_weight as a number: 'auto' is negatives/positives among the training labels."""
+    if setting != "auto":
+        return float(setting)
+    labels = np.asarray(labels)
+    positives = int((labels > 0).sum())
+    if positives == 0:
+        raise ValueError("train.pos_weight: auto needs positive training samples; there are none")
+    return (len(labels) - positives) / positives

@@ -1,6 +1,7 @@
 """The training loop: data, model, AMP, compile, DDP, evaluation, checkpoints and epoch reports."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import math
@@ -20,6 +21,7 @@ from tqdm import tqdm
 from pecan import config as config_module
 from pecan import report, tracing
 from pecan.config import Config
+from pecan.data import format as fmt
 from pecan.data.index import DataError
 from pecan.data.loader import make_dataset, make_loader, make_sampler, prepare_job_data
 from pecan.data.sample import COUNTER_FIELDS, counters_to_dict
@@ -27,7 +29,7 @@ from pecan.fileio import named_write_errors
 from pecan.train import checkpoint as ckpt
 from pecan.train.distributed import (DistEnv, GradCommClock, all_reduce_sum, barrier, broadcast_object,
                                      gather_varlen, plan_threads)
-from pecan.train.metrics import classification_report
+from pecan.train.metrics import classification_report, resolve_pos_weight
 from pecan.train.run_dir import OutDirInUse, RunLock, remove_stale_temps
 from pecan.train.sync import OutputSync
 from pecan.train.timing import PhaseTimer, peak_rss_mb, timed_fetch
@@ -159,6 +161,10 @@ class Trainer:
                                             "data.val_csvs / data.val_fns")
         from model import augments_inputs as model_augments_inputs
 
+        try:
+            self.pos_weight = resolve_pos_weight(self.config.train.pos_weight, self.train_frame["label"].to_numpy())
+        except ValueError as err:
+            raise config_module.ConfigError(str(err)) from err
         self.train_set = make_dataset(data, self.train_frame, packs)
         if model_augments_inputs(self.config.model) and getattr(self.train_set, "use_decode_cache", False):
             # The model transforms its inputs randomly in training: decoded samples must not be reused.
@@ -186,6 +192,8 @@ class Trainer:
                      self.val_frame["pdbid"].nunique(), data.io_mode, workers)
             if self.skipped_at_start:
                 log.warning("%d bad sample(s) skipped before training (on_bad_sample: skip)", self.skipped_at_start)
+            log.info("loss: positive-class weight %.4g (train.pos_weight %s)", self.pos_weight,
+                     self.config.train.pos_weight)
 
     def build_model(self) -> None:
         """Registry lookup, then compile and DDP applied from outside the model."""
@@ -226,6 +234,7 @@ class Trainer:
                 "epoch": self.epochs_done, "step": self.step, "best_auc": self.best_auc, "rng": ckpt.rng_state(),
                 "config_digest": self.config.digest(), "config": self.config.to_dict(),
                 "world_size": self.env.world_size,
+                "model_config": dataclasses.asdict(self.config.model), "feature_layout": fmt.feature_layout(),
                 "metrics": {k: float(v) for k, v in self.last_metrics.items()},
                 # The epoch records travel with the checkpoint that claims their epochs (JSON: weights_only-safe).
                 "records": json.dumps(self.records, default=float)}
@@ -453,7 +462,8 @@ class Trainer:
         """Binary cross-entropy of the model's logits (computed in fp32 whatever the autocast)."""
         with amp_context(self.device, self.config.train.amp):
             logits = self.model(batch)
-        return F.binary_cross_entropy_with_logits(logits.float(), batch.y.float())
+        pos_weight = torch.tensor(self.pos_weight, device=logits.device) if self.pos_weight != 1.0 else None
+        return F.binary_cross_entropy_with_logits(logits.float(), batch.y.float(), pos_weight=pos_weight)
 
     @torch.no_grad()
     def predict(self, loader, io_counts: Optional[np.ndarray] = None) -> tuple[torch.Tensor, torch.Tensor]:
@@ -520,7 +530,7 @@ class Trainer:
                   "data_wait_share": phase_values["data_wait_s"] / max(wall, 1e-9), "io_counts": counts,
                   "amp": self.config.train.amp, "compile": self.config.train.compile,
                   "skipped_samples": counts["skipped"], "skipped_at_start": self.skipped_at_start,
-                  "nonfinite_steps": self.nonfinite_steps,
+                  "nonfinite_steps": self.nonfinite_steps, "pos_weight": self.pos_weight,
                   **report.rank_summary(per_rank), "num_workers": self.threads.num_workers,
                   "intra_op_threads": torch.get_num_threads(), "tracing": tracing.is_enabled(),
                   "completed": epoch + 1 == self.config.train.epochs, "config_digest": self.config.digest()}

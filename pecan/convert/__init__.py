@@ -1,0 +1,4 @@
+"""Convert receptor PDBs, crystal ligands and docking poses into PECAN shards (RDKit + ProLIF).
+
+Needs the optional extra: ``pip install -e '.[convert]'``. The training path never imports this package.
+"""

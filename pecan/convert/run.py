@@ -1,0 +1,199 @@
+"""The conversion run: manifest -> shards (process pool, atomic writes, resumable) -> index and failures."""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import logging
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Optional
+
+import h5py
+import numpy as np
+import pandas as pd
+from tqdm import tqdm
+
+from pecan.convert.complexes import ComplexEntry, ConvertedComplex, Options, convert_complex, read_manifest
+from pecan.data import format as fmt
+from pecan.data.index import derive_index, write_atomic_csv
+
+log = logging.getLogger(__name__)
+
+FAILURE_COLUMNS = ("complex", "pose", "reason")
+
+
+@dataclass(frozen=True)
+class ShardJob:
+    """One shard's complexes; ``key`` changes whenever its inputs or options change."""
+
+    path: Path
+    entries: tuple[ComplexEntry, ...]
+    options: Options
+
+    @property
+    def key(self) -> str:
+        """Hash of the entries and options (a finished shard with the same key is reused)."""
+        text = json.dumps([[str(v) for v in dataclasses.astuple(e)] for e in self.entries]
+                          + [dataclasses.asdict(self.options)], sort_keys=True)
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    @property
+    def record_path(self) -> Path:
+        """Sidecar recording a finished shard (its key, failures and counts); written after the shard."""
+        return self.path.with_name(f".{self.path.stem}.done.json")
+
+
+def _readable_temp(path: Path) -> str:
+    """A temp file beside ``path`` with the permissions a plain open() would give (mkstemp makes it 0600)."""
+    handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(handle)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)
+    return tmp
+
+
+def _write_sample(parent: h5py.Group, name: str, sample) -> None:
+    group = parent.create_group(name)
+    dataset = group.create_dataset(fmt.DATASET_NAME, data=sample.data.astype(np.float32), compression="lzf")
+    dataset.attrs["van_der_waals"] = sample.vdw.astype(np.float32)
+    for key, value in sample.attrs.items():
+        group.attrs[key] = value
+
+
+def write_shard(path: Path, complexes: Iterable[ConvertedComplex], crystal_group: str = fmt.DEFAULT_CRYSTAL_GROUP,
+                pose_group: str = fmt.DEFAULT_POSE_GROUP) -> None:
+    """The shard layout of docs/shard-format.md, written to a temp file beside ``path`` and renamed."""
+    tmp = _readable_temp(path)
+    try:
+        with h5py.File(tmp, "w") as h5:
+            for item in complexes:
+                group = h5.create_group(item.complex_id)
+                if not np.isnan(item.affinity):
+                    group.attrs["affinity"] = item.affinity
+                docking = group.create_group(pose_group)
+                for sample in item.poses:
+                    _write_sample(docking, sample.pose_id, sample)
+                if item.crystal is not None:
+                    parent, _, name = crystal_group.rpartition("/")
+                    _write_sample(group.require_group(parent) if parent else group, name, item.crystal)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _write_json(path: Path, payload: dict) -> None:
+    tmp = _readable_temp(path)
+    with open(tmp, "w") as out:
+        json.dump(payload, out)
+    os.replace(tmp, path)
+
+
+def finished_record(job: ShardJob) -> Optional[dict]:
+    """The sidecar of a complete shard converted from the same inputs, else None."""
+    try:
+        record = json.loads(job.record_path.read_text())
+    except (OSError, ValueError):
+        return None
+    if record.get("key") != job.key or (record["complexes"] and not job.path.exists()):
+        return None
+    return record
+
+
+def run_job(job: ShardJob) -> dict:
+    """Convert one shard's complexes and write it (skipped when already complete); returns its record."""
+    record = finished_record(job)
+    if record is not None:
+        return {**record, "reused": True}
+    converted = [convert_complex(entry, job.options) for entry in job.entries]
+    done = [c for c in converted if c.poses]
+    if done:
+        write_shard(job.path, done)
+    else:
+        job.path.unlink(missing_ok=True)
+    record = {"key": job.key, "shard": job.path.name, "complexes": len(done),
+              "poses": sum(len(c.poses) for c in done),
+              "positives": sum(int(s.attrs.get("label", 0)) for c in done for s in c.poses),
+              "entries": len(job.entries), "failures": [f for c in converted for f in c.failures]}
+    _write_json(job.record_path, record)
+    return {**record, "reused": False}
+
+
+def plan(entries: list[ComplexEntry], out_dir: Path, prefix: str, per_shard: int, options: Options) -> list[ShardJob]:
+    """Complexes in manifest order, ``per_shard`` to a shard named <prefix>_<k>.hdf5."""
+    return [ShardJob(out_dir / f"{prefix}_{k // per_shard:04d}.hdf5", tuple(entries[k:k + per_shard]), options)
+            for k in range(0, len(entries), per_shard)]
+
+
+def remove_stale_shards(out_dir: Path, prefix: str, jobs: list[ShardJob]) -> list[Path]:
+    """Delete shards this converter wrote earlier under names the current plan no longer uses (a rerun with
+    fewer shards), so that training on OUT_DIR never sees a complex twice. Only shards with a sidecar go."""
+    planned = {job.record_path for job in jobs}
+    removed = []
+    for record in out_dir.glob(f".{prefix}_*.done.json"):
+        if record not in planned:
+            shard = record.with_name(record.name[1:-len(".done.json")] + ".hdf5")
+            shard.unlink(missing_ok=True)
+            record.unlink()
+            removed.append(shard)
+            log.warning("removed %s: left from an earlier conversion with another shard plan", shard)
+    return removed
+
+
+def _run_all(jobs: list[ShardJob], workers: int, progress: bool) -> list[dict]:
+    bar = tqdm(total=sum(len(j.entries) for j in jobs), desc="converting", unit="complex", disable=not progress)
+    records = []
+    if workers <= 1:
+        results: Iterable[dict] = map(run_job, jobs)
+    else:
+        import multiprocessing
+
+        pool = multiprocessing.get_context("spawn").Pool(workers)
+        results = pool.imap_unordered(run_job, jobs)
+    try:
+        for record in results:
+            records.append(record)
+            bar.update(record["entries"])
+    finally:
+        bar.close()
+        if workers > 1:
+            pool.close()
+            pool.join()
+    return sorted(records, key=lambda r: r["shard"])
+
+
+def convert(manifest: Path, out_dir: Path, options: Options, prefix: str = "converted", per_shard: int = 50,
+            workers: int = 1, progress: bool = True) -> dict:
+    """Convert every manifest row; writes shards, <prefix>_all.csv and failures.csv; returns the summary."""
+    entries = read_manifest(Path(manifest))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    jobs = plan(entries, out_dir, prefix, max(per_shard, 1), options)
+    remove_stale_shards(out_dir, prefix, jobs)
+    records = _run_all(jobs, workers, progress)
+    failures = pd.DataFrame([f for r in records for f in r["failures"]], columns=list(FAILURE_COLUMNS))
+    write_atomic_csv(failures, out_dir / "failures.csv")
+    shards = [out_dir / r["shard"] for r in records if r["complexes"]]
+    index_path = out_dir / f"{prefix}_all.csv"
+    if shards:
+        frame = derive_index(shards, fmt.DEFAULT_POSE_GROUP, fmt.DEFAULT_CRYSTAL_GROUP, True,
+                             options.rmsd_threshold, on_bad_sample="error")
+        frame["shard"] = [Path(s).name for s in frame["shard"]]
+        write_atomic_csv(frame, index_path)
+    summary = {"complexes": sum(r["complexes"] for r in records), "poses": sum(r["poses"] for r in records),
+               "positives": sum(r["positives"] for r in records),
+               "skipped_complexes": sum(r["entries"] - r["complexes"] for r in records),
+               "skipped_poses": int((failures["pose"] != "").sum()) if len(failures) else 0,
+               "shards": len(shards), "reused_shards": sum(r["reused"] for r in records),
+               "index": str(index_path) if shards else None, "failures": str(out_dir / "failures.csv")}
+    return summary
+
+
+def summary_line(summary: dict) -> str:
+    """One line for the end of a run."""
+    return (f"converted {summary['complexes']} complexes, {summary['poses']} poses ({summary['positives']} "
+            f"near-native), skipped {summary['skipped_complexes']} complexes and {summary['skipped_poses']} poses "
+            f"(see {summary['failures']}); {summary['shards']} shards ({summary['reused_shards']} reused)")

@@ -1,0 +1,176 @@
+"""Scoring with a trained checkpoint (main_app --predict), and the loss's positive-class weight."""
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+import torch.nn.functional as F
+
+from pecan import config as cfgmod
+from pecan.config import ConfigError
+from pecan.data.index import build_index
+from pecan.predict import SCORE_COLUMNS, load_model, metrics_path, run_predict
+from pecan.train import checkpoint as ckpt
+from pecan.train.distributed import discover
+from pecan.train.metrics import roc_auc, top1_success
+from pecan.train.trainer import Trainer, resolve_pos_weight
+from tests.train.helpers import tiny_run
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """One epoch of a tiny model on tiny shards; returns (tmp dir, config path, config, checkpoint)."""
+    tmp = tmp_path_factory.mktemp("predict")
+    path, config = tiny_run(tmp, "train.epochs=1")
+    trainer = Trainer(config, discover({}), torch.device("cpu")).setup()
+    try:
+        trainer.fit()
+    finally:
+        trainer.close()
+    return tmp, path, config, tmp / "run" / "checkpoints" / "last.pt"
+
+
+def clean_env() -> dict:
+    out = {k: v for k, v in os.environ.items() if not k.startswith(("RANK", "WORLD_SIZE", "LOCAL_", "MASTER_",
+                                                                    "SLURM_", "FLUX_", "PECAN_"))}
+    out.update(PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT))
+    return out
+
+
+def predict_cli(config_path, checkpoint, out, *extra, launcher=()):
+    return subprocess.run([sys.executable, *launcher, "main_app.py", str(config_path), "--predict", str(checkpoint),
+                           "--out", str(out), *extra], cwd=ROOT, env=clean_env(), capture_output=True, text=True,
+                          timeout=300, start_new_session=True)
+
+
+def check_scores(scores: pd.DataFrame, values: dict, config) -> None:
+    """Columns, ranks and that the metrics JSON is what the CSV says."""
+    assert list(scores.columns) == list(SCORE_COLUMNS)
+    for _, group in scores.groupby("complex"):
+        assert sorted(group["rank"]) == list(range(1, len(group) + 1))
+        assert group.sort_values("rank")["score"].is_monotonic_decreasing
+    assert ((scores["score"] > 0) & (scores["score"] < 1)).all()
+    assert list(scores["label"]) == list((scores["rmsd"] < config.data.rmsd_threshold).astype(int))
+    labels = scores["label"].to_numpy()
+    assert values["poses"] == len(scores) and values["labeled"]
+    assert values["auc"] == pytest.approx(roc_auc(scores["score"].to_numpy(), labels))
+    assert values["top1"] == pytest.approx(top1_success(scores["score"].to_numpy(), labels,
+                                                        scores["complex"].to_numpy()))
+    assert values["docking_auc"] == pytest.approx(roc_auc(-scores["docking_score"].to_numpy(), labels))
+    assert values["accuracy"] == pytest.approx(((scores["score"] > 0.5) == (labels == 1)).mean())
+
+
+def test_predict_end_to_end(trained):
+    tmp, config_path, config, checkpoint = trained
+    out = tmp / "scores.csv"
+    done = predict_cli(config_path, checkpoint, out)
+    assert done.returncode == 0, done.stderr[-3000:]
+    scores = pd.read_csv(out)
+    values = json.loads(metrics_path(out).read_text())
+    # every docked pose of the training and validation data, and no crystal pose
+    assert len(scores) == 2 * 4 * 6 and not scores["pose"].isin(["pdbbind"]).any()
+    check_scores(scores, values, config)
+    assert f"model AUC {values['auc']:.3f}" in done.stdout and "docking score AUC" in done.stdout
+
+
+def test_predict_test_source_only(trained):
+    from tests.shards import write_shard
+
+    tmp, config_path, config, checkpoint = trained
+    (tmp / "test").mkdir(exist_ok=True)
+    write_shard(tmp / "test" / "held_out.hdf5", n_complexes=3, n_poses=4, seed=9, prefix="t")
+    out = tmp / "test_scores.csv"
+    test_config = cfgmod.load(config_path, [f"data.test_fns=[{tmp / 'test' / 'held_out.hdf5'}]"])
+    run_predict(test_config, discover({}), torch.device("cpu"), str(checkpoint), str(out))
+    scores = pd.read_csv(out)
+    assert len(scores) == 12 and scores["complex"].str.startswith("t9").all()
+    check_scores(scores, json.loads(metrics_path(out).read_text()), config)
+
+
+def test_checkpoint_of_another_model_config_is_refused(trained):
+    tmp, config_path, config, checkpoint = trained
+    state = ckpt.load_checkpoint(checkpoint)
+    wider = dict(state, model_config={**state["model_config"], "hidden": 32})
+    ckpt.save_checkpoint(tmp / "wider.pt", wider)
+    with pytest.raises(ConfigError, match="different model config or feature layout"):
+        load_model(tmp / "wider.pt", config, torch.device("cpu"))
+    other_layout = dict(state, feature_layout={**state["feature_layout"], "n_features": 24})
+    ckpt.save_checkpoint(tmp / "layout.pt", other_layout)
+    with pytest.raises(ConfigError, match="feature layout"):
+        run_predict(config, discover({}), torch.device("cpu"), str(tmp / "layout.pt"), str(tmp / "never.csv"))
+    assert not (tmp / "never.csv").exists()
+
+
+def test_stored_model_config_wins_over_the_yaml(trained, caplog):
+    tmp, config_path, config, checkpoint = trained
+    other = cfgmod.load(config_path, ["model.hidden=40"])
+    model = load_model(checkpoint, other, torch.device("cpu"))
+    assert "using the model config stored in" in caplog.text
+    assert sum(p.numel() for p in model.parameters()) == sum(
+        v.numel() for v in ckpt.load_checkpoint(checkpoint)["model"].values())
+
+
+def test_pos_weight_auto_and_in_the_loss(tmp_path):
+    _, config = tiny_run(tmp_path, "train.pos_weight=auto", "train.epochs=1")
+    frame = build_index(config.data.train_csvs, [], config.data.data_dir, pose_group=config.data.pose_group,
+                        crystal_group=config.data.crystal_group, use_crystal=True, rmsd_threshold=2.0,
+                        index_prefix="x", write_csv=False)
+    positives = int(frame["label"].sum())
+    assert resolve_pos_weight("auto", frame) == pytest.approx((len(frame) - positives) / positives)
+    assert resolve_pos_weight(2.5, frame) == 2.5
+    with pytest.raises(ConfigError, match="pos_weight"):
+        resolve_pos_weight("auto", frame.assign(label=0))
+    trainer = Trainer(config, discover({}), torch.device("cpu")).setup()
+    try:
+        expected = resolve_pos_weight("auto", trainer.train_frame)
+        assert trainer.pos_weight == pytest.approx(expected) and expected != 1.0
+        batch = next(iter(trainer.train_loader))
+        del batch.io_counts
+        with torch.no_grad():
+            logits = trainer.model(batch)
+            manual = F.binary_cross_entropy_with_logits(logits, batch.y, pos_weight=torch.tensor(expected))
+            assert trainer.forward_loss(batch).item() == pytest.approx(manual.item(), rel=1e-6)
+        record = trainer.fit()[0]
+        assert record["pos_weight"] == pytest.approx(expected)
+    finally:
+        trainer.close()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.mark.multiprocess
+@pytest.mark.slow
+def test_two_rank_predict_equals_one_rank(trained):
+    tmp, config_path, config, checkpoint = trained
+    single = tmp / "one.csv"
+    assert predict_cli(config_path, checkpoint, single).returncode == 0
+    double = tmp / "two.csv"
+    launcher = ("-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", f"--master_port={free_port()}")
+    done = predict_cli(config_path, checkpoint, double, launcher=launcher)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    one, two = pd.read_csv(single), pd.read_csv(double)
+    assert len(two) == len(one) and list(two["pose"]) == list(one["pose"])
+    np.testing.assert_allclose(two["score"], one["score"], rtol=1e-5)
+    assert json.loads(metrics_path(double).read_text())["auc"] == pytest.approx(
+        json.loads(metrics_path(single).read_text())["auc"])
+
+
+def test_training_and_scoring_never_import_the_converter():
+    code = ("import sys, main_app, pecan.train.trainer, pecan.predict, pecan.data.loader; "
+            "bad = [m for m in sys.modules if m.split('.')[0] in ('rdkit', 'prolif', 'MDAnalysis') "
+            "or m.startswith('pecan.convert')]; print(bad); sys.exit(1 if bad else 0)")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=clean_env(), capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
