@@ -124,6 +124,13 @@ def write_text(path: str | os.PathLike, text: str) -> Path:
     return Path(path)
 
 
+def write_csv(frame, path: str | os.PathLike) -> Path:
+    """Atomically replace ``path`` with a pandas DataFrame as CSV (header, no index column)."""
+    with atomic_write(path, "w") as out:
+        frame.to_csv(out, index=False)
+    return Path(path)
+
+
 def copy_file(source: str | os.PathLike, destination: str | os.PathLike) -> Path:
     """Copy atomically into ``destination`` (temp file in its directory), keeping the source's mtime."""
     with open(source, "rb") as src, atomic_write(destination, "wb") as out:

@@ -20,8 +20,15 @@ from tqdm import tqdm
 
 from pecan.config import Config, ConfigError, ModelConfig
 from pecan.data import format as fmt
-from pecan.data.index import build_index, write_atomic_csv
-from pecan.data.loader import load_split_frames, make_dataset, make_loader, make_sampler, prepare_packs
+from pecan.data.index import build_index
+from pecan.data.loader import (
+    load_split_frames,
+    make_dataset,
+    make_loader,
+    make_sampler,
+    prepare_packs,
+)
+from pecan.fileio import write_csv
 from pecan.train import checkpoint as ckpt
 from pecan.train.distributed import DistEnv, barrier
 from pecan.train.metrics import accuracy, roc_auc, top1_success
@@ -188,7 +195,7 @@ def run_predict(config: Config, env: DistEnv, device: torch.device, checkpoint: 
         scores = score_table(dataset, frame, logits, ids)
         values = {**metrics(scores), "checkpoint": str(checkpoint), "scores": str(out)}
         out_path = Path(out)
-        write_atomic_csv(scores[list(SCORE_COLUMNS)], out_path)
+        write_csv(scores[list(SCORE_COLUMNS)], out_path)
         text = json.dumps(values, indent=2, default=float)
         tmp = metrics_path(out_path).with_name(f".{metrics_path(out_path).name}.tmp")
         tmp.write_text(text)

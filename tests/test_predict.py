@@ -18,8 +18,8 @@ from pecan.data.index import build_index
 from pecan.predict import SCORE_COLUMNS, load_model, metrics_path, run_predict
 from pecan.train import checkpoint as ckpt
 from pecan.train.distributed import discover
-from pecan.train.metrics import roc_auc, top1_success
-from pecan.train.trainer import Trainer, resolve_pos_weight
+from pecan.train.metrics import resolve_pos_weight, roc_auc, top1_success
+from pecan.train.trainer import Trainer
 from tests.train.helpers import tiny_run
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -124,13 +124,14 @@ def test_pos_weight_auto_and_in_the_loss(tmp_path):
                         crystal_group=config.data.crystal_group, use_crystal=True, rmsd_threshold=2.0,
                         index_prefix="x", write_csv=False)
     positives = int(frame["label"].sum())
-    assert resolve_pos_weight("auto", frame) == pytest.approx((len(frame) - positives) / positives)
-    assert resolve_pos_weight(2.5, frame) == 2.5
-    with pytest.raises(ConfigError, match="pos_weight"):
-        resolve_pos_weight("auto", frame.assign(label=0))
+    labels = frame["label"].to_numpy()
+    assert resolve_pos_weight("auto", labels) == pytest.approx((len(frame) - positives) / positives)
+    assert resolve_pos_weight(2.5, labels) == 2.5
+    with pytest.raises(ValueError, match="pos_weight"):
+        resolve_pos_weight("auto", labels * 0)
     trainer = Trainer(config, discover({}), torch.device("cpu")).setup()
     try:
-        expected = resolve_pos_weight("auto", trainer.train_frame)
+        expected = resolve_pos_weight("auto", trainer.train_frame["label"].to_numpy())
         assert trainer.pos_weight == pytest.approx(expected) and expected != 1.0
         batch = next(iter(trainer.train_loader))
         del batch.io_counts

@@ -16,9 +16,16 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
-from pecan.convert.complexes import ComplexEntry, ConvertedComplex, Options, convert_complex, read_manifest
+from pecan.convert.complexes import (
+    ComplexEntry,
+    ConvertedComplex,
+    Options,
+    convert_complex,
+    read_manifest,
+)
 from pecan.data import format as fmt
-from pecan.data.index import derive_index, write_atomic_csv
+from pecan.data.index import derive_index
+from pecan.fileio import write_csv
 
 log = logging.getLogger(__name__)
 
@@ -175,14 +182,14 @@ def convert(manifest: Path, out_dir: Path, options: Options, prefix: str = "conv
     remove_stale_shards(out_dir, prefix, jobs)
     records = _run_all(jobs, workers, progress)
     failures = pd.DataFrame([f for r in records for f in r["failures"]], columns=list(FAILURE_COLUMNS))
-    write_atomic_csv(failures, out_dir / "failures.csv")
+    write_csv(failures, out_dir / "failures.csv")
     shards = [out_dir / r["shard"] for r in records if r["complexes"]]
     index_path = out_dir / f"{prefix}_all.csv"
     if shards:
         frame = derive_index(shards, fmt.DEFAULT_POSE_GROUP, fmt.DEFAULT_CRYSTAL_GROUP, True,
                              options.rmsd_threshold, on_bad_sample="error")
         frame["shard"] = [Path(s).name for s in frame["shard"]]
-        write_atomic_csv(frame, index_path)
+        write_csv(frame, index_path)
     summary = {"complexes": sum(r["complexes"] for r in records), "poses": sum(r["poses"] for r in records),
                "positives": sum(r["positives"] for r in records),
                "skipped_complexes": sum(r["entries"] - r["complexes"] for r in records),

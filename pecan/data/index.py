@@ -149,8 +149,7 @@ def write_derived_index(frame: pd.DataFrame, shard_dir: Path, prefix: str, data_
 
     def write(directory: Path) -> Path:
         path = directory / f"{prefix}_all.csv"
-        with fileio.atomic_write(path, "w") as handle:
-            out.to_csv(handle, index=False)
+        fileio.write_csv(out, path)
         # The sidecar is written last: a CSV without a matching sidecar is never reused.
         fileio.write_text(_sidecar(path), json.dumps(key or {}))
         return path
