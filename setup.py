@@ -22,6 +22,7 @@ setup(
         "trace-native": ["dftracer>=2.0"],
         "pyg-ext": ["torch-scatter", "torch-sparse"],
         "dev": ["pytest>=7"],
+        "mutation": ["mutmut>=3.3,<4"],
     },
     entry_points={"console_scripts": ["pecan-train=main_app:main"]},
 )
