@@ -25,29 +25,14 @@ test: $(PY)
 test-fast: $(PY)
 	$(PY) -m pytest -q tests -m "(not slow and not multiprocess) or ddp_smoke"
 
-# Mutation testing of the core functions (slow; not part of `make test`). Configured in setup.cfg [mutmut];
-# results in docs/mutation-report.md. Narrow it with MUTANTS='pecan.train.metrics.*', widen MUTATION_JOBS.
+# Mutation testing of the core functions (slow; not part of `make test`): setup.cfg [mutmut] holds the
+# config, scripts/mutation.sh the functions per module; results in docs/mutation-report.md.
+# One module: make mutation MODULES=metrics
 MUTATION_JOBS ?= 2
-MUTANTS ?= \
-	'pecan.data.graph.*' \
-	'pecan.data.index.x__label_from*' 'pecan.data.index.x_normalise*' 'pecan.data.index.x_read_index_csv*' \
-	'pecan.data.index.x__attr*' 'pecan.data.index.x__pose_row*' 'pecan.data.index.x__complex_rows*' \
-	'pecan.data.index.x_derive_index*' 'pecan.data.index.x_build_index*' 'pecan.data.index.x_split_by_complex*' \
-	'pecan.data.packed.x_gather_batch*' 'pecan.data.packed.x_to_batch*' \
-	'pecan.data.sampler.*' \
-	'pecan.train.metrics.*' \
-	'pecan.train.checkpoint.*' \
-	'pecan.train.trainer.xǁTrainerǁtrain_step*' 'pecan.train.trainer.xǁTrainerǁkeep_in_step*' \
-	'pecan.train.trainer.xǁTrainerǁforward_loss*' 'pecan.train.trainer.xǁTrainerǁpredict*' \
-	'pecan.train.trainer.xǁTrainerǁevaluate*' 'pecan.train.trainer.xǁTrainerǁmaybe_resume*' \
-	'model.egnn.xǁEGNNLayerǁforward*' 'model.egnn.xǁEGNNLayerǁmessage*' 'model.egnn.xǁEGNNLayerǁaggregate*' \
-	'model.egnn.xǁGaussianDistanceExpansionǁforward*' 'model.egnn.x_ligand_pool*' \
-	'pecan.config.x__coerce*' 'pecan.config.x__build_section*' 'pecan.config.x_from_dict*' \
-	'pecan.config.x_parse_override*' 'pecan.config.x_load*' 'pecan.config.x_env_flag*' 'pecan.config.x_validate*'
-
+MODULES ?=
 mutation: $(PY)
 	$(PY) -m pip install -q -c $(CONSTRAINTS) 'mutmut>=3.3,<4'
-	PYTHONPATH= OMP_NUM_THREADS=1 $(VENV)/bin/mutmut run --max-children $(MUTATION_JOBS) $(MUTANTS)
+	MUTMUT=$(VENV)/bin/mutmut MUTATION_JOBS=$(MUTATION_JOBS) bash scripts/mutation.sh $(MODULES)
 	$(VENV)/bin/mutmut results
 
 mutation-results: $(PY)
