@@ -183,6 +183,12 @@ def _coerce(value: Any, tp: Any, key: str, source: str) -> Any:
             raise bad
         return value
     if tp is float:
+        if isinstance(value, str):
+            # YAML 1.1 reads an exponent without a dot (lr: 1e-3) as a string.
+            try:
+                return float(value)
+            except ValueError:
+                raise bad from None
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise bad
         return float(value)
