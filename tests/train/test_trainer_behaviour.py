@@ -8,7 +8,7 @@ import torch
 from pecan import config as cfgmod
 from pecan.train import checkpoint as ckpt
 from pecan.train.distributed import discover
-from pecan.train.trainer import PhaseTimer, Trainer
+from pecan.train.trainer import PhaseTimer, Trainer, cosine_schedule
 from tests.shards import write_dataset
 
 # Every complex: pose0 near-native (rmsd 0.5), pose1/pose2 decoys, plus a crystal pose (label 1).
@@ -114,6 +114,8 @@ def test_resume_with_dropout_and_augmentation_equals_full_run(data_dir, tmp_path
     second = trainer_for(data_dir, tmp_path / "resumed", *settings)
     try:
         assert second.start_epoch == 1
+        assert second.step == first.step and second.best_auc == first.best_auc
+        assert second.scheduler.get_last_lr() == first.scheduler.get_last_lr()
         second.fit()
     finally:
         second.close()
@@ -140,6 +142,9 @@ def test_replayed_batch_has_zero_weight(data_dir, tmp_path, previous_batch):
         before = snapshot(trainer.raw_model)
         trainer.keep_in_step(PhaseTimer(torch.device("cpu")))
         assert trainer.step == 1  # the optimiser stepped, as on the other ranks
+        train = trainer.config.train
+        factor = cosine_schedule(trainer.steps_per_epoch() * train.epochs, train.warmup_steps)(1)
+        assert trainer.optimizer.param_groups[0]["lr"] == pytest.approx(train.lr * factor)
         after = snapshot(trainer.raw_model)
         assert [k for k in before if not torch.equal(before[k], after[k])] == []
 
@@ -196,5 +201,19 @@ def test_bf16_loss_close_to_fp32(data_dir, tmp_path):
         assert math.isfinite(reduced)
         assert reduced != full  # autocast really ran in reduced precision
         assert abs(reduced - full) < 2e-2
+    finally:
+        trainer.close()
+
+
+def test_evaluation_runs_the_model_in_eval_mode(data_dir, tmp_path):
+    """Dropout is off while evaluating, whatever mode training left the model in."""
+    trainer = trainer_for(data_dir, tmp_path, "model.dropout=0.5")
+    try:
+        trainer.model.train()
+        first = trainer.evaluate()
+        trainer.model.train()
+        second = trainer.evaluate()
+        assert first == second
+        assert not trainer.raw_model.training
     finally:
         trainer.close()
