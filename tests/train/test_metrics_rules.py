@@ -57,3 +57,14 @@ def test_report_fields_are_the_named_metrics():
     assert out["val_auc"] == pytest.approx(5 / 6)
     # Docked only: complex 0 top pose (2.0) is near-native; complex 1 has no docked positive left.
     assert out["val_top1"] == 1.0
+
+
+def test_report_takes_a_zero_one_docked_mask():
+    """A 0/1 mask (1 - the index's is_crystal column) selects rows; it must not act as row numbers."""
+    logits = np.array([9.0, 1.0, 2.0])
+    labels = np.array([1, 1, 0])
+    complexes = np.zeros(3, int)
+    out = metrics.classification_report(logits, labels, complexes, np.array([0, 1, 1]))
+    assert out["val_top1"] == 0.0  # docked poses 1 and 2: the top one (2.0) is a decoy
+    out = metrics.classification_report(logits, labels, complexes, [1, 1, 0])
+    assert out["val_top1"] == 1.0
