@@ -8,8 +8,9 @@ from pecan.train import metrics
 
 
 def test_logit_exactly_zero_predicts_decoy():
-    assert metrics.accuracy(np.array([0.0, 0.0]), np.array([0, 1])) == 0.5
-    assert metrics.accuracy(np.array([1e-6]), np.array([1])) == 1.0
+    assert metrics.accuracy(np.array([0.0]), np.array([0])) == 1.0
+    assert metrics.accuracy(np.array([0.0]), np.array([1])) == 0.0
+    assert metrics.accuracy(np.array([1e-6, -1e-6]), np.array([1, 0])) == 1.0
 
 
 def test_empty_and_one_class_inputs_give_nan():
@@ -25,6 +26,8 @@ def test_auc_perfect_reversed_and_all_tied():
     assert metrics.roc_auc(np.array([1.0, 2.0, 3.0, 4.0]), labels) == 1.0
     assert metrics.roc_auc(np.array([4.0, 3.0, 2.0, 1.0]), labels) == 0.0
     assert metrics.roc_auc(np.full(4, 0.5), labels) == 0.5
+    # A single negative is enough for a defined AUC.
+    assert metrics.roc_auc(np.array([1.0, 2.0, 0.5]), np.array([0, 1, 1])) == 0.5
     # 1 positive vs 3 negatives, beats exactly two of them.
     assert metrics.roc_auc(np.array([1.0, 5.0, 2.0, 3.0]), np.array([0, 0, 0, 1])) == pytest.approx(2 / 3)
 
