@@ -177,12 +177,18 @@ def test_gradient_clipping_bounds_the_step(data_dir, tmp_path, clip):
     try:
         batch = trainer.train_set.__getitems__([0, 1, 2, 3])
         del batch.io_counts
+        # The gradient of the batch's mean BCE, computed here without the trainer's step.
+        params = [p for p in trainer.raw_model.parameters() if p.requires_grad]
+        grads = torch.autograd.grad(trainer.forward_loss(batch), params, allow_unused=True)
+        expected = float(torch.linalg.vector_norm(torch.stack(
+            [torch.linalg.vector_norm(g) for g in grads if g is not None])))
         (norm,) = gradient_norms_seen_by_optimizer(trainer, batch)
         if clip:
             assert norm <= clip * (1 + 1e-4)
             assert norm >= clip * 0.99  # clipped to the bound, not zeroed
         else:
             assert norm > 1e-2  # unclipped gradients of this batch are far above the bound tested
+            assert norm == pytest.approx(expected, rel=1e-4)  # one batch, weight 1, nothing accumulated
     finally:
         trainer.close()
 
