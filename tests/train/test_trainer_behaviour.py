@@ -2,6 +2,7 @@
 dropout and augmentation, zero-weight replay, gradient clipping, bf16 against fp32."""
 import math
 
+import numpy as np
 import pytest
 import torch
 
@@ -221,5 +222,18 @@ def test_evaluation_runs_the_model_in_eval_mode(data_dir, tmp_path):
         second = trainer.evaluate()
         assert first == second
         assert not trainer.raw_model.training
+    finally:
+        trainer.close()
+
+
+def test_evaluation_counts_its_reads(data_dir, tmp_path):
+    """Validation reads land in the epoch's I/O counters (every validation sample once)."""
+    from pecan.data.h5dataset import COUNTER_FIELDS
+
+    trainer = trainer_for(data_dir, tmp_path)
+    try:
+        counts = np.zeros(len(COUNTER_FIELDS), dtype=np.int64)
+        trainer.evaluate(counts)
+        assert counts[COUNTER_FIELDS.index("samples")] == len(trainer.val_set)
     finally:
         trainer.close()
