@@ -116,6 +116,7 @@ def test_resume_with_dropout_and_augmentation_equals_full_run(data_dir, tmp_path
     try:
         assert second.start_epoch == 1
         assert second.step == first.step and second.best_auc == first.best_auc
+        assert second.resumed_from == str(tmp_path / "resumed" / "run" / "checkpoints" / "last.pt")
         assert second.scheduler.get_last_lr() == first.scheduler.get_last_lr()
         second.fit()
     finally:
