@@ -40,3 +40,11 @@ def test_unshuffled_ignores_epoch():
     sampler = ShardAwareSampler(6, shuffle=False)
     sampler.set_epoch(3)
     assert sampler.indices().tolist() == list(range(6))
+
+
+def test_global_mode_mixes_shards():
+    """Global mode is one uniform permutation: consecutive samples come from different shards, unlike block."""
+    shard_ids = np.repeat(np.arange(4), 10)
+    order = ShardAwareSampler(40, shard_ids=shard_ids, mode="global", seed=0).indices()
+    assert sorted(order) == list(range(40))
+    assert np.count_nonzero(np.diff(shard_ids[order]) != 0) > 10  # block mode would give exactly 3
