@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 CONSTRAINTS := constraints-cpu.txt
 
-.PHONY: venv demo test test-fast clean-demo
+.PHONY: venv demo test test-fast mutation mutation-results clean-demo
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -20,8 +20,22 @@ demo: $(PY)
 test: $(PY)
 	$(PY) -m pytest -q tests
 
+# The fast path still runs one 2-rank DDP test (marker ddp_smoke), so DDP bugs are caught here too.
 test-fast: $(PY)
-	$(PY) -m pytest -q tests -m "not slow and not multiprocess"
+	$(PY) -m pytest -q tests -m "(not slow and not multiprocess) or ddp_smoke"
+
+# Mutation testing of the core functions (slow; not part of `make test`): setup.cfg [mutmut] holds the
+# config, scripts/mutation.sh the functions per module; results in docs/mutation-report.md.
+# One module: make mutation MODULES=metrics
+MUTATION_JOBS ?= 2
+MODULES ?=
+mutation: $(PY)
+	$(PY) -m pip install -q -c $(CONSTRAINTS) 'mutmut>=3.3,<4'
+	MUTMUT=$(VENV)/bin/mutmut MUTATION_JOBS=$(MUTATION_JOBS) bash scripts/mutation.sh $(MODULES)
+	$(VENV)/bin/mutmut results
+
+mutation-results: $(PY)
+	$(VENV)/bin/mutmut results
 
 clean-demo:
 	rm -rf data/demo runs/demo

@@ -25,6 +25,7 @@ setup(
         "plots": ["matplotlib>=3.5", "tensorboard>=2.10"],
         # Structure conversion (scripts/convert_structures.py); never imported by training.
         "convert": ["rdkit>=2023.9", "prolif>=2.0"],
+        "mutation": ["mutmut>=3.3,<4"],
     },
     entry_points={"console_scripts": ["pecan-train=main_app:main"]},
 )

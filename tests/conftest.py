@@ -12,6 +12,7 @@ if str(ROOT) not in sys.path:
 def pytest_configure(config):
     config.addinivalue_line("markers", "slow: takes more than a few seconds (still runs in CI)")
     config.addinivalue_line("markers", "multiprocess: starts several processes (DDP ranks, workers)")
+    config.addinivalue_line("markers", "ddp_smoke: a 2-rank test that `make test-fast` runs despite slow/multiprocess")
 
 
 @pytest.fixture

@@ -94,3 +94,122 @@ def test_bundled_configs_are_valid():
     assert len(configs) >= 2
     for path in configs:
         cfgmod.load(path)
+
+
+# ---------------------------------------------------------------------------- parsing rules, one per type
+
+def build(section: str, **values):
+    raw = {"data": {"data_dir": "d"}}
+    raw.setdefault(section, {}).update(values)
+    return cfgmod.from_dict(raw, source="cfg.yaml")
+
+
+def rejects(section: str, key: str, value) -> str:
+    with pytest.raises(ConfigError) as err:
+        build(section, **{key: value})
+    message = str(err.value)
+    assert f"{section}.{key}" in message and "cfg.yaml" in message
+    return message
+
+
+def test_int_fields_take_ints_only():
+    assert build("train", epochs=3).train.epochs == 3
+    for bad in (True, 2.5, "3", None):
+        rejects("train", "epochs", bad)
+
+
+def test_float_fields_widen_ints_and_reject_bools():
+    lr = build("train", lr=1).train.lr
+    assert lr == 1.0 and isinstance(lr, float)
+    assert build("train", lr=0.25).train.lr == 0.25
+    assert "must be float" in rejects("train", "lr", True)
+    rejects("train", "lr", "fast")
+
+
+def test_float_in_exponent_form_from_yaml_or_override(tmp_path):
+    # YAML 1.1 parses 1e-3 (no dot) as a string; it is still the float the user meant.
+    path = tmp_path / "run.yaml"
+    path.write_text("data: {data_dir: d}\ntrain: {lr: 1e-3, weight_decay: 5E-5}\n")
+    config = cfgmod.load(path, ["train.grad_clip=2e0"])
+    assert (config.train.lr, config.train.weight_decay, config.train.grad_clip) == (1e-3, 5e-5, 2.0)
+
+
+def test_bool_fields_take_bools_only():
+    assert build("train", compile=False).train.compile is False
+    assert build("train", deterministic=True).train.deterministic is True
+    for bad in (1, "yes", 0):
+        rejects("train", "deterministic", bad)
+
+
+def test_str_fields_take_scalars_not_bools_or_lists():
+    assert build("data", index_prefix=5).data.index_prefix == "5"
+    assert build("data", index_prefix=1.5).data.index_prefix == "1.5"
+    rejects("data", "index_prefix", True)
+    rejects("data", "index_prefix", ["a"])
+
+
+def test_literal_fields_take_listed_values_only():
+    assert build("data", io_mode="hoist").data.io_mode == "hoist"
+    message = rejects("data", "io_mode", "fast")
+    assert "'packed'" in message and "'fast'" in message
+
+
+def test_list_fields_take_a_list_or_a_lone_string():
+    assert build("data", train_fns="a.hdf5").data.train_fns == ["a.hdf5"]
+    assert build("data", train_fns=["a.hdf5", "b.hdf5"]).data.train_fns == ["a.hdf5", "b.hdf5"]
+    assert "list of str" in rejects("data", "train_fns", {"a": 1})
+    rejects("data", "train_fns", [True])
+
+
+def test_optional_fields_take_none_or_the_type():
+    assert build("model", nn_type=None).model.nn_type is None
+    assert build("model", nn_type=3).model.nn_type == 3
+    assert "int or NoneType" in rejects("model", "nn_type", "three")
+
+
+def test_sections_must_be_mappings_and_keys_known():
+    assert cfgmod.from_dict({"data": {"data_dir": "d"}, "model": None}).model.hidden == 64
+    with pytest.raises(ConfigError, match="section 'model' must be a mapping, got list"):
+        cfgmod.from_dict({"data": {"data_dir": "d"}, "model": [1]}, source="cfg.yaml")
+    with pytest.raises(ConfigError) as err:
+        cfgmod.from_dict({"data": {"data_dir": "d"}, "model": {"hiden": 3}}, source="cfg.yaml")
+    assert "model.hiden" in str(err.value) and "hidden" in str(err.value) and "cfg.yaml" in str(err.value)
+
+
+@pytest.mark.parametrize("text, keys, value", [
+    ("train.epochs=3", ["train", "epochs"], 3),
+    ("train.lr=0.001", ["train", "lr"], 1e-3),
+    ("data.train_fns=[a, b]", ["data", "train_fns"], ["a", "b"]),
+    ("train.resume=", ["train", "resume"], ""),
+    ("train.out_dir=a=b", ["train", "out_dir"], "a=b"),
+    (" train.compile =true", ["train", "compile"], True),
+])
+def test_parse_override(text, keys, value):
+    assert cfgmod.parse_override(text) == (keys, value)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("epochs", "expected section.key=value"),
+    ("epochs=1", "key must be section.key"),
+    ("a.b.c=1", "key must be section.key"),
+    (".epochs=1", "key must be section.key"),
+    ("train.epochs=[1", "not valid YAML"),
+])
+def test_bad_override_is_named(text, message):
+    with pytest.raises(ConfigError, match=message) as err:
+        cfgmod.parse_override(text)
+    assert text in str(err.value)
+
+
+@pytest.mark.parametrize("raw, expected", [
+    (None, None), ("", None), ("1", True), ("true", True), (" Yes ", True), ("ON", True),
+    ("0", False), ("false", False), ("no", False), ("Off", False),
+])
+def test_env_flag_values(raw, expected):
+    environ = {} if raw is None else {"PECAN_X": raw}
+    assert cfgmod.env_flag("PECAN_X", environ) is expected
+
+
+def test_env_flag_malformed_names_the_variable():
+    with pytest.raises(ConfigError, match="PECAN_X must be 0 or 1, got '2'"):
+        cfgmod.env_flag("PECAN_X", {"PECAN_X": "2"})

@@ -68,6 +68,7 @@ def test_two_nodes_on_loopback(tmp_path):
     assert len(records) == 1 and records[0]["world_size"] == 2 and records[0]["ranks_in_sync"]
 
 
+@pytest.mark.ddp_smoke
 def test_one_and_two_ranks_agree(tmp_path):
     settings = ["train.epochs=2", "train.deterministic=true", "train.max_steps_per_epoch=4", "model.dropout=0.0"]
     one, _ = tiny_run(tmp_path, *settings)

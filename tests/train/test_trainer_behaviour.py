@@ -1,0 +1,240 @@
+"""Trainer behaviour through its public methods: metric wiring with known scores, exact resume with
+dropout and augmentation, zero-weight replay, gradient clipping, bf16 against fp32."""
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from pecan import config as cfgmod
+from pecan.train import checkpoint as ckpt
+from pecan.train.distributed import discover
+from pecan.train.trainer import PhaseTimer, Trainer, cosine_schedule
+from tests.shards import write_dataset
+
+# Every complex: pose0 near-native (rmsd 0.5), pose1/pose2 decoys, plus a crystal pose (label 1).
+RMSDS = [0.5, 3.0, 4.0]
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("trainer-behaviour") / "data"
+    write_dataset(directory, n_shards=2, n_complexes=2, rmsds=RMSDS, n_poses=len(RMSDS))
+    return directory
+
+
+def make_config(data_dir, out_dir, *overrides: str):
+    raw = {"data": {"data_dir": str(data_dir), "train_csvs": ["index.csv"], "val_fraction": 0.5,
+                    "batch_size": 4, "num_workers": 0, "cache_dir": str(out_dir / "cache")},
+           "model": {"hidden": 8, "layers": 1, "rbf": 4},
+           "train": {"epochs": 2, "lr": 0.003, "out_dir": str(out_dir / "run"), "progress": False}}
+    config = cfgmod.from_dict(raw)
+    for override in overrides:
+        keys, value = cfgmod.parse_override(override)
+        section = getattr(config, keys[0])
+        setattr(section, keys[1], value)
+    return config
+
+
+def trainer_for(data_dir, out_dir, *overrides: str) -> Trainer:
+    return Trainer(make_config(data_dir, out_dir, *overrides), discover({}), torch.device("cpu")).setup()
+
+
+class KnownScores(torch.nn.Module):
+    """Stands in for the model at evaluation: one fixed score per validation sample (by sample id)."""
+
+    def __init__(self, scores: torch.Tensor) -> None:
+        super().__init__()
+        self.scores = scores
+
+    def forward(self, batch) -> torch.Tensor:
+        return self.scores[batch.sample_id]
+
+
+def scores_by_kind(table, crystal: float, near_native: float, decoys: tuple[float, float]) -> torch.Tensor:
+    scores = torch.empty(len(table))
+    for i in range(len(table)):
+        if table.is_crystal[i]:
+            scores[i] = crystal
+        elif table.label[i] == 1:
+            scores[i] = near_native
+        else:
+            scores[i] = decoys[int(str(table.poseid[i]).endswith("pose2"))]
+    return scores
+
+
+def softplus(value: float) -> float:
+    return math.log1p(math.exp(value))
+
+
+def test_validation_metrics_from_known_scores(data_dir, tmp_path):
+    trainer = trainer_for(data_dir, tmp_path)
+    try:
+        table = trainer.val_set.table
+        # Two complexes of 4 samples each: the split and the labels are what the fixture wrote.
+        assert len(table) == 8 and int(table.is_crystal.sum()) == 2 and int(table.label.sum()) == 4
+
+        # Crystal scored highest, then the decoys, then the near-native pose. Over docked poses only (the
+        # documented rule) each complex's top pose is a decoy: top-1 is 0. Counting the crystal would give 1.
+        trainer.model = KnownScores(scores_by_kind(table, crystal=10.0, near_native=-1.0, decoys=(5.0, 5.0)))
+        metrics = trainer.evaluate()
+        assert metrics["val_top1"] == 0.0
+        assert metrics["val_acc"] == 0.25  # per complex only the crystal is on the right side of 0
+        assert metrics["val_auc"] == 0.5  # crystal above every decoy, near-native below every decoy
+        expected_loss = (softplus(-10.0) + 2 * softplus(5.0) + softplus(1.0)) / 4
+        assert metrics["val_loss"] == pytest.approx(expected_loss, rel=1e-6)
+
+        # Near-native highest, crystal just below 0: top-1 is 1, accuracy 3/4, AUC 1 except the crystal.
+        trainer.model = KnownScores(scores_by_kind(table, crystal=-1.0, near_native=3.0, decoys=(-2.0, -4.0)))
+        metrics = trainer.evaluate()
+        assert metrics["val_top1"] == 1.0
+        assert metrics["val_acc"] == 0.75
+        # Positives {3, 3, -1, -1} vs negatives {-2, -2, -4, -4}: every pair ranked right.
+        assert metrics["val_auc"] == 1.0
+    finally:
+        trainer.close()
+
+
+def final_weights(out_dir) -> dict:
+    return ckpt.load_checkpoint(out_dir / "run" / "checkpoints" / "last.pt")["model"]
+
+
+def test_resume_with_dropout_and_augmentation_equals_full_run(data_dir, tmp_path):
+    settings = ("model.dropout=0.3", "data.augment=true", "train.deterministic=true", "train.epochs=2")
+    full = trainer_for(data_dir, tmp_path / "full", *settings)
+    try:
+        full.fit()
+    finally:
+        full.close()
+
+    first = trainer_for(data_dir, tmp_path / "resumed", *settings)
+    try:
+        first.run_epoch(0)  # then the job is killed
+    finally:
+        first.close()
+    second = trainer_for(data_dir, tmp_path / "resumed", *settings)
+    try:
+        assert second.start_epoch == 1
+        assert second.step == first.step and second.best_auc == first.best_auc
+        assert second.resumed_from == str(tmp_path / "resumed" / "run" / "checkpoints" / "last.pt")
+        assert second.scheduler.get_last_lr() == first.scheduler.get_last_lr()
+        second.fit()
+    finally:
+        second.close()
+
+    expected, got = final_weights(tmp_path / "full"), final_weights(tmp_path / "resumed")
+    assert expected.keys() == got.keys()
+    differing = [name for name in expected if not torch.equal(expected[name], got[name])]
+    assert differing == []
+
+
+def snapshot(model) -> dict:
+    return {name: value.detach().clone() for name, value in model.state_dict().items()}
+
+
+@pytest.mark.parametrize("previous_batch", [True, False])
+def test_replayed_batch_has_zero_weight(data_dir, tmp_path, previous_batch):
+    """A rank whose whole batch was bad replays a batch to keep DDP in step; it must not train on it. With no
+    weight decay and a fresh optimiser, a zero gradient leaves every weight bit-identical."""
+    trainer = trainer_for(data_dir, tmp_path, "train.weight_decay=0.0")
+    try:
+        if previous_batch:
+            trainer.last_batch = trainer.train_set.__getitems__([0, 1, 2])
+            del trainer.last_batch.io_counts
+        before = snapshot(trainer.raw_model)
+        trainer.keep_in_step(PhaseTimer(torch.device("cpu")))
+        assert trainer.step == 1  # the optimiser stepped, as on the other ranks
+        train = trainer.config.train
+        factor = cosine_schedule(trainer.steps_per_epoch() * train.epochs, train.warmup_steps)(1)
+        assert trainer.optimizer.param_groups[0]["lr"] == pytest.approx(train.lr * factor)
+        after = snapshot(trainer.raw_model)
+        assert [k for k in before if not torch.equal(before[k], after[k])] == []
+
+        # The same step with full weight does move the weights (the check above can fail).
+        trainer.train_step(trainer.last_batch, PhaseTimer(torch.device("cpu")))
+        moved = snapshot(trainer.raw_model)
+        assert any(not torch.equal(after[k], moved[k]) for k in after)
+    finally:
+        trainer.close()
+
+
+def gradient_norms_seen_by_optimizer(trainer: Trainer, batch) -> list[float]:
+    norms = []
+
+    def record(optimizer, args, kwargs):
+        grads = [p.grad for group in optimizer.param_groups for p in group["params"] if p.grad is not None]
+        norms.append(float(torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in grads]))))
+
+    handle = trainer.optimizer.register_step_pre_hook(record)
+    try:
+        trainer.train_step(batch, PhaseTimer(torch.device("cpu")))
+    finally:
+        handle.remove()
+    return norms
+
+
+@pytest.mark.parametrize("clip", [0.0, 1e-3])
+def test_gradient_clipping_bounds_the_step(data_dir, tmp_path, clip):
+    trainer = trainer_for(data_dir, tmp_path, f"train.grad_clip={clip}")
+    try:
+        batch = trainer.train_set.__getitems__([0, 1, 2, 3])
+        del batch.io_counts
+        # The gradient of the batch's mean BCE, computed here without the trainer's step.
+        params = [p for p in trainer.raw_model.parameters() if p.requires_grad]
+        grads = torch.autograd.grad(trainer.forward_loss(batch), params, allow_unused=True)
+        expected = float(torch.linalg.vector_norm(torch.stack(
+            [torch.linalg.vector_norm(g) for g in grads if g is not None])))
+        (norm,) = gradient_norms_seen_by_optimizer(trainer, batch)
+        if clip:
+            assert norm <= clip * (1 + 1e-4)
+            assert norm >= clip * 0.99  # clipped to the bound, not zeroed
+        else:
+            assert norm > 1e-2  # unclipped gradients of this batch are far above the bound tested
+            assert norm == pytest.approx(expected, rel=1e-4)  # one batch, weight 1, nothing accumulated
+    finally:
+        trainer.close()
+
+
+def test_bf16_loss_close_to_fp32(data_dir, tmp_path):
+    """bf16 autocast keeps ~3 significant digits; on this batch the loss must agree with fp32 to 2e-2."""
+    trainer = trainer_for(data_dir, tmp_path)
+    try:
+        batch = trainer.train_set.__getitems__(list(range(8)))
+        del batch.io_counts
+        trainer.model.eval()
+        with torch.no_grad():
+            full = float(trainer.forward_loss(batch))
+            trainer.config.train.amp = "bf16"
+            reduced = float(trainer.forward_loss(batch))
+        assert math.isfinite(reduced)
+        assert reduced != full  # autocast really ran in reduced precision
+        assert abs(reduced - full) < 2e-2
+    finally:
+        trainer.close()
+
+
+def test_evaluation_runs_the_model_in_eval_mode(data_dir, tmp_path):
+    """Dropout is off while evaluating, whatever mode training left the model in."""
+    trainer = trainer_for(data_dir, tmp_path, "model.dropout=0.5")
+    try:
+        trainer.model.train()
+        first = trainer.evaluate()
+        trainer.model.train()
+        second = trainer.evaluate()
+        assert first == second
+        assert not trainer.raw_model.training
+    finally:
+        trainer.close()
+
+
+def test_evaluation_counts_its_reads(data_dir, tmp_path):
+    """Validation reads land in the epoch's I/O counters (every validation sample once)."""
+    from pecan.data.h5dataset import COUNTER_FIELDS
+
+    trainer = trainer_for(data_dir, tmp_path)
+    try:
+        counts = np.zeros(len(COUNTER_FIELDS), dtype=np.int64)
+        trainer.evaluate(counts)
+        assert counts[COUNTER_FIELDS.index("samples")] == len(trainer.val_set)
+    finally:
+        trainer.close()
