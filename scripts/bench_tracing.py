@@ -32,7 +32,7 @@ def in_process(work: Path, repeats: int) -> dict:
     """Interleaved passes over the data set's batches with events on and off; the cost of one event."""
     from pecan import tracing
     from pecan.config import DataConfig
-    from pecan.data.h5dataset import COUNTER_FIELDS
+    from pecan.data.sample import COUNTER_FIELDS
     from pecan.data.loader import load_split_frames, make_dataset
 
     cfg = DataConfig(data_dir=str(work / "data"), train_csvs=["index.csv"], val_fraction=0.0, io_mode="reopen")

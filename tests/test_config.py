@@ -211,5 +211,5 @@ def test_env_flag_values(raw, expected):
 
 
 def test_env_flag_malformed_names_the_variable():
-    with pytest.raises(ConfigError, match="PECAN_X must be 0 or 1, got '2'"):
+    with pytest.raises(ConfigError, match=r"PECAN_X must be 0 or 1 .*got '2'"):
         cfgmod.env_flag("PECAN_X", {"PECAN_X": "2"})

@@ -385,7 +385,7 @@ class Trainer:
                                 what="train_loss").tolist()
         return {"train_loss": totals[0] / max(totals[1], 1), "samples": int(totals[1])}
 
-    def keep_in_step(self, timer: PhaseTimer, where: tuple[int, int]) -> None:
+    def keep_in_step(self, timer: PhaseTimer, where: tuple[int, int] = (0, 0)) -> None:
         """Every sample of this rank's batch was skipped as bad: replay the previous batch with zero weight,
         because DDP ranks that skip a step leave the others waiting in the gradient all-reduce forever."""
         if self.last_batch is None:

@@ -229,7 +229,7 @@ def test_evaluation_runs_the_model_in_eval_mode(data_dir, tmp_path):
 
 def test_evaluation_counts_its_reads(data_dir, tmp_path):
     """Validation reads land in the epoch's I/O counters (every validation sample once)."""
-    from pecan.data.h5dataset import COUNTER_FIELDS
+    from pecan.data.sample import COUNTER_FIELDS
 
     trainer = trainer_for(data_dir, tmp_path)
     try:
