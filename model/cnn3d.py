@@ -15,7 +15,7 @@ from torch import Tensor, nn
 from torch_geometric.utils import scatter
 
 from model.readout import graph_count, van_der_waals, with_pose_features
-from pecan.config import _doc
+from model.settings import setting
 from pecan.data import format as fmt
 
 log = logging.getLogger(__name__)
@@ -25,19 +25,19 @@ log = logging.getLogger(__name__)
 class CNN3DConfig:
     """Keys of the ``cnn3d`` variant."""
 
-    grid_size: int = _doc("Voxels per side of the cubic grid, centred on the ligand centroid.", 24)
-    resolution: float = _doc("Angstrom per voxel (fixed, not relative to the complex's size).", 1.0)
-    radius_scale: float = _doc(
+    grid_size: int = setting("Voxels per side of the cubic grid, centred on the ligand centroid.", 24)
+    resolution: float = setting("Angstrom per voxel (fixed, not relative to the complex's size).", 1.0)
+    radius_scale: float = setting(
         "Gaussian width as a multiple of each atom's van der Waals radius r: density exp(-2 d^2 / (s r)^2), "
         "cut at 1.5 s r.", 1.0)
-    channels: int = _doc("Filters of the first conv block; each further block doubles them.", 16)
-    blocks: int = _doc("Conv blocks (two 3x3x3 convs and a 2x max-pool each).", 2)
-    augment: bool = _doc(
+    channels: int = setting("Filters of the first conv block; each further block doubles them.", 16)
+    blocks: int = setting("Conv blocks (two 3x3x3 convs and a 2x max-pool each).", 2)
+    augment: bool = setting(
         "Random rigid rotation + translation per sample in training (on the device; the decode cache is off).",
         True)
-    max_shift: float = _doc("Largest translation per axis (Angstrom) of the training augmentation.", 2.0)
-    use_pose_features: bool = _doc("Feed the 5 interaction counts to the classifier head.", True)
-    dropout: float = _doc("Dropout in the classifier head.", 0.0)
+    max_shift: float = setting("Largest translation per axis (Angstrom) of the training augmentation.", 2.0)
+    use_pose_features: bool = setting("Feed the 5 interaction counts to the classifier head.", True)
+    dropout: float = setting("Dropout in the classifier head.", 0.0)
 
     def problems(self, config) -> list[tuple[str, str]]:
         """(key, message) for every value this variant cannot run with."""

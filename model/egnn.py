@@ -9,6 +9,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from model.egnn_config import EGNNConfig, config_fields  # noqa: F401 - re-exported: model.egnn.EGNNConfig
+from model.readout import graph_count
 
 
 class GaussianDistanceExpansion(nn.Module):
@@ -356,19 +357,6 @@ class EGNNClassifier(nn.Module):
         if self.update_coords:
             return None
         return self.layers[0].geometry(pos, edge_index, edge_type)
-
-
-def graph_count(batch) -> int:
-    """Number of graphs in ``batch``, read so that torch.compile keeps it symbolic.
-
-    ``batch.num_graphs`` is a plain Python int, which torch.compile specialises on the first call
-    and recompiles for when it changes; the leading size of ``pose_features`` carries the same
-    number as a tensor dimension, which ``dynamic=True`` treats as symbolic from the start.
-    """
-    pose_features = getattr(batch, "pose_features", None)
-    if pose_features is None:
-        return batch.num_graphs
-    return pose_features.size(0)
 
 
 def ligand_pool(h: Tensor, is_ligand: Tensor, graph: Tensor, num_graphs: int) -> Tensor:

@@ -9,19 +9,19 @@ from torch import Tensor, nn
 from torch_geometric.nn import MessagePassing
 
 from model.readout import graph_count, ligand_mean_max, van_der_waals, with_pose_features
-from pecan.config import _doc
+from model.settings import setting
 
 
 @dataclass
 class GGCNNConfig:
     """Keys of the ``ggcnn`` variant."""
 
-    gated_width: int = _doc("Node state width of the gated graph convolution.", 64)
-    gated_steps: int = _doc("Propagation steps (one shared GRU, one weight matrix per edge type).", 3)
-    edge_types: int = _doc("Edge labels: 0 ligand-ligand, 1 ligand-protein, 2 protein-protein.", 3)
-    use_vdw: bool = _doc("Append the per-atom van der Waals radius to the node features.", False)
-    use_pose_features: bool = _doc("Feed the 5 interaction counts to the classifier head.", True)
-    dropout: float = _doc("Dropout in the classifier head.", 0.0)
+    gated_width: int = setting("Node state width of the gated graph convolution.", 64)
+    gated_steps: int = setting("Propagation steps (one shared GRU, one weight matrix per edge type).", 3)
+    edge_types: int = setting("Edge labels: 0 ligand-ligand, 1 ligand-protein, 2 protein-protein.", 3)
+    use_vdw: bool = setting("Append the per-atom van der Waals radius to the node features.", False)
+    use_pose_features: bool = setting("Feed the 5 interaction counts to the classifier head.", True)
+    dropout: float = setting("Dropout in the classifier head.", 0.0)
 
     def problems(self, config) -> list[tuple[str, str]]:
         """(key, message) for every value this variant cannot run with."""

@@ -10,24 +10,24 @@ from torch import Tensor, nn
 from torch_geometric.nn import MessagePassing
 
 from model.readout import graph_count, ligand_attention, van_der_waals, with_pose_features
-from pecan.config import _doc
+from model.settings import setting
 
 
 @dataclass
 class SGCNNConfig:
     """Keys of the ``sgcnn`` variant (FAST's defaults)."""
 
-    covalent_cutoff: float = _doc("Covalent-stage edges: same-molecule pairs closer than this (Angstrom).", 1.5)
-    noncovalent_cutoff: float = _doc(
+    covalent_cutoff: float = setting("Covalent-stage edges: same-molecule pairs closer than this (Angstrom).", 1.5)
+    noncovalent_cutoff: float = setting(
         "Non-covalent-stage edges: any pair closer than this (Angstrom); at most data.edge_cutoff.", 7.5)
-    covalent_gather_width: int = _doc("Node width of the covalent stage and of its gather.", 128)
-    noncovalent_gather_width: int = _doc("Node width of the non-covalent stage and of the ligand gather.", 128)
-    covalent_steps: int = _doc("Propagation steps of the covalent stage.", 1)
-    noncovalent_steps: int = _doc("Propagation steps of the non-covalent stage.", 1)
-    rbf: int = _doc("Gaussians expanding each edge length for the edge networks.", 16)
-    use_vdw: bool = _doc("Append the per-atom van der Waals radius to the node features.", True)
-    use_pose_features: bool = _doc("Feed the 5 interaction counts to the classifier head.", True)
-    dropout: float = _doc("Dropout in the classifier head.", 0.0)
+    covalent_gather_width: int = setting("Node width of the covalent stage and of its gather.", 128)
+    noncovalent_gather_width: int = setting("Node width of the non-covalent stage and of the ligand gather.", 128)
+    covalent_steps: int = setting("Propagation steps of the covalent stage.", 1)
+    noncovalent_steps: int = setting("Propagation steps of the non-covalent stage.", 1)
+    rbf: int = setting("Gaussians expanding each edge length for the edge networks.", 16)
+    use_vdw: bool = setting("Append the per-atom van der Waals radius to the node features.", True)
+    use_pose_features: bool = setting("Feed the 5 interaction counts to the classifier head.", True)
+    dropout: float = setting("Dropout in the classifier head.", 0.0)
 
     def problems(self, config) -> list[tuple[str, str]]:
         """(key, message) for every value this variant cannot run with, given the whole run config."""

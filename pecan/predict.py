@@ -18,21 +18,16 @@ import pandas as pd
 import torch
 from tqdm import tqdm
 
+from pecan import tracing
 from pecan.config import Config, ConfigError, ModelConfig
 from pecan.data import format as fmt
 from pecan.data.index import build_index
-from pecan.data.loader import (
-    load_split_frames,
-    make_dataset,
-    make_loader,
-    make_sampler,
-    prepare_packs,
-)
-from pecan.fileio import write_csv
+from pecan.data.loader import load_split_frames, make_dataset, make_loader, make_sampler, prepare_job_data
+from pecan.fileio import write_csv, write_text
 from pecan.train import checkpoint as ckpt
-from pecan.train.distributed import DistEnv, barrier
+from pecan.train.components import amp_context
+from pecan.train.distributed import DistEnv, barrier, gather_varlen
 from pecan.train.metrics import accuracy, roc_auc, top1_success
-from pecan.train.trainer import amp_context, broadcast_object, gather_varlen
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +74,11 @@ def load_model(path: Path, config: Config, device: torch.device) -> torch.nn.Mod
     return model.to(device).eval()
 
 
+def _scoring_frames(config: Config, progress: bool) -> tuple[pd.DataFrame, pd.DataFrame]:
+    frame = scoring_frame(config, progress)
+    return frame, frame.iloc[:0]
+
+
 def scoring_frame(config: Config, progress: bool) -> pd.DataFrame:
     """Docked poses of data.test_csvs/test_fns when set, else of the training and validation sources."""
     data = config.data
@@ -92,28 +92,21 @@ def scoring_frame(config: Config, progress: bool) -> pd.DataFrame:
     return frame[frame["is_crystal"] == 0].reset_index(drop=True)
 
 
-def _packs(config: Config, env: DistEnv, frame: pd.DataFrame, progress: bool) -> Optional[dict]:
-    """Packs as the trainer prepares them: rank 0 validates, then one leader per node, then the rest locate."""
-    if config.data.io_mode != "packed":
-        return None
-    packs = prepare_packs(config.data, [frame], 1, progress) if env.is_main else None
-    barrier()
-    if env.local_rank == 0 and not env.is_main:
-        packs = prepare_packs(config.data, [frame], 1)
-    barrier()
-    return packs if env.local_rank == 0 else prepare_packs(config.data, [frame], validate=False)
-
-
 @torch.no_grad()
-def score_share(model, loader, device: torch.device, amp: str, progress: bool) -> tuple[torch.Tensor, torch.Tensor]:
-    """Logits and sample ids of this rank's share."""
+def score_share(model, loader, device: torch.device, amp: str, progress: bool,
+                io_counts: Optional[np.ndarray] = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Logits and sample ids of this rank's share of ``loader`` (training's evaluation uses it too); the
+    batches' I/O counters are added to ``io_counts`` when given."""
+    model.eval()
     logits, ids = [], []
-    for batch in tqdm(loader, desc="scoring", unit="batch", disable=not progress, leave=False):
-        del batch.io_counts
+    for batch, counts in tqdm(loader, desc="scoring", unit="batch", disable=not progress, leave=False):
+        if io_counts is not None:
+            io_counts += counts
         if not batch.num_graphs:
             continue
-        batch = batch.to(device, non_blocking=True)
-        with amp_context(device, amp):
+        with tracing.span("device", "transfer", size=batch.num_graphs, phase="eval"):
+            batch = batch.to(device, non_blocking=True)
+        with tracing.span("pecan.eval", "forward", size=batch.num_graphs), amp_context(device, amp):
             logits.append(model(batch).float())
         ids.append(batch.sample_id)
     empty = torch.zeros(0, device=device)
@@ -177,10 +170,13 @@ def run_predict(config: Config, env: DistEnv, device: torch.device, checkpoint: 
     """Score the configured poses on every rank; rank 0 writes ``out`` and its metrics JSON."""
     progress = config.train.progress and env.is_main
     model = load_model(Path(checkpoint), config, device)
-    frame = broadcast_object(scoring_frame(config, progress) if env.is_main else None, env)
+    # The trainer's job protocol: rank 0 indexes and decides the packs, node leaders confirm and stage.
+    job = prepare_job_data(config.data, rank=env.rank, local_rank=env.local_rank, progress=progress,
+                           build_frames=lambda: _scoring_frames(config, progress))
+    frame = job.train_frame
     if frame.empty:
         raise ConfigError("no docked poses to score in the configured data")
-    dataset = make_dataset(config.data, frame, _packs(config, env, frame, progress), augment=False)
+    dataset = make_dataset(config.data, frame, job.packs, augment=False)
     sampler = make_sampler(dataset, config.data, train=False, rank=env.rank, world_size=env.world_size,
                            seed=config.train.seed)
     workers = max(config.data.num_workers, 0)
@@ -196,10 +192,7 @@ def run_predict(config: Config, env: DistEnv, device: torch.device, checkpoint: 
         values = {**metrics(scores), "checkpoint": str(checkpoint), "scores": str(out)}
         out_path = Path(out)
         write_csv(scores[list(SCORE_COLUMNS)], out_path)
-        text = json.dumps(values, indent=2, default=float)
-        tmp = metrics_path(out_path).with_name(f".{metrics_path(out_path).name}.tmp")
-        tmp.write_text(text)
-        tmp.replace(metrics_path(out_path))
+        write_text(metrics_path(out_path), json.dumps(values, indent=2, default=float))
         print(metrics_line(values), flush=True)
         print(f"wrote {out_path} and {metrics_path(out_path)}", flush=True)
     barrier()

@@ -43,7 +43,7 @@ from torch_geometric.data import Batch, Data  # noqa: E402
 
 from model import egnn  # noqa: E402
 from pecan import config as config_module  # noqa: E402
-from pecan.train.trainer import amp_context  # noqa: E402
+from pecan.train.components import amp_context  # noqa: E402
 
 MODES = ("fp32", "bf16", "bf16_compile")
 

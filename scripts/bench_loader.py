@@ -92,8 +92,8 @@ def one_pass(loader) -> tuple[float, int, np.ndarray]:
     counts = np.zeros(len(COUNTER_FIELDS), dtype=np.int64)
     samples = 0
     start = time.perf_counter()
-    for batch in loader:
-        counts += batch.io_counts.numpy()
+    for batch, batch_counts in loader:
+        counts += batch_counts
         samples += batch.num_graphs
     return time.perf_counter() - start, samples, counts
 

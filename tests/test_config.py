@@ -81,7 +81,9 @@ def test_save_round_trip_and_digest(tmp_path):
 
 
 def test_describe_documents_every_field():
-    text = cfgmod.describe()
+    from pecan.config_docs import describe
+
+    text = describe()
     for section in ("data", "model", "train", "trace"):
         assert f"`{section}." in text
     assert "`data.io_mode`" in text and "`train.amp`" in text

@@ -47,6 +47,6 @@ def test_missing_data_exits_with_named_file(tmp_path):
 
 
 def test_readme_config_reference_is_current():
-    from pecan.config import describe
+    from pecan.config_docs import describe
 
-    assert describe() in (ROOT / "README.md").read_text(), "run: python -m pecan.config > table and update README"
+    assert describe() in (ROOT / "README.md").read_text(), "run: python -m pecan.config_docs --update-readme"

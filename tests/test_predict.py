@@ -133,8 +133,7 @@ def test_pos_weight_auto_and_in_the_loss(tmp_path):
     try:
         expected = resolve_pos_weight("auto", trainer.train_frame["label"].to_numpy())
         assert trainer.pos_weight == pytest.approx(expected) and expected != 1.0
-        batch = next(iter(trainer.train_loader))
-        del batch.io_counts
+        batch, _ = next(iter(trainer.train_loader))
         with torch.no_grad():
             logits = trainer.model(batch)
             manual = F.binary_cross_entropy_with_logits(logits, batch.y, pos_weight=torch.tensor(expected))

@@ -16,13 +16,7 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
-from pecan.convert.complexes import (
-    ComplexEntry,
-    ConvertedComplex,
-    Options,
-    convert_complex,
-    read_manifest,
-)
+from pecan.convert.complexes import ComplexEntry, ConvertedComplex, Options, convert_complex, read_manifest
 from pecan.data import format as fmt
 from pecan.data.index import derive_index
 from pecan.fileio import write_csv

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
 
+import numpy as np
 import pandas as pd
 import torch
 from torch_geometric.data import Batch
@@ -20,14 +21,8 @@ from pecan import tracing
 from pecan.config import DataConfig
 from pecan.data import format as fmt
 from pecan.data.index import build_index, split_by_complex
-from pecan.data.packed import (
-    PackedDataset,
-    PackParams,
-    ensure_packed,
-    pack_is_valid,
-    pack_shard_at,
-    source_fingerprint,
-)
+from pecan.data.packed import PackedDataset, PackParams, pack_is_valid, source_fingerprint
+from pecan.data.packing import ensure_packed, pack_shard_at
 from pecan.data.sample import passthrough_collate
 from pecan.data.sampler import ShardAwareSampler
 from pecan.data.staging import StageReport, stage
@@ -134,8 +129,9 @@ def _node_inputs(cfg: DataConfig, frames: tuple[pd.DataFrame, pd.DataFrame], pac
     return packs, report
 
 
-def _rank0_inputs(cfg: DataConfig, processes: int, progress: bool):
-    frames = load_split_frames(cfg, progress)
+def _rank0_inputs(cfg: DataConfig, processes: int, progress: bool,
+                  build_frames: Optional[Callable[[], tuple[pd.DataFrame, pd.DataFrame]]]):
+    frames = build_frames() if build_frames is not None else load_split_frames(cfg, progress)
     packs = prepare_packs(cfg, list(frames), processes, progress) if cfg.io_mode == "packed" else None
     return frames, packs
 
@@ -155,8 +151,12 @@ def _raise_if_failed(value: Any) -> Any:
 
 
 def prepare_job_data(cfg: DataConfig, *, rank: int = 0, local_rank: int = 0, processes: int = 1,
-                     progress: bool = False) -> JobData:
+                     progress: bool = False,
+                     build_frames: Optional[Callable[[], tuple[pd.DataFrame, pd.DataFrame]]] = None) -> JobData:
     """Indexes, packs and staging for one rank of a job (collective: every rank calls it).
+
+    ``build_frames`` (run on rank 0 only) gives the two indexes; by default the training and validation
+    split of the data config (scoring passes its own).
 
     Rank 0 builds the indexes and decides each pack's path (the location chain of pecan.data.locations);
     the others receive exactly those paths. Each node's local rank 0 then confirms the packs on its node
@@ -164,7 +164,7 @@ def prepare_job_data(cfg: DataConfig, *, rank: int = 0, local_rank: int = 0, pro
     """
     decided = None
     if rank == 0:
-        decided = _attempt(lambda: _rank0_inputs(cfg, processes, progress))
+        decided = _attempt(lambda: _rank0_inputs(cfg, processes, progress, build_frames))
     frames, packs = _raise_if_failed(_broadcast(decided))
     node = _attempt(lambda: _node_inputs(cfg, frames, packs, confirm=rank != 0)) if local_rank == 0 else None
     packs, report = _raise_if_failed(_from_node_leader(node, rank - local_rank))
@@ -185,9 +185,7 @@ def make_dataset(cfg: DataConfig, frame: pd.DataFrame, packs: Optional[dict[str,
         return PackedDataset(frame, packs, on_bad_sample=cfg.on_bad_sample, augment=augment)
     if mode not in fmt.H5_LEVELS:
         raise ValueError(f"data.io_mode {mode!r} is not one of {', '.join(fmt.IO_MODES)}")
-    from pecan.data.h5dataset import (
-        Dataset_PDB,  # the packed path never loads the HDF5 dataset module
-    )
+    from pecan.data.h5dataset import Dataset_PDB  # the packed path never loads the HDF5 dataset module
 
     return Dataset_PDB(frame, pose_group=cfg.pose_group, crystal_group=cfg.crystal_group,
                        pocket_radius=cfg.pocket_radius, edge_cutoff=cfg.edge_cutoff,
@@ -245,17 +243,18 @@ def wire_collate(batch: Batch) -> WireBatch:
 
 
 class BatchLoader:
-    """Iterates a DataLoader and restores Batches from their wire form; otherwise behaves like the loader."""
+    """Iterates a DataLoader as ``(batch, io_counts)``: Batches restored from their wire form, and the I/O
+    counters that travelled with each batch taken off it (int64 array ordered like COUNTER_FIELDS)."""
 
     def __init__(self, loader: torch.utils.data.DataLoader) -> None:
         self.loader = loader
 
-    def __iter__(self) -> Iterator[Batch]:
+    def __iter__(self) -> Iterator[tuple[Batch, np.ndarray]]:
         for item in self.loader:
             if isinstance(item, WireBatch):
                 with tracing.span("pecan.loader", "handover"):
                     item = item.unpack()
-            yield item
+            yield take_counts(item)
 
     def __len__(self) -> int:
         return len(self.loader)
@@ -265,6 +264,22 @@ class BatchLoader:
         iterator = getattr(self.loader, "_iterator", None)
         if iterator is not None and hasattr(iterator, "_shutdown_workers"):
             iterator._shutdown_workers()
+
+
+def take_counts(batch: Batch) -> tuple[Batch, np.ndarray]:
+    """Split a dataset's batch into the model's input and the I/O counters it carried."""
+    counts = batch.io_counts.numpy()
+    del batch.io_counts
+    return batch, counts
+
+
+def first_good_batch(dataset) -> Optional[Batch]:
+    """The first readable sample of ``dataset`` as a one-graph batch, or None when every sample is bad."""
+    for index in range(len(dataset)):
+        batch, _ = take_counts(dataset.__getitems__([index]))
+        if batch.num_graphs:
+            return batch
+    return None
 
 
 def make_loader(dataset, sampler, batch_size: int, num_workers: int,

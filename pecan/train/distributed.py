@@ -433,3 +433,4 @@ def plan_threads(local_world_size: int, num_workers: int, io_mode: str,
     if any(environ.get(name, "").strip() for name in THREAD_ENV):
         return ThreadPlan(torch.get_num_threads(), num_workers, share, "env")
     return ThreadPlan(max(1, share - num_workers), num_workers, share, "cores")
+

@@ -68,3 +68,8 @@ def timed_fetch(loader, timer: PhaseTimer) -> Iterator:
         if batch is None:
             return
         yield batch
+
+
+def cuda_peak_mb(device: torch.device) -> float:
+    """Peak CUDA memory allocated on ``device`` so far (0 on CPU)."""
+    return torch.cuda.max_memory_allocated(device) / 2**20 if device.type == "cuda" else 0.0

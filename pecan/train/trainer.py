@@ -5,10 +5,7 @@ import dataclasses
 import json
 import logging
 import math
-import platform
-import sys
 import time
-from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, Optional
 
@@ -23,63 +20,35 @@ from pecan import report, tracing
 from pecan.config import Config
 from pecan.data import format as fmt
 from pecan.data.index import DataError
-from pecan.data.loader import make_dataset, make_loader, make_sampler, prepare_job_data
+from pecan.data.loader import first_good_batch, make_dataset, make_loader, make_sampler, prepare_job_data
 from pecan.data.sample import COUNTER_FIELDS, counters_to_dict
 from pecan.fileio import named_write_errors
+from pecan.predict import score_share
 from pecan.train import checkpoint as ckpt
-from pecan.train.distributed import (DistEnv, GradCommClock, all_reduce_sum, barrier, broadcast_object,
-                                     gather_varlen, plan_threads)
+from pecan.train.components import (
+    amp_context,
+    apply_compile,
+    cosine_schedule,
+    seed_everything,
+    weights_in_sync,
+    wrap_ddp,
+)
+from pecan.train.distributed import (
+    DistEnv,
+    GradCommClock,
+    all_reduce_sum,
+    barrier,
+    broadcast_object,
+    gather_varlen,
+    plan_threads,
+)
 from pecan.train.metrics import classification_report, resolve_pos_weight
+from pecan.train.records import RunFiles, run_info
 from pecan.train.run_dir import OutDirInUse, RunLock, remove_stale_temps
 from pecan.train.sync import OutputSync
-from pecan.train.timing import PhaseTimer, peak_rss_mb, timed_fetch
+from pecan.train.timing import PhaseTimer, cuda_peak_mb, peak_rss_mb, timed_fetch
 
 log = logging.getLogger(__name__)
-
-
-# ---------------------------------------------------------------------------- helpers applied from outside
-
-def amp_context(device: torch.device, amp: str):
-    """bf16 autocast on CPU or CUDA, or a null context; bf16 needs no GradScaler."""
-    if amp == "bf16":
-        return torch.autocast(device_type=device.type, dtype=torch.bfloat16)
-    return nullcontext()
-
-
-def apply_compile(model: torch.nn.Module, enabled: bool) -> torch.nn.Module:
-    """torch.compile with dynamic shapes (graph sizes vary per batch); applied before DDP wrapping."""
-    if not enabled:
-        return model
-    return torch.compile(model, dynamic=True)
-
-
-def wrap_ddp(model: torch.nn.Module, env: DistEnv, device: torch.device) -> torch.nn.Module:
-    """DistributedDataParallel when the job has more than one rank."""
-    if not env.is_distributed:
-        return model
-    device_ids = [device.index] if device.type == "cuda" else None
-    return torch.nn.parallel.DistributedDataParallel(model, device_ids=device_ids)
-
-
-def seed_everything(seed: int, deterministic: bool) -> None:
-    """Seed Python, NumPy and torch; optionally demand deterministic kernels."""
-    import random
-
-    random.seed(seed)
-    np.random.seed(seed)
-    torch.manual_seed(seed)
-    if deterministic:
-        torch.use_deterministic_algorithms(True, warn_only=True)
-
-
-def cosine_schedule(total_steps: int, warmup_steps: int, floor: float = 0.05):
-    """Linear warm-up, then cosine decay to ``floor`` times the peak learning rate."""
-    def factor(step: int) -> float:
-        if warmup_steps and step < warmup_steps:
-            return (step + 1) / warmup_steps
-        progress = min((step - warmup_steps) / max(total_steps - warmup_steps, 1), 1.0)
-        return floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * progress))
-    return factor
 
 
 # ---------------------------------------------------------------------------- the trainer
@@ -90,6 +59,7 @@ class Trainer:
     def __init__(self, config: Config, env: DistEnv, device: torch.device) -> None:
         self.config, self.env, self.device = config, env, device
         self.out_dir = Path(config.train.out_dir)
+        self.files = RunFiles(self.out_dir)
         self.show_progress = config.train.progress and env.is_main
         self.start_epoch, self.step, self.best_auc = 0, 0, -math.inf
         self.last_batch = None
@@ -120,7 +90,8 @@ class Trainer:
             # Only a start that succeeded replaces config.yaml: it must agree with the checkpoints.
             with named_write_errors(self.out_dir / "config.yaml"):
                 config_module.save(self.config, self.out_dir / "config.yaml")
-            self.record_run()
+            self.files.append_run(run_info(self.config, self.env, self.device, self.threads,
+                                           getattr(self, "resumed_from", None), self.start_epoch))
         return self
 
     def claim_out_dir(self) -> None:
@@ -265,37 +236,8 @@ class Trainer:
                         state.get("config_digest"), self.config.digest())
         if self.env.is_main:
             log.info("resumed from %s after epoch %d", path, self.start_epoch)
-            self.restore_missing_records()
+            self.files.restore_missing(self.records)
         self.resumed_from = str(path)
-
-    def restore_missing_records(self) -> None:
-        """Append the checkpoint's copy of any epoch record epochs.jsonl lacks (a run killed between the
-        checkpoint and the record write)."""
-        path = self.out_dir / "epochs.jsonl"
-        present = {r.get("epoch") for r in report.read_records(path)} if path.exists() else set()
-        for record in self.records:
-            if record["epoch"] not in present:
-                log.warning("epochs.jsonl lacked epoch %d; restored it from the checkpoint", record["epoch"])
-                self.append_record({**record, "restored_from_checkpoint": True})
-
-    def append_record(self, record: dict[str, Any]) -> None:
-        """One line in epochs.jsonl; a failed write names the path and the errno."""
-        path = self.out_dir / "epochs.jsonl"
-        with named_write_errors(path):
-            report.append_record(path, record)
-
-    def record_run(self) -> None:
-        """What this run ran: config digest, git commit, package versions, world size."""
-        info = {"started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "config_digest": self.config.digest(),
-                "git": report.git_state(Path(__file__).resolve().parents[2]),
-                "packages": report.package_versions(), "tracing": tracing.status(),
-                "intra_op_threads": torch.get_num_threads(), "num_workers": self.threads.num_workers,
-                "cores_per_rank": self.threads.cores_per_rank, "threads_from": self.threads.source,
-                "python": sys.version.split()[0], "host": platform.node(), "argv": sys.argv,
-                "world_size": self.env.world_size, "launcher": self.env.launcher, "device": str(self.device),
-                "resumed_from": getattr(self, "resumed_from", None), "start_epoch": self.start_epoch}
-        with named_write_errors(self.out_dir / "runs.jsonl"):
-            report.append_record(self.out_dir / "runs.jsonl", info)
 
     # ------------------------------------------------------------------ loop
 
@@ -307,21 +249,8 @@ class Trainer:
             with tracing.span("pipeline", "epoch"):
                 records.append(self.run_epoch(epoch))
         if self.env.is_main and records:
-            self.write_summary()
+            self.files.write_summary(self.config.train.plots)
         return records
-
-    def write_summary(self) -> None:
-        """End of run (rank 0): the summary table over all epochs of the run directory, and its plots."""
-        records = report.read_records(self.out_dir / "epochs.jsonl")
-        print(report.run_summary(records), flush=True)
-        if self.config.train.plots:
-            try:
-                from pecan import plots
-            except ImportError as err:
-                log.warning("train.plots is on but matplotlib is missing (pip install '.[plots]'): %s", err)
-                return
-            for path in plots.write_plots(self.out_dir, records):
-                log.info("plot: %s", path)
 
     def run_epoch(self, epoch: int) -> dict[str, Any]:
         """Train, evaluate, checkpoint and report one epoch."""
@@ -334,7 +263,7 @@ class Trainer:
             metrics = self.evaluate(io_counts)
         # The record is complete but for the checkpoint's own time; the checkpoint carries it, so an epoch it
         # claims never lacks its record (resume restores a record the kill below would lose).
-        in_sync = self.weights_check()
+        in_sync = weights_in_sync(self.raw_model, self.env, self.device)
         self.epochs_done, self.last_metrics = epoch + 1, metrics
         self.records.append({**self.epoch_record(epoch, time.perf_counter() - start, timer.totals(), train, metrics,
                                                  io_counts), **in_sync})
@@ -346,7 +275,7 @@ class Trainer:
             record.update(self.staging.record())
         self.records[-1] = record
         if self.env.is_main:
-            self.append_record(record)
+            self.files.append_epoch(record)
             print(report.epoch_line(record), flush=True)
             print(report.wall_time_table(record), flush=True)
             if self.config.train.tensorboard:
@@ -364,10 +293,9 @@ class Trainer:
         steps = self.steps_per_epoch()
         batches = timed_fetch(self.train_loader, timer)
         bar = tqdm(total=steps, desc=f"epoch {epoch + 1}", unit="batch", disable=not self.show_progress, leave=False)
-        for step_in_epoch, batch in enumerate(batches):
+        for step_in_epoch, (batch, counts) in enumerate(batches):
             tracing.set_context(step=self.step)
-            io_counts += batch.io_counts.numpy()
-            del batch.io_counts
+            io_counts += counts
             if batch.num_graphs:
                 self.last_batch = batch
                 loss = self.train_step(batch, timer, where=(epoch, step_in_epoch))
@@ -396,12 +324,10 @@ class Trainer:
 
     def first_good_sample(self):
         """The first readable training sample, as a one-graph batch (for a replay before any good batch)."""
-        for index in range(len(self.train_set)):
-            batch = self.train_set.__getitems__([index])
-            del batch.io_counts
-            if batch.num_graphs:
-                return batch
-        raise DataError("every training sample is bad; nothing to train on")
+        batch = first_good_batch(self.train_set)
+        if batch is None:
+            raise DataError("every training sample is bad; nothing to train on")
+        return batch
 
     def train_step(self, batch, timer: PhaseTimer, weight: float = 1.0,
                    where: tuple[int, int] = (0, 0)) -> Optional[torch.Tensor]:
@@ -468,23 +394,7 @@ class Trainer:
     @torch.no_grad()
     def predict(self, loader, io_counts: Optional[np.ndarray] = None) -> tuple[torch.Tensor, torch.Tensor]:
         """Logits and sample ids of this rank's share of ``loader``."""
-        self.model.eval()
-        logits, ids = [], []
-        for batch in tqdm(loader, desc="evaluate", unit="batch", disable=not self.show_progress, leave=False):
-            if io_counts is not None:
-                io_counts += batch.io_counts.numpy()
-            del batch.io_counts
-            if not batch.num_graphs:
-                continue
-            with tracing.span("device", "transfer", size=batch.num_graphs, phase="eval"):
-                batch = batch.to(self.device, non_blocking=True)
-            with tracing.span("pecan.eval", "forward", size=batch.num_graphs), \
-                    amp_context(self.device, self.config.train.amp):
-                logits.append(self.model(batch).float())
-            ids.append(batch.sample_id)
-        empty = torch.zeros(0, device=self.device)
-        return (torch.cat(logits) if logits else empty,
-                torch.cat(ids) if ids else empty.long())
+        return score_share(self.model, loader, self.device, self.config.train.amp, self.show_progress, io_counts)
 
     def evaluate(self, io_counts: Optional[np.ndarray] = None) -> dict[str, float]:
         """Validation metrics over the gathered predictions of all ranks (equal to a 1-rank run)."""
@@ -520,7 +430,7 @@ class Trainer:
         counts = self.reduce_counts(io_counts)
         phase_values = {p: phases.get(p, 0.0) for p in report.PHASES}
         own = [*phase_values.values(), sum(phase_values[p] for p in ("forward_s", "backward_s", "optimizer_s")),
-               io_counts[COUNTER_FIELDS.index("worker_busy_ns")] / 1e9, peak_rss_mb(), self.cuda_peak_mb()]
+               io_counts[COUNTER_FIELDS.index("worker_busy_ns")] / 1e9, peak_rss_mb(), cuda_peak_mb(self.device)]
         per_rank = gather_varlen(torch.tensor([own], dtype=torch.float64, device=self.device), self.env,
                                  what="epoch_report").cpu().tolist()
         record = {"epoch": epoch + 1, "wall_s": wall, "samples": train["samples"],
@@ -535,22 +445,6 @@ class Trainer:
                   "intra_op_threads": torch.get_num_threads(), "tracing": tracing.is_enabled(),
                   "completed": epoch + 1 == self.config.train.epochs, "config_digest": self.config.digest()}
         return record
-
-    def cuda_peak_mb(self) -> float:
-        """Peak CUDA memory allocated by this rank so far (0 on CPU)."""
-        return torch.cuda.max_memory_allocated(self.device) / 2**20 if self.device.type == "cuda" else 0.0
-
-    @torch.no_grad()
-    def weights_check(self) -> dict[str, Any]:
-        """A checksum of the weights on every rank; ranks that disagree ran different code or lost sync."""
-        checksum = torch.zeros(1, dtype=torch.float64, device=self.device)
-        for index, parameter in enumerate(self.raw_model.parameters()):
-            checksum += (parameter.double() * (1.0 + 1e-3 * index)).sum()
-        sums = gather_varlen(checksum, self.env, what="weights").cpu().tolist()
-        in_sync = all(value == sums[0] for value in sums)
-        if not in_sync and self.env.is_main:
-            log.error("model weights differ between ranks: %s", sums)
-        return {"weights_checksum": sums[0], "ranks_in_sync": in_sync}
 
     def close(self) -> None:
         """Stop loader workers (persistent workers otherwise outlive the run), release out_dir, then sync

@@ -10,7 +10,7 @@ import torch
 
 from pecan.config import DataConfig
 from pecan.data import format as fmt
-from pecan.data import packed
+from pecan.data import packed, packing
 from pecan.data.sample import COUNTER_FIELDS, counters_to_dict, passthrough_collate
 from pecan.data.index import DataError
 from pecan.data.loader import load_split_frames, make_dataset, pack_params, prepare_packs
@@ -155,7 +155,7 @@ def test_corrupt_shard_fails_pack_and_leaves_nothing(tmp_path):
     shard.write_bytes(b"\x89HDF\r\n\x1a\n" + os.urandom(4096))
     params = packed.PackParams(fmt.DEFAULT_POSE_GROUP, fmt.DEFAULT_CRYSTAL_GROUP, 6.0, 4.5, 2.0)
     with pytest.raises(DataError, match="broken.hdf5"):
-        packed.ensure_packed([shard], params, str(tmp_path / "cache"))
+        packing.ensure_packed([shard], params, str(tmp_path / "cache"))
     assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").iterdir())
 
 
@@ -241,7 +241,7 @@ def test_wire_batch_round_trip_through_workers(setup):
             assert torch.equal(direct[name], again[name]), name
         assert again.num_graphs == 4
         loader = make_loader(make_dataset(cfg, frame, packs, io_mode=mode), order, 4, num_workers=1)
-        via_worker = next(iter(loader))
+        via_worker, _ = next(iter(loader))
         for name in FIELDS:
             assert torch.equal(direct[name], via_worker[name]), (mode, name)
         loader.close()

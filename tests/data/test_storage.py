@@ -17,7 +17,7 @@ import main_app
 from pecan import config as cfgmod
 from pecan import fileio, report
 from pecan.data import index as idx
-from pecan.data import packed, staging
+from pecan.data import packed, packing, staging
 from pecan.data.loader import pack_params
 from pecan.train.sync import OutputSync
 from tests.shards import write_dataset
@@ -161,7 +161,7 @@ def test_valid_pack_in_read_only_shared_cache_is_used(tmp_path, shards, mounts):
     data_dir, paths = shards
     config = cfgmod.load(write_config(tmp_path, f"{data_dir}/*.hdf5"))
     params = pack_params(config.data)
-    built = packed.pack_shard(paths[0], params, str(tmp_path / "team"))
+    built = packing.pack_shard(paths[0], params, str(tmp_path / "team"))
     shared = mounts.read_only(tmp_path / "team", tmp_path / "team-ro")
     found = packed.find_valid_pack(paths[0], params, str(shared))
     assert found == shared / built.name
@@ -179,7 +179,7 @@ def test_symlinked_shards_keep_derived_files_beside_the_link(tmp_path, shards):
                             index_prefix="pecan")
     assert set(frame["shard"]) == {str(links / p.name) for p in paths}
     assert (links / "pecan_all.csv").exists() and not (data_dir / "pecan_all.csv").exists()
-    pack = packed.pack_shard(links / paths[0].name, pack_params(config.data))
+    pack = packing.pack_shard(links / paths[0].name, pack_params(config.data))
     assert pack.parent == links / ".pecan_cache"
 
 

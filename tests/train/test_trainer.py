@@ -7,7 +7,8 @@ import torch
 from pecan import report
 from pecan.train import checkpoint as ckpt
 from pecan.train.distributed import discover
-from pecan.train.trainer import Trainer, amp_context, cosine_schedule
+from pecan.train.components import amp_context, cosine_schedule
+from pecan.train.trainer import Trainer
 from tests.train.helpers import tiny_run
 
 

@@ -9,7 +9,9 @@ import torch
 from pecan import config as cfgmod
 from pecan.train import checkpoint as ckpt
 from pecan.train.distributed import discover
-from pecan.train.trainer import PhaseTimer, Trainer, cosine_schedule
+from pecan.train.components import cosine_schedule
+from pecan.train.timing import PhaseTimer
+from pecan.train.trainer import Trainer
 from tests.shards import write_dataset
 
 # Every complex: pose0 near-native (rmsd 0.5), pose1/pose2 decoys, plus a crystal pose (label 1).
