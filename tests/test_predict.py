@@ -14,7 +14,7 @@ import torch.nn.functional as F
 
 from pecan import config as cfgmod
 from pecan.config import ConfigError
-from pecan.data.index import build_index
+from pecan.data.index import DataError, build_index
 from pecan.predict import SCORE_COLUMNS, load_model, metrics_path, run_predict
 from pecan.train import checkpoint as ckpt
 from pecan.train.distributed import discover
@@ -93,6 +93,37 @@ def test_predict_test_source_only(trained):
     scores = pd.read_csv(out)
     assert len(scores) == 12 and scores["complex"].str.startswith("t9").all()
     check_scores(scores, json.loads(metrics_path(out).read_text()), config)
+
+
+@pytest.mark.parametrize("io_mode", ["packed", "reopen"])
+def test_predict_scores_poses_without_a_known_answer(trained, io_mode):
+    """Docking output without a crystal ligand has no rmsd and no label: scoring ranks it all the same, and
+    reports no metrics instead of refusing it; training on such data is still refused."""
+    import h5py
+
+    from tests.shards import write_shard
+
+    tmp, config_path, config, checkpoint = trained
+    shard = tmp / f"unknown_{io_mode}" / "docked.hdf5"
+    shard.parent.mkdir(exist_ok=True)
+    write_shard(shard, n_complexes=2, n_poses=3, seed=5, prefix="u", crystal=False)
+    with h5py.File(shard, "r+") as handle:
+        for complex_group in handle.values():
+            for pose in complex_group[config.data.pose_group].values():
+                del pose.attrs["rmsd"], pose.attrs["label"]
+    out = tmp / f"unknown_{io_mode}.csv"
+    settings = [f"data.test_fns=[{shard}]", f"data.io_mode={io_mode}"]
+    values = run_predict(cfgmod.load(config_path, settings), discover({}), torch.device("cpu"), str(checkpoint),
+                         str(out))
+    scores = pd.read_csv(out)
+    assert len(scores) == 6 and scores["label"].isna().all() and scores["rmsd"].isna().all()
+    assert ((scores["score"] > 0) & (scores["score"] < 1)).all()
+    for _, group in scores.groupby("complex"):
+        assert sorted(group["rank"]) == [1, 2, 3]
+    assert values["labeled"] is False and "auc" not in values
+    with pytest.raises(DataError, match="neither a label nor an rmsd"):
+        build_index([], [str(shard)], "", pose_group=config.data.pose_group, crystal_group=config.data.crystal_group,
+                    use_crystal=False, rmsd_threshold=2.0, index_prefix="x", write_csv=False)
 
 
 def test_checkpoint_of_another_model_config_is_refused(trained):

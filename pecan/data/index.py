@@ -66,8 +66,10 @@ def _label_from(label: pd.Series, rmsd: pd.Series, threshold: float) -> pd.Serie
     return label.where(label.notna(), derived)
 
 
-def normalise(frame: pd.DataFrame, rmsd_threshold: float, source: str) -> pd.DataFrame:
-    """Fill optional columns, derive missing labels from rmsd, and reject rows with neither."""
+def normalise(frame: pd.DataFrame, rmsd_threshold: float, source: str,
+              labels_optional: bool = False) -> pd.DataFrame:
+    """Fill optional columns, derive missing labels from rmsd, and reject rows with neither (unless
+    ``labels_optional``: poses to score need no answer, their label stays empty)."""
     missing = [c for c in fmt.REQUIRED_INDEX_COLUMNS if c not in frame.columns]
     if missing:
         raise DataError(f"{source}: index is missing required column(s) {', '.join(missing)}")
@@ -84,18 +86,19 @@ def normalise(frame: pd.DataFrame, rmsd_threshold: float, source: str) -> pd.Dat
     frame["poseid"] = frame["poseid"].astype(str)
     frame["label"] = _label_from(frame["label"], frame["rmsd"], rmsd_threshold)
     unlabeled = frame[frame["label"].isna()]
-    if len(unlabeled):
+    if len(unlabeled) and not labels_optional:
         row = unlabeled.iloc[0]
         raise DataError(f"{source}: pose {row['pdbid']}/{row['poseid']} in shard {row['shard']} has neither a "
                         f"label nor an rmsd ({len(unlabeled)} such rows)")
-    if (frame["label"] % 1 == 0).all():  # fractional labels stay as they are, for validate_index to name
+    if frame["label"].notna().all() and (frame["label"] % 1 == 0).all():  # fractional labels stay as they are, for validate_index to name
         frame["label"] = frame["label"].astype(int)
     return frame
 
 
 # ---------------------------------------------------------------------------- CSV
 
-def read_index_csv(path: str | os.PathLike, data_dir: str, rmsd_threshold: float) -> pd.DataFrame:
+def read_index_csv(path: str | os.PathLike, data_dir: str, rmsd_threshold: float,
+                   labels_optional: bool = False) -> pd.DataFrame:
     """Read one index CSV; shard paths resolve against ``data_dir`` (else the CSV's directory)."""
     path = Path(path)
     if not path.is_absolute() and data_dir and not path.exists():
@@ -112,7 +115,7 @@ def read_index_csv(path: str | os.PathLike, data_dir: str, rmsd_threshold: float
         raise DataError(f"index CSV {path} is not a valid CSV: {err}") from err
     check_csv_cells(frame, path)
     frame["_line"] = np.arange(len(frame)) + FIRST_DATA_LINE
-    frame = normalise(frame, rmsd_threshold, str(path))
+    frame = normalise(frame, rmsd_threshold, str(path), labels_optional)
     base = Path(data_dir) if data_dir else path.parent
     frame["shard"] = [str(p if Path(p).is_absolute() else locations.absolute(os.path.normpath(base / p)))
                       for p in frame["shard"]]
@@ -246,7 +249,8 @@ def _shard_rows(shard: Path, pose_group: str, crystal_group: str, use_crystal: b
 
 
 def derive_index(shards: Iterable[Path], pose_group: str, crystal_group: str, use_crystal: bool,
-                 rmsd_threshold: float, on_bad_sample: str = "error", progress: bool = False) -> pd.DataFrame:
+                 rmsd_threshold: float, on_bad_sample: str = "error", progress: bool = False,
+                 labels_optional: bool = False) -> pd.DataFrame:
     """Walk each shard once and build the index (attributes hoisted); errors name shard and complex."""
     from tqdm import tqdm
 
@@ -268,7 +272,7 @@ def derive_index(shards: Iterable[Path], pose_group: str, crystal_group: str, us
     if not rows:
         raise DataError(f"no samples found in {len(shards)} shard(s): {', '.join(str(s) for s in shards[:3])}")
     frame = normalise(pd.DataFrame(rows, columns=list(fmt.INDEX_COLUMNS)), rmsd_threshold,
-                      f"shards under {Path(shards[0]).parent}")
+                      f"shards under {Path(shards[0]).parent}", labels_optional)
     frame.attrs["skipped"] = skipped
     return frame
 
@@ -277,19 +281,21 @@ def derive_index(shards: Iterable[Path], pose_group: str, crystal_group: str, us
 
 def build_index(csvs: list[str], fns: list[str], data_dir: str, *, pose_group: str, crystal_group: str,
                 use_crystal: bool, rmsd_threshold: float, index_prefix: str, on_bad_sample: str = "error",
-                progress: bool = False, write_csv: bool = True, index_dir: str = "") -> pd.DataFrame:
+                progress: bool = False, write_csv: bool = True, index_dir: str = "",
+                labels_optional: bool = False) -> pd.DataFrame:
     """One split's index: from CSVs when readable, else from a derived CSV that still matches the shards,
     else derived from the shard list (and saved in the first writable location); then validated as a whole
-    (pecan.data.validation). A CSV that reads but is wrong is an error, never a fallback."""
+    (pecan.data.validation). A CSV that reads but is wrong is an error, never a fallback. Poses without a
+    label or rmsd are errors unless ``labels_optional`` (scoring new poses)."""
     from pecan.data.validation import drop_repeated_shards, validate_index
 
     if csvs:
         try:
-            frames = [read_index_csv(p, data_dir, rmsd_threshold) for p in csvs]
+            frames = [read_index_csv(p, data_dir, rmsd_threshold, labels_optional) for p in csvs]
             frame = pd.concat(frames, ignore_index=True)
             if not use_crystal:
                 frame = frame[frame["is_crystal"] == 0].reset_index(drop=True)
-            return validate_index(frame, ", ".join(map(str, csvs)), on_bad_sample)
+            return validate_index(frame, ", ".join(map(str, csvs)), on_bad_sample, labels_optional)
         except IndexUnreadable as err:
             if not fns:
                 raise
@@ -297,18 +303,20 @@ def build_index(csvs: list[str], fns: list[str], data_dir: str, *, pose_group: s
     patterns = fns if fns else [data_dir]
     shards = drop_repeated_shards(resolve_shards(patterns, data_dir), list(patterns), on_bad_sample)
     key = derivation_key(shards, {"pose_group": pose_group, "crystal_group": crystal_group, "use_crystal": use_crystal,
-                                  "rmsd_threshold": rmsd_threshold, "on_bad_sample": on_bad_sample})
+                                  "rmsd_threshold": rmsd_threshold, "on_bad_sample": on_bad_sample,
+                                  "labels_optional": labels_optional})
     if write_csv:
         saved = find_derived_index(shards[0].parent, index_prefix, index_dir, key)
         if saved is not None:
             try:
-                frame = read_index_csv(saved, data_dir, rmsd_threshold)
+                frame = read_index_csv(saved, data_dir, rmsd_threshold, labels_optional)
                 log.info("reusing the derived index %s (its shards are unchanged)", saved)
-                return validate_index(frame, str(saved), on_bad_sample)
+                return validate_index(frame, str(saved), on_bad_sample, labels_optional)
             except DataError as err:
                 log.warning("%s; deriving the index again", err)
-    frame = derive_index(shards, pose_group, crystal_group, use_crystal, rmsd_threshold, on_bad_sample, progress)
-    frame = validate_index(frame, f"shards {patterns}", on_bad_sample)
+    frame = derive_index(shards, pose_group, crystal_group, use_crystal, rmsd_threshold, on_bad_sample, progress,
+                         labels_optional)
+    frame = validate_index(frame, f"shards {patterns}", on_bad_sample, labels_optional)
     if write_csv:
         write_derived_index(frame, shards[0].parent, index_prefix, data_dir, index_dir, key)
     return frame

@@ -63,11 +63,14 @@ def _plain(value):
     return value.item() if hasattr(value, "item") else value
 
 
-def validate_index(frame: pd.DataFrame, source: str, on_bad_sample: str = "error") -> pd.DataFrame:
-    """Labels 0/1, rmsd >= 0, no duplicate (shard, pdbid, poseid): errors naming the first offender, or
-    those rows dropped with a count under skip; logs the sample and complex counts."""
+def validate_index(frame: pd.DataFrame, source: str, on_bad_sample: str = "error",
+                   labels_optional: bool = False) -> pd.DataFrame:
+    """Labels 0/1 (or empty when ``labels_optional``), rmsd >= 0, no duplicate (shard, pdbid, poseid): errors
+    naming the first offender, or those rows dropped with a count under skip; logs the sample and complex
+    counts."""
+    label_ok = frame["label"].isin([0, 1]) | (frame["label"].isna() if labels_optional else False)
     checks = [
-        (~frame["label"].isin([0, 1]), "label must be 0 or 1 (or empty, derived from rmsd)", "label"),
+        (~label_ok, "label must be 0 or 1 (or empty, derived from rmsd)", "label"),
         (frame["rmsd"].notna() & (frame["rmsd"] < 0), "rmsd must be >= 0", "rmsd"),
         (frame.duplicated(KEY, keep="first"), "duplicate sample (same shard, pdbid and poseid as an earlier row)",
          None),
