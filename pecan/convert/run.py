@@ -5,8 +5,6 @@ import dataclasses
 import hashlib
 import json
 import logging
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Optional
@@ -19,7 +17,7 @@ from tqdm import tqdm
 from pecan.convert.complexes import ComplexEntry, ConvertedComplex, Options, convert_complex, read_manifest
 from pecan.data import format as fmt
 from pecan.data.index import derive_index
-from pecan.fileio import write_csv
+from pecan.fileio import atomic_path, write_csv, write_text
 
 log = logging.getLogger(__name__)
 
@@ -47,20 +45,10 @@ class ShardJob:
         return self.path.with_name(f".{self.path.stem}.done.json")
 
 
-def _readable_temp(path: Path) -> str:
-    """A temp file beside ``path`` with the permissions a plain open() would give (mkstemp makes it 0600)."""
-    handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(handle)
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o666 & ~umask)
-    return tmp
-
-
 def _write_sample(parent: h5py.Group, name: str, sample) -> None:
     group = parent.create_group(name)
-    dataset = group.create_dataset(fmt.DATASET_NAME, data=sample.data.astype(np.float32), compression="lzf")
-    dataset.attrs["van_der_waals"] = sample.vdw.astype(np.float32)
+    group.create_dataset(fmt.DATASET_NAME, data=sample.data.astype(np.float32), compression="lzf")
+    group.attrs[fmt.VDW_ATTR] = sample.vdw.astype(np.float32)  # on the pose group, as FAST writes it
     for key, value in sample.attrs.items():
         group.attrs[key] = value
 
@@ -68,30 +56,21 @@ def _write_sample(parent: h5py.Group, name: str, sample) -> None:
 def write_shard(path: Path, complexes: Iterable[ConvertedComplex], crystal_group: str = fmt.DEFAULT_CRYSTAL_GROUP,
                 pose_group: str = fmt.DEFAULT_POSE_GROUP) -> None:
     """The shard layout of docs/shard-format.md, written to a temp file beside ``path`` and renamed."""
-    tmp = _readable_temp(path)
-    try:
-        with h5py.File(tmp, "w") as h5:
-            for item in complexes:
-                group = h5.create_group(item.complex_id)
-                if not np.isnan(item.affinity):
-                    group.attrs["affinity"] = item.affinity
-                docking = group.create_group(pose_group)
-                for sample in item.poses:
-                    _write_sample(docking, sample.pose_id, sample)
-                if item.crystal is not None:
-                    parent, _, name = crystal_group.rpartition("/")
-                    _write_sample(group.require_group(parent) if parent else group, name, item.crystal)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_path(path) as tmp, h5py.File(tmp, "w") as h5:
+        for item in complexes:
+            group = h5.create_group(item.complex_id)
+            if not np.isnan(item.affinity):
+                group.attrs["affinity"] = item.affinity
+            docking = group.create_group(pose_group)
+            for sample in item.poses:
+                _write_sample(docking, sample.pose_id, sample)
+            if item.crystal is not None:
+                parent, _, name = crystal_group.rpartition("/")
+                _write_sample(group.require_group(parent) if parent else group, name, item.crystal)
 
 
 def _write_json(path: Path, payload: dict) -> None:
-    tmp = _readable_temp(path)
-    with open(tmp, "w") as out:
-        json.dump(payload, out)
-    os.replace(tmp, path)
+    write_text(path, json.dumps(payload))
 
 
 def finished_record(job: ShardJob) -> Optional[dict]:

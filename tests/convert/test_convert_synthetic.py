@@ -50,8 +50,8 @@ def test_layout_matches_shard_format(tmp_path):
         assert rows[:, 3:12].sum(1).max() == 1
         zinc = rows[rows[:, 3 + 8] == 1]
         assert len(zinc) == 1, "metal ions are kept as pocket atoms by default"
-        assert len(data.attrs["van_der_waals"]) == len(rows)
-        assert data.attrs["van_der_waals"][0] == pytest.approx(1.6, abs=0.01)  # RDKit's N radius
+        assert len(pose.attrs["van_der_waals"]) == len(rows)  # on the pose group, as FAST writes it
+        assert pose.attrs["van_der_waals"][0] == pytest.approx(1.6, abs=0.01)  # RDKit's N radius
         assert float(pose.attrs["score"]) == -7.25 and int(pose.attrs["label"]) == 1
         assert float(pose.attrs["hpbond"]) >= 0 and set(fmt.INTERACTION_ATTRS) <= set(pose.attrs)
         xtal = group[fmt.DEFAULT_CRYSTAL_GROUP]
