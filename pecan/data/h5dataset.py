@@ -10,7 +10,6 @@ The zero-HDF5 level, ``packed``, lives in ``pecan.data.packed``.
 from __future__ import annotations
 
 import logging
-import os
 from typing import Any, Optional
 
 import numpy as np
@@ -22,7 +21,7 @@ from pecan import tracing
 from pecan.data import format as fmt
 from pecan.data.graph import AtomGraph, build_graph, random_rotation
 from pecan.data.index import DataError
-from pecan.data.sample import IOCounters, SampleTable
+from pecan.data.sample import ProcessLocal, SampleTable, skip_or_raise
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +45,7 @@ def rotate_data(data: Data) -> Data:
     return data
 
 
-class Dataset_PDB(torch.utils.data.Dataset):  # noqa: N801 - public name kept from the PECAN code base
+class Dataset_PDB(ProcessLocal, torch.utils.data.Dataset):  # noqa: N801 - public name kept from the PECAN code base
     """Pose graphs read from HDF5 shards; ``io_mode`` picks how much HDF5 work each sample costs."""
 
     def __init__(self, index: pd.DataFrame, *, pose_group: str = fmt.DEFAULT_POSE_GROUP,
@@ -62,28 +61,20 @@ class Dataset_PDB(torch.utils.data.Dataset):  # noqa: N801 - public name kept fr
         self.io_mode, self.on_bad_sample, self.augment = io_mode, on_bad_sample, augment
         self.max_atoms, self.max_edges = max_atoms, max_edges
         self.use_decode_cache = io_mode == "decode_cache" and decode_cache_allowed(augment, decode_cache)
-        self.counters = IOCounters()
-        self._handles: dict[int, Any] = {}
-        self._decoded: dict[int, AtomGraph] = {}
-        self._owner_pid = os.getpid()
+        self._start_process_state()
 
     def __len__(self) -> int:
         return len(self.table)
 
-    def __getstate__(self) -> dict:
+    def _fresh_process_state(self) -> None:
         # Open HDF5 handles must never cross a fork or a pickle: each worker opens its own.
-        state = self.__dict__.copy()
-        state["_handles"], state["_decoded"] = {}, {}
-        state["counters"] = IOCounters()
-        state["_owner_pid"] = None
-        return state
+        self._handles: dict[int, Any] = {}
+        self._decoded: dict[int, AtomGraph] = {}
 
-    def _own_process(self) -> None:
-        """A forked worker inherits the parent's objects without pickling; it must not use its handles."""
-        if self._owner_pid != os.getpid():
-            self._handles, self._decoded = {}, {}
-            self.counters = IOCounters()
-            self._owner_pid = os.getpid()
+    def __getstate__(self) -> dict:
+        state = super().__getstate__()
+        state["_handles"], state["_decoded"] = {}, {}
+        return state
 
     def close(self) -> None:
         """Close every cached handle of this process."""
@@ -194,10 +185,8 @@ class Dataset_PDB(torch.utils.data.Dataset):  # noqa: N801 - public name kept fr
             except Exception as err:  # noqa: BLE001 - h5py/numpy errors of a corrupt shard must name the pose
                 raise DataError(f"{self.table.where(i)}: unreadable ({type(err).__name__}: {err})") from err
         except DataError as err:
-            if self.on_bad_sample != "skip":
-                raise
+            skip_or_raise(err, self.on_bad_sample)
             self.counters.add("skipped")
-            log.warning("skipping bad sample: %s", err)
             return None
         self.counters.add("samples")
         data = graph_to_data(graph, label, features, int(self.table.complex_id[i]), i)

@@ -18,6 +18,7 @@ import pandas as pd
 from pecan import fileio
 from pecan.data import format as fmt
 from pecan.data import locations
+from pecan.data.sample import skip_or_raise
 
 log = logging.getLogger(__name__)
 
@@ -241,10 +242,8 @@ def _shard_rows(shard: Path, pose_group: str, crystal_group: str, use_crystal: b
             except Exception as err:  # noqa: BLE001 - any failure of a corrupt complex must name it
                 named = err if isinstance(err, DataError) else DataError(
                     f"shard {shard}, complex {pdbid}: unreadable ({type(err).__name__}: {err})")
-                if on_bad_sample != "skip":
-                    raise named from err
+                skip_or_raise(named, on_bad_sample, "skipping")
                 skipped += 1
-                log.warning("skipping: %s", named)
     return rows, skipped
 
 
@@ -263,10 +262,8 @@ def derive_index(shards: Iterable[Path], pose_group: str, crystal_group: str, us
             rows.extend(shard_rows)
             skipped += bad_complexes
         except DataError as err:
-            if on_bad_sample != "skip":
-                raise
+            skip_or_raise(err, on_bad_sample, "skipping a whole shard")
             skipped += 1
-            log.warning("skipping a whole shard: %s", err)
     if skipped:
         log.warning("skipped %d shard(s) or complex(es) with a bad layout while indexing", skipped)
     if not rows:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,7 +33,7 @@ from pecan.data import format as fmt
 from pecan.data import locations
 from pecan.data.graph import random_rotation
 from pecan.data.index import DataError
-from pecan.data.sample import IOCounters, SampleTable
+from pecan.data.sample import ProcessLocal, SampleTable, skip_or_raise
 
 log = logging.getLogger(__name__)
 
@@ -205,7 +204,7 @@ def rotate_batch(batch: Batch) -> Batch:
     return batch
 
 
-class PackedDataset(torch.utils.data.Dataset):
+class PackedDataset(ProcessLocal, torch.utils.data.Dataset):
     """Samples gathered from memory-mapped packs; zero HDF5 calls per sample."""
 
     def __init__(self, index: pd.DataFrame, pack_paths: dict[str, Path], *, on_bad_sample: str = "error",
@@ -213,9 +212,7 @@ class PackedDataset(torch.utils.data.Dataset):
         self.table = SampleTable.from_frame(index)
         self.pack_paths = [Path(pack_paths[s]) if pack_paths.get(s) else None for s in self.table.shards]
         self.on_bad_sample, self.augment, self.in_memory = on_bad_sample, augment, in_memory
-        self.counters = IOCounters()
-        self._packs: Optional[list[dict[str, np.ndarray]]] = None
-        self._owner_pid = os.getpid()
+        self._start_process_state()
         keep, self.pack_id, self.local_id = self._locate()
         if not keep.all():
             self.table = _subset(self.table, keep)
@@ -240,9 +237,7 @@ class PackedDataset(torch.utils.data.Dataset):
                     continue
                 message = bad.get(key, header.get("shard_error") or
                                   f"{t.where(i)}: pose named in the index does not exist in the shard")
-                if self.on_bad_sample != "skip":
-                    raise DataError(message)
-                log.warning("skipping bad sample: %s", message)
+                skip_or_raise(DataError(message), self.on_bad_sample)
                 keep[i] = False
         if not keep.any():
             raise DataError("every sample of the index is bad or missing; nothing to train on")
@@ -251,18 +246,17 @@ class PackedDataset(torch.utils.data.Dataset):
     def __len__(self) -> int:
         return len(self.table)
 
-    def __getstate__(self) -> dict:
+    def _fresh_process_state(self) -> None:
         # Maps are per process: a worker maps each pack itself, once.
-        state = self.__dict__.copy()
+        self._packs: Optional[list[dict[str, np.ndarray]]] = None
+
+    def __getstate__(self) -> dict:
+        state = super().__getstate__()
         state["_packs"] = None
-        state["counters"] = IOCounters()
-        state["_owner_pid"] = None
         return state
 
     def _mapped(self) -> list[dict[str, np.ndarray]]:
-        if self._owner_pid != os.getpid():
-            # Forked workers inherit the parent's maps without pickling; each maps the packs itself.
-            self._packs, self.counters, self._owner_pid = None, IOCounters(), os.getpid()
+        self._own_process()
         if self._packs is None:
             self._packs = [map_pack(p, self.in_memory) if p is not None else {} for p in self.pack_paths]
             self.counters.add("file_opens", len(self._packs))

@@ -16,6 +16,7 @@ from pecan.data import format as fmt
 from pecan.data import locations
 from pecan.data.graph import build_graph
 from pecan.data.index import DataError
+from pecan.data.sample import skip_or_raise
 from pecan.data.packed import (ALIGN, ARRAY_DTYPES, MAGIC, PACK_VERSION, SCALAR_COLUMNS, PackParams, _data_start,
                                find_valid_pack, pack_locations, pack_name, source_fingerprint)
 
@@ -192,8 +193,6 @@ def ensure_packed(shards: Iterable[Path], params: PackParams, cache_dir: str = "
         bar.close()
     for shard, path in paths.items():
         if isinstance(path, DataError):
-            if on_bad_sample != "skip":
-                raise path
-            log.warning("skipping every sample of a shard: %s", path)
+            skip_or_raise(path, on_bad_sample, "skipping every sample of a shard")
             paths[shard] = None
     return [paths[s] for s in shards]

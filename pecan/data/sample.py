@@ -4,6 +4,8 @@ Nothing here touches HDF5, so the packed path and the trainer import it without 
 """
 from __future__ import annotations
 
+import logging
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,6 +14,8 @@ import pandas as pd
 import torch
 
 from pecan.data import format as fmt
+
+log = logging.getLogger(__name__)
 
 COUNTER_FIELDS = ("file_opens", "h5_file_opens", "h5_object_opens", "attr_reads", "dataset_reads", "bytes_read", "samples",
                   "skipped", "worker_busy_ns")
@@ -75,3 +79,38 @@ class SampleTable:
 def passthrough_collate(batch: Any) -> Any:
     """Collate for datasets whose ``__getitems__`` already returns a finished Batch."""
     return batch
+
+
+class ProcessLocal:
+    """Base of datasets that hold per-process state (open HDF5 handles, mapped packs, decode caches): that
+    state never crosses a pickle or a fork; each loader worker builds its own on first use.
+
+    Subclasses call ``_start_process_state()`` at the end of ``__init__`` and ``_own_process()`` before
+    touching their caches, and implement ``_fresh_process_state()``."""
+
+    def _fresh_process_state(self) -> None:
+        """Reset the per-process caches (called in each new process)."""
+        raise NotImplementedError
+
+    def _start_process_state(self) -> None:
+        self._fresh_process_state()
+        self.counters = IOCounters()
+        self._owner_pid = os.getpid()
+
+    def __getstate__(self) -> dict:
+        # Caches are dropped from the pickle; the receiving process starts its own (see _own_process).
+        state = self.__dict__.copy()
+        state["_owner_pid"] = None
+        return state
+
+    def _own_process(self) -> None:
+        """A forked worker inherits the parent's objects without pickling: it must not use their caches."""
+        if self._owner_pid != os.getpid():
+            self._start_process_state()
+
+
+def skip_or_raise(error: Exception, on_bad_sample: str, what: str = "skipping bad sample") -> None:
+    """data.on_bad_sample in one place: raise ``error``, or log it as a counted skip."""
+    if on_bad_sample != "skip":
+        raise error
+    log.warning("%s: %s", what, error)

@@ -15,6 +15,7 @@ import pandas as pd
 
 from pecan.data import format as fmt
 from pecan.data.index import DataError
+from pecan.data.sample import skip_or_raise
 
 log = logging.getLogger(__name__)
 
@@ -82,9 +83,7 @@ def validate_index(frame: pd.DataFrame, source: str, on_bad_sample: str = "error
             continue
         value = f" (got {_plain(frame[column].iloc[int(rows[0])])!r})" if column else ""
         message = f"{_where(frame, rows, source)}: {problem}{value}; {len(rows)} such row(s)"
-        if on_bad_sample != "skip":
-            raise DataError(message)
-        log.warning("dropping %d row(s): %s", len(rows), message)
+        skip_or_raise(DataError(message), on_bad_sample, f"dropping {len(rows)} row(s)")
         drop[rows] = True
     skipped = int(frame.attrs.get("skipped", 0)) + int(drop.sum())
     if drop.any():
