@@ -69,3 +69,39 @@ def element_vdw(features: np.ndarray) -> np.ndarray:
 def feature_layout() -> dict:
     """What a model's inputs mean (recorded in checkpoints; a model trained on another layout cannot score)."""
     return {"n_features": N_FEATURES, "molcode_feature": MOLCODE_FEATURE, "pose_features": list(INTERACTION_ATTRS)}
+
+
+# ---------------------------------------------------------------------------- walking a shard
+# The one walk over a complex's samples and the one reading of scalar attributes, shared by indexing
+# (pecan.data.index) and packing (pecan.data.packing).
+
+def complex_samples(complex_group, pose_group: str, crystal_group: str, use_crystal: bool = True):
+    """Yield (poseid, is_crystal, group) for every docked pose of an open complex group, then its crystal
+    pose (the configured group or its sibling name) when ``use_crystal``. A complex without the pose group
+    yields only its crystal; callers decide whether that is an error."""
+    poses = complex_group.get(pose_group)
+    for poseid in poses if poses is not None else ():
+        yield poseid, False, poses[poseid]
+    if use_crystal:
+        for candidate in crystal_candidates(crystal_group):
+            group = complex_group.get(candidate)
+            if group is not None:
+                yield candidate.rpartition("/")[2], True, group
+                return
+
+
+def sample_attrs(group) -> dict:
+    """A pose group's attributes; some producers put them on the ``data`` dataset instead (group wins)."""
+    attrs = dict(group.attrs)
+    dataset = group.get(DATASET_NAME)
+    if dataset is not None and hasattr(dataset, "attrs"):
+        attrs = {**dict(dataset.attrs), **attrs}
+    return attrs
+
+
+def scalar(attrs, name: str) -> float:
+    """A scalar attribute as a float (its first element), NaN when absent."""
+    value = attrs.get(name)
+    if value is None:
+        return np.nan
+    return float(np.asarray(value).reshape(-1)[0])

@@ -180,24 +180,13 @@ def find_derived_index(shard_dir: Path, prefix: str, index_dir: str, key: dict) 
 
 # ---------------------------------------------------------------------------- deriving from shards
 
-def _attr(attrs, name: str) -> float:
-    value = attrs.get(name)
-    if value is None:
-        return np.nan
-    return float(np.asarray(value).reshape(-1)[0])
-
-
 def _pose_row(shard: Path, pdbid: str, poseid: str, group, affinity: float, is_crystal: int) -> dict:
-    attrs = dict(group.attrs)
-    dataset = group.get(fmt.DATASET_NAME)
-    if dataset is not None and hasattr(dataset, "attrs"):
-        # Some producers put the pose attributes on the dataset rather than the group.
-        attrs = {**dict(dataset.attrs), **attrs}
+    attrs = fmt.sample_attrs(group)
     row = {"shard": str(shard), "pdbid": pdbid, "poseid": poseid,
-           "label": _attr(attrs, "label"), "rmsd": _attr(attrs, "rmsd"),
-           "affinity": affinity, "score": _attr(attrs, "score"), "is_crystal": is_crystal}
+           "label": fmt.scalar(attrs, "label"), "rmsd": fmt.scalar(attrs, "rmsd"),
+           "affinity": affinity, "score": fmt.scalar(attrs, "score"), "is_crystal": is_crystal}
     for name in fmt.INTERACTION_ATTRS:
-        row[name] = _attr(attrs, name)
+        row[name] = fmt.scalar(attrs, name)
     if is_crystal and np.isnan(row["rmsd"]):
         row["rmsd"] = 0.0
     return row
@@ -205,18 +194,12 @@ def _pose_row(shard: Path, pdbid: str, poseid: str, group, affinity: float, is_c
 
 def _complex_rows(shard: Path, pdbid: str, complex_group, pose_group: str, crystal_group: str,
                   use_crystal: bool) -> list[dict]:
-    affinity = _attr(complex_group.attrs, "affinity")
+    affinity = fmt.scalar(complex_group.attrs, "affinity")
     poses = complex_group.get(pose_group)
     if poses is None:
         raise DataError(f"{shard}: complex {pdbid} has no pose group '{pose_group}'")
-    rows = [_pose_row(shard, pdbid, name, poses[name], affinity, 0) for name in poses]
-    if use_crystal:
-        for candidate in fmt.crystal_candidates(crystal_group):
-            group = complex_group.get(candidate)
-            if group is not None:
-                rows.append(_pose_row(shard, pdbid, candidate.rpartition("/")[2], group, affinity, 1))
-                break
-    return rows
+    return [_pose_row(shard, pdbid, poseid, group, affinity, int(is_crystal))
+            for poseid, is_crystal, group in fmt.complex_samples(complex_group, pose_group, crystal_group, use_crystal)]
 
 
 def _shard_rows(shard: Path, pose_group: str, crystal_group: str, use_crystal: bool,

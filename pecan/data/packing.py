@@ -28,23 +28,15 @@ def _shard_samples(handle, shard: Path, params: PackParams):
     group holds no samples (indexing skipped or reported it already); its crystal pose is still packed."""
     for pdbid in handle:
         complex_group = handle[pdbid]
-        poses = complex_group.get(params.pose_group)
-        if poses is None:
+        if params.pose_group not in complex_group:
             log.warning("%s: complex %s has no pose group '%s'", shard, pdbid, params.pose_group)
-            poses = {}
-        for poseid in poses:
-            yield pdbid, poseid, False, poses[poseid]
-        for candidate in fmt.crystal_candidates(params.crystal_group):
-            group = complex_group.get(candidate)
-            if group is not None:
-                yield pdbid, candidate.rpartition("/")[2], True, group
-                break
+        for poseid, is_crystal, group in fmt.complex_samples(complex_group, params.pose_group, params.crystal_group):
+            yield pdbid, poseid, is_crystal, group
 
 
 def _scalars(group) -> list[float]:
-    attrs = group.attrs
-    values = {n: float(np.asarray(attrs[n]).reshape(-1)[0]) for n in SCALAR_COLUMNS if n in attrs}
-    return [values.get(n, np.nan) for n in SCALAR_COLUMNS]
+    attrs = fmt.sample_attrs(group)
+    return [fmt.scalar(attrs, n) for n in SCALAR_COLUMNS]
 
 
 def _read_shard(shard: Path, params: PackParams):
