@@ -47,8 +47,8 @@ _BOOLEAN_ENV = ("DFTRACER_ENABLE", "DFTRACER_INC_METADATA", "DFTRACER_TRACE_COMP
 _CHOICE_ENV = {"DFTRACER_INIT": ("PRELOAD", "FUNCTION"), "DFTRACER_LOG_LEVEL": ("DEBUG", "INFO", "WARN", "ERROR"),
                "DFTRACER_TIME_METRIC": ("NS", "US", "MS", "SEC")}
 
-_state: dict[str, Any] = {"enabled": False, "dft_fn": None, "instance": None, "dir": None, "rank": 0,
-                          "context": {"rank": 0}, "requested": False, "available": None, "posix": None,
+_state: dict[str, Any] = {"enabled": False, "logger": None, "instance": None, "dir": None, "rank": 0,
+                          "context": {"rank": 0}, "typed_context": ({"rank": (0, 0)}, {}, {}), "requested": False, "available": None, "posix": None,
                           "ignored_env": []}
 
 
@@ -97,6 +97,7 @@ def setup(enabled: bool, trace_dir: str | os.PathLike, rank: int = 0, tag: str =
     ``data_dir`` turns on dftracer's POSIX (file-I/O) events for files under it (trace.posix).
     """
     _state["context"] = {"rank": rank}
+    _state["typed_context"] = _typed(_state["context"])
     _state["requested"] = _state["requested"] or enabled
     if not enabled:
         return False
@@ -113,13 +114,13 @@ def setup(enabled: bool, trace_dir: str | os.PathLike, rank: int = 0, tag: str =
     if data_dir is not None:
         os.environ["DFTRACER_DATA_DIR"] = str(Path(data_dir).resolve())
     data_dirs = os.environ.get("DFTRACER_DATA_DIR")
-    from dftracer.python import dft_fn, dftracer
+    from dftracer.python import dftracer
 
     trace_dir = Path(trace_dir)
     trace_dir.mkdir(parents=True, exist_ok=True)
     log_file = trace_dir / f"pecan-{tag}{rank}-pid{os.getpid()}"
     instance = dftracer.initialize_log(logfile=str(log_file), data_dir=data_dirs, process_id=rank)
-    _state.update(enabled=True, dft_fn=dft_fn, instance=instance, dir=str(trace_dir), rank=rank, posix=data_dirs)
+    _state.update(enabled=True, logger=instance.logger, instance=instance, dir=str(trace_dir), rank=rank, posix=data_dirs)
     atexit.register(finalize)
     return True
 
@@ -135,41 +136,86 @@ def finalize() -> None:
     """Flush and close this process's trace file (safe to call twice)."""
     if _state["enabled"] and _state["instance"] is not None:
         _state["instance"].finalize()
-    _state.update(enabled=False, instance=None)
+    _state.update(enabled=False, instance=None, logger=None)
 
 
 def set_context(**values: Any) -> None:
     """Arguments every later event of this process carries (epoch, step); no-op when tracing is off."""
     if _state["enabled"]:
         _state["context"].update(values)
+        _state["typed_context"] = _typed(_state["context"])
+
+
+_KEY = 0  # dftracer's TagType.KEY: the argument is a key of the event (a test checks the installed value)
+
+
+def _typed(values: dict[str, Any], base: tuple[dict, dict, dict] = ({}, {}, {})) -> tuple[dict, dict, dict]:
+    """Event arguments split by type the way the native logger takes them, (ints, floats, strings), on
+    top of ``base`` (the process context, split once per ``set_context``)."""
+    ints, floats, strings = dict(base[0]), dict(base[1]), dict(base[2])
+    for key, value in values.items():
+        if isinstance(value, int):
+            ints[key] = (_KEY, int(value))
+        elif isinstance(value, float):
+            floats[key] = (_KEY, value)
+        else:
+            strings[key] = (_KEY, str(value))
+    return ints, floats, strings
+
+
+class Event:
+    """One complete event, written to the native logger on exit with the process context and its own
+    arguments. It calls the native library directly: dftracer's Python ``dft_fn`` wrapper costs several
+    times the native call per event (BENCHMARKS.md, tracing overhead)."""
+
+    __slots__ = ("category", "name", "args", "context", "start")
+
+    def __init__(self, category: str, name: str, args: dict[str, Any]) -> None:
+        self.category, self.name, self.args, self.start = category, name, args, 0
+        self.context = _state["typed_context"]  # the context as it was when the span began
+
+    def update(self, args: dict[str, Any]) -> "Event":
+        """Add arguments known only inside the span (sizes, atoms)."""
+        self.args.update(args)
+        return self
+
+    def __enter__(self) -> "Event":
+        logger = _state["logger"]
+        if logger is not None:
+            self.start = logger.get_time()
+            logger.enter_event()
+        return self
+
+    def __exit__(self, *exc: Any) -> bool:
+        logger = _state["logger"]
+        if logger is not None:  # None: finalized inside the span; the event is dropped, not half-written
+            end = logger.get_time()
+            ints, floats, strings = _typed(self.args, self.context)
+            logger.log_event(self.name, self.category, self.start, end - self.start,
+                             int_args=ints, float_args=floats, string_args=strings)
+            logger.exit_event()
+        return False
 
 
 def span(category: str, name: str, **args: Any):
     """Context manager that records one event when tracing is on, else a null context."""
     if not _state["enabled"]:
         return nullcontext()
-    event = _state["dft_fn"](cat=category, name=name)
-    event.update(args={**_state["context"], **args})
-    return event
+    return Event(category, name, args)
 
 
 def now() -> int:
     """The tracer's clock (its time unit), for events logged after the fact; 0 when off."""
-    return _state["instance"].get_time() if _state["enabled"] else 0
+    return _state["logger"].get_time() if _state["enabled"] else 0
 
 
 def log_span(category: str, name: str, start: int, duration: int, **args: Any) -> None:
     """Record an event whose start (``now()`` units) and duration were measured by the caller."""
     if not _state["enabled"]:
         return
-    from dftracer.python.common import TagDType, TagType, TagValue
-
-    values = {**_state["context"], **args}
-    ints = {k: TagValue(v, TagDType.INT, TagType.KEY).value() for k, v in values.items() if isinstance(v, int)}
-    strings = {k: TagValue(str(v), TagDType.STRING, TagType.KEY).value() for k, v in values.items()
-               if not isinstance(v, int)}
-    _state["instance"].log_event(name=name, cat=category, start_time=int(start), duration=max(int(duration), 0),
-                                 int_args=ints, string_args=strings)
+    ints, floats, strings = _typed(args, _state["typed_context"])
+    _state["logger"].log_event(name, category, int(start), max(int(duration), 0),
+                               int_args=ints, float_args=floats, string_args=strings)
 
 
 def traced(category: str, name: str) -> Callable:
@@ -242,7 +288,8 @@ class WorkerInit:
         if not self.trace_dir:
             return
         if _state["enabled"]:
-            _state["context"] = {"rank": self.rank, "worker": worker_id}
+            _state["context"] = {"rank": self.rank}
+            set_context(worker=worker_id)
             return
         setup(True, self.trace_dir, self.rank, tag=f"rank{self.rank}-worker{worker_id}-", data_dir=self.data_dir)
-        _state["context"]["worker"] = worker_id
+        set_context(worker=worker_id)

@@ -2,9 +2,11 @@
 
     python scripts/bench_tracing.py --work /tmp/pecan-bench-trace --repeats 2 --out benchmarks/bench_tracing.json
 
-Each variant runs ``main_app.py`` for ``--epochs`` epochs on one rank (HDF5 reopen mode, one loader worker,
-so per-sample worker events and POSIX events are included); the figure is the median over repeats of the
-mean epoch wall time after the first epoch, from each run's epochs.jsonl.
+Each variant runs ``main_app.py`` for ``--epochs`` epochs on one rank with one loader worker, in each of
+``--io-modes`` (default: HDF5 ``reopen``, where every sample records its own worker events and POSIX events
+are possible, and ``packed``, the production path, with events per batch); the figure is the median over
+repeats of the mean epoch wall time after the first epoch, from each run's epochs.jsonl. Variants and
+modes are interleaved within each repeat.
 
     python scripts/bench_tracing.py --work /tmp/pecan-bench-trace --inprocess --out benchmarks/bench_tracing_inprocess.json
 
@@ -69,6 +71,7 @@ def main(argv=None) -> int:
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--complexes", type=int, default=10)
+    parser.add_argument("--io-modes", nargs="+", default=["reopen", "packed"])
     parser.add_argument("--out", type=Path)
     parser.add_argument("--inprocess", action="store_true", help="the in-process measurement instead")
     args = parser.parse_args(argv)
@@ -82,22 +85,27 @@ def main(argv=None) -> int:
         if args.out:
             args.out.write_text(json.dumps(result, indent=1) + "\n")
         return 0
-    steady: dict[str, list[float]] = {name: [] for name in VARIANTS}
+    steady = {mode: {name: [] for name in VARIANTS} for mode in args.io_modes}
+    samples = 0
     for repeat in range(args.repeats):
-        for name, settings in VARIANTS.items():
-            out_dir = args.work / f"{name}-{repeat}"
-            command = [sys.executable, "main_app.py", str(config), "--set", f"train.out_dir={out_dir}",
-                       "--set", f"train.epochs={args.epochs}", "--set", "data.io_mode=reopen",
-                       "--set", "data.num_workers=1", *sum((["--set", s] for s in settings), [])]
-            subprocess.run(command, cwd=ROOT, check=True, capture_output=True,
-                           env={**os.environ, "PYTHONPATH": str(ROOT)})
-            records = [json.loads(line) for line in (out_dir / "epochs.jsonl").read_text().splitlines()]
-            steady[name].append(statistics.fmean(r["wall_s"] for r in records[1:]))
-            print(name, repeat, f"{steady[name][-1]:.3f}s", flush=True)
-    result = {"samples_per_epoch": records[-1]["samples"], "epochs": args.epochs, "repeats": steady,
-              "median_epoch_s": {k: statistics.median(v) for k, v in steady.items()}}
-    base = result["median_epoch_s"]["off"]
-    result["overhead"] = {k: v / base - 1 for k, v in result["median_epoch_s"].items()}
+        for mode in args.io_modes:
+            for name, settings in VARIANTS.items():
+                out_dir = args.work / f"{mode}-{name}-{repeat}"
+                command = [sys.executable, "main_app.py", str(config), "--set", f"train.out_dir={out_dir}",
+                           "--set", f"train.epochs={args.epochs}", "--set", f"data.io_mode={mode}",
+                           "--set", "data.num_workers=1", *sum((["--set", s] for s in settings), [])]
+                subprocess.run(command, cwd=ROOT, check=True, capture_output=True,
+                               env={**os.environ, "PYTHONPATH": str(ROOT)})
+                records = [json.loads(line) for line in (out_dir / "epochs.jsonl").read_text().splitlines()]
+                steady[mode][name].append(statistics.fmean(r["wall_s"] for r in records[1:]))
+                samples = records[-1]["samples"]
+                print(mode, name, repeat, f"{steady[mode][name][-1]:.3f}s", flush=True)
+    result = {"samples_per_epoch": samples, "epochs": args.epochs, "repeats": steady, "median_epoch_s": {},
+              "overhead": {}}
+    for mode in args.io_modes:
+        medians = {k: statistics.median(v) for k, v in steady[mode].items()}
+        result["median_epoch_s"][mode] = medians
+        result["overhead"][mode] = {k: v / medians["off"] - 1 for k, v in medians.items()}
     print(json.dumps(result, indent=1))
     if args.out:
         args.out.write_text(json.dumps(result, indent=1) + "\n")

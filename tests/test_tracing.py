@@ -128,6 +128,44 @@ def test_spawned_worker_writes_its_own_trace(tiny_dataset, tmp_path):
     assert len(items) == 16  # every sample read in the spawned worker, flushed at its exit
 
 
+EVENT_SCRIPT = """
+import sys
+sys.path.insert(0, {root!r})
+from pecan import tracing
+assert tracing.setup(True, {trace!r}, rank=3)
+tracing.set_context(epoch=2, step=7)
+with tracing.span("compute", "forward", size=4, scale=0.5, what="x") as event:
+    with tracing.span("pecan.io", "h5_read"):
+        pass
+    event.update({{"atoms": 12}})
+start = tracing.now()
+tracing.log_span("comm", "all_reduce", start, 25, bytes=1024)
+tracing.finalize()
+with tracing.span("compute", "after", size=1):
+    pass
+"""
+
+
+def test_event_arguments_keep_their_types_and_nesting(tmp_path):
+    from dftracer.python.common import TagType
+
+    assert tracing._KEY == int(TagType.KEY)
+    script = tmp_path / "events.py"
+    script.write_text(EVENT_SCRIPT.format(root=str(ROOT), trace=str(tmp_path / "traces")))
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = {(e["cat"], e["name"]): e for e in events(tmp_path / "traces") if not e["cat"].isupper()
+             and e["cat"] != "dftracer"}
+    assert set(found) == {("compute", "forward"), ("pecan.io", "h5_read"), ("comm", "all_reduce")}
+    forward = found[("compute", "forward")]["args"]
+    assert (forward["rank"], forward["epoch"], forward["step"], forward["size"], forward["atoms"]) == (3, 2, 7, 4, 12)
+    assert forward["scale"] == 0.5 and forward["what"] == "x"
+    inner, outer = found[("pecan.io", "h5_read")], found[("compute", "forward")]
+    assert outer["ts"] <= inner["ts"] and inner["ts"] + inner["dur"] <= outer["ts"] + outer["dur"]
+    reduce = found[("comm", "all_reduce")]
+    assert reduce["dur"] == 25 and reduce["args"]["bytes"] == 1024 and reduce["args"]["step"] == 7
+
+
 def load_script(name: str):
     import importlib.util
 
