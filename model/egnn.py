@@ -88,6 +88,10 @@ class EGNNLayer(nn.Module):
     Messages are aggregated in float32 whatever the autocast dtype: a sum over a hundred
     neighbours loses too many digits in bfloat16.
 
+    Any edge order gives the same result, but the gathers and sums by target (and their
+    backward passes) are fastest when edges are sorted by target, as PECAN's graph builder and
+    packs store them (a training step ~1.35x faster than source-sorted on CPU; BENCHMARKS.md).
+
     Args:
         hidden (int): size of node features :math:`\mathbf{h}`.
         edge_types (int): number of edge types. (default: :obj:`3`)

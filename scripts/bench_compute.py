@@ -4,7 +4,9 @@
     python scripts/bench_compute.py --device cuda --out benchmarks/bench_compute_cuda.json
 
 Graphs: random radius graphs (default 8 graphs x 400 atoms, cutoff 4.5 A, ~14.7 edges per atom, 10% ligand
-atoms), the same batch for every model. Each configuration (model x coordinate updates x mode) is one
+atoms; edges built by PECAN's graph builder, so sorted by target like the data path's batches; ``--edge-order``
+adds the same edges sorted by source or shuffled), the same batch for every model. Each configuration (model x
+coordinate updates x mode x edge order) is one
 training step (forward, backward, AdamW) repeated ``--steps`` times per round; configurations are
 interleaved over ``--repeats`` rounds after a warm-up, and medians are reported. Ratios compare models side
 by side in the same rounds: ``vs textbook`` is textbook time / this time (above 1: faster than the
@@ -42,10 +44,13 @@ from torch import nn  # noqa: E402
 from torch_geometric.data import Batch, Data  # noqa: E402
 
 from model import egnn  # noqa: E402
+from pecan.data.graph import radius_edges  # noqa: E402
 from pecan import config as config_module  # noqa: E402
 from pecan.train.components import amp_context  # noqa: E402
 
 MODES = ("fp32", "bf16", "bf16_compile")
+EDGE_ORDERS = {"target": "sorted by target (PECAN's graph builder and packs)", "source": "sorted by source",
+               "shuffled": "random order"}
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -62,6 +67,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--repeats", type=int, default=5, help="interleaved rounds")
     parser.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
     parser.add_argument("--coords", nargs="+", default=["off", "on"], choices=["off", "on"])
+    parser.add_argument("--edge-order", nargs="+", default=["target"], choices=list(EDGE_ORDERS),
+                        help="edge order of the batch: target-sorted (as PECAN's graph builder and packs store "
+                             "edges), source-sorted, or shuffled; several are timed interleaved")
     parser.add_argument("--levers", action="store_true", help="also time PECAN with one speed-up undone each")
     parser.add_argument("--old-rev", default="", help="also time model/egnn.py as of this git revision")
     parser.add_argument("--config", default=str(ROOT / "configs" / "demo.yaml"), help="demo model (CUDA stage)")
@@ -82,8 +90,7 @@ def radius_graph_batch(graphs: int, atoms: int, edges_per_atom: float, cutoff: f
     for _ in range(graphs):
         pos = torch.rand(atoms, 3, generator=generator) * side
         is_ligand = torch.arange(atoms) < max(atoms // 10, 1)
-        distance = torch.cdist(pos, pos)
-        edge_index = ((distance < cutoff) & ~torch.eye(atoms, dtype=torch.bool)).nonzero().t()
+        edge_index = torch.from_numpy(radius_edges(pos.numpy(), cutoff))  # as the data path builds them
         ends = is_ligand[edge_index[0]].long() + is_ligand[edge_index[1]].long()
         x = torch.randn(atoms, egnn.input_sizes()["in_features"], generator=generator)
         pose = torch.randint(0, 6, (1, egnn.input_sizes()["pose_features"]), generator=generator).float()
@@ -227,7 +234,21 @@ def prepare(factory, coords: bool, mode: str, device: torch.device):
     return model, torch.optim.AdamW(raw.parameters(), lr=1e-3), "off" if mode == "fp32" else "bf16"
 
 
-def time_table(args, batch, device: torch.device) -> dict:
+def reorder_edges(batch: Batch, order: str, seed: int = 1) -> Batch:
+    """The same graphs with their edge list in ``order`` (the edge set, hence the model's output, is unchanged)."""
+    source, target = batch.edge_index
+    if order == "target":
+        permutation = torch.argsort(target * batch.num_nodes + source)
+    elif order == "source":
+        permutation = torch.argsort(source * batch.num_nodes + target)
+    else:
+        permutation = torch.randperm(source.numel(), generator=torch.Generator().manual_seed(seed))
+    out = batch.clone()
+    out.edge_index, out.edge_type = batch.edge_index[:, permutation].contiguous(), batch.edge_type[permutation]
+    return out
+
+
+def time_table(args, batches: dict[str, Batch], device: torch.device) -> dict:
     """Warm up every configuration, then time them interleaved; medians and ratios."""
     factories = model_factories(args)
     runs = {}
@@ -236,17 +257,20 @@ def time_table(args, batch, device: torch.device) -> dict:
             for mode in args.modes:
                 if mode != "fp32" and not (name in ("textbook", "pecan")):
                     continue  # levers and old revisions are compared in fp32 only
-                key = f"{name}|coords_{coords}|{mode}"
-                model, optimizer, amp = prepare(factory, coords == "on", mode, device)
-                start = time.perf_counter()
-                for _ in range(2):
-                    train_step(model, optimizer, batch, amp, device)
-                sync(device)
-                runs[key] = {"state": (model, optimizer, amp), "warmup_s": time.perf_counter() - start, "step_s": []}
-                print(f"warm-up {key:<45} {runs[key]['warmup_s']:6.1f} s", flush=True)
+                for order, batch in batches.items():
+                    key = f"{name}|coords_{coords}|{mode}|{order}"
+                    model, optimizer, amp = prepare(factory, coords == "on", mode, device)
+                    start = time.perf_counter()
+                    for _ in range(2):
+                        train_step(model, optimizer, batch, amp, device)
+                    sync(device)
+                    runs[key] = {"state": (model, optimizer, amp), "batch": batch,
+                                 "warmup_s": time.perf_counter() - start, "step_s": []}
+                    print(f"warm-up {key:<55} {runs[key]['warmup_s']:6.1f} s", flush=True)
     for round_index in range(args.repeats):
         for key, run in runs.items():
             model, optimizer, amp = run["state"]
+            batch = run["batch"]
             sync(device)
             start = time.perf_counter()
             for _ in range(args.steps):
@@ -256,14 +280,14 @@ def time_table(args, batch, device: torch.device) -> dict:
         print(f"round {round_index + 1}/{args.repeats} done", flush=True)
     results = {}
     for key, run in runs.items():
-        name, coords, mode = key.split("|")
+        name, coords, mode, order = key.split("|")
         median = statistics.median(run["step_s"])
-        results[key] = {"model": name, "coords": coords, "mode": mode, "median_step_s": median,
+        results[key] = {"model": name, "coords": coords, "mode": mode, "edge_order": order, "median_step_s": median,
                         "step_s": run["step_s"], "warmup_s": run["warmup_s"]}
     for key, result in results.items():
-        same = f"|{result['coords']}|{result['mode']}"
+        same = f"|{result['coords']}|{result['mode']}|{result['edge_order']}"
         textbook = results.get("textbook" + same)
-        fp32 = results.get(f"{result['model']}|{result['coords']}|fp32")
+        fp32 = results.get(f"{result['model']}|{result['coords']}|fp32|{result['edge_order']}")
         result["vs_textbook"] = textbook["median_step_s"] / result["median_step_s"] if textbook else None
         result["vs_fp32"] = fp32["median_step_s"] / result["median_step_s"] if fp32 else None
     return results
@@ -271,12 +295,13 @@ def time_table(args, batch, device: torch.device) -> dict:
 
 def print_table(results: dict) -> None:
     """Markdown table of the timed configurations."""
-    print("| model | coords | mode | median ms/step | steps/s | vs textbook | vs fp32 | warm-up s |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| model | coords | mode | edges | median ms/step | steps/s | vs textbook | vs fp32 | warm-up s |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for result in results.values():
         ratio = "-" if result["vs_textbook"] is None else f"{result['vs_textbook']:.2f}x"
         fp32 = "-" if result["vs_fp32"] is None else f"{result['vs_fp32']:.2f}x"
-        print(f"| {result['model']} | {result['coords']} | {result['mode']} | {1000 * result['median_step_s']:.1f} | "
+        print(f"| {result['model']} | {result['coords']} | {result['mode']} | {result['edge_order']} | "
+              f"{1000 * result['median_step_s']:.1f} | "
               f"{1 / result['median_step_s']:.1f} | {ratio} | {fp32} | {result['warmup_s']:.1f} |")
 
 
@@ -348,7 +373,7 @@ def main(argv=None) -> int:
     edges_per_atom = batch.edge_index.size(1) / batch.num_nodes
     print(f"{args.graphs} graphs x {args.atoms} atoms, {edges_per_atom:.1f} edges/atom, hidden {args.hidden}, "
           f"{args.layers} layers, {device}, {torch.get_num_threads()} threads", flush=True)
-    results = time_table(args, batch, device)
+    results = time_table(args, {order: reorder_edges(batch, order) for order in args.edge_order}, device)
     print_table(results)
     report = {"device": str(device), "threads": args.threads, "edges_per_atom": edges_per_atom,
               "argv": sys.argv[1:], "torch": torch.__version__, "results": results}

@@ -38,7 +38,7 @@ from pecan.data.sample import ProcessLocal, SampleTable, skip_or_raise
 log = logging.getLogger(__name__)
 
 MAGIC = b"PECANPK1"
-PACK_VERSION = 2  # 2: per-atom van der Waals radii; version-1 packs are rebuilt
+PACK_VERSION = 3  # 2: per-atom van der Waals radii; 3: edges sorted by target. Older packs are rebuilt
 ALIGN = 64
 HASH_SPAN = 1 << 18
 SCALAR_COLUMNS = ("label", "rmsd", "score", *fmt.INTERACTION_ATTRS)

@@ -43,6 +43,9 @@ def test_levels_are_bit_identical(setup):
             a, b = getattr(batches["reopen"], name), getattr(batches[mode], name)
             assert a.dtype == b.dtype and torch.equal(a, b), (mode, name)
         assert batches[mode].num_graphs == len(order)
+    # The batch keeps every sample's target-sorted edges sorted (the model's fast path).
+    for mode, batch in batches.items():
+        assert bool((batch.edge_index[1].diff() >= 0).all()), mode
 
 
 def test_counters_per_level(setup):

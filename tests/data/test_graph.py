@@ -37,6 +37,21 @@ def test_edges_and_types_match_brute_force():
     assert g.x.shape == (40, 19) and g.x.dtype == np.float32
 
 
+def test_edges_are_sorted_by_target_then_source():
+    # Atoms on a line 1 A apart, cutoff 1.5: each atom's neighbours are the atoms next to it.
+    pos = np.array([[0, 0, 0], [1, 0, 0], [2, 0, 0], [3, 0, 0]], dtype=np.float32)
+    edges = graph.radius_edges(pos, 1.5)
+    assert edges.tolist() == [[1, 0, 2, 1, 3, 2], [0, 1, 1, 2, 2, 3]]
+
+
+def test_chunked_edges_are_target_sorted(monkeypatch):
+    pos = np.random.default_rng(3).uniform(-5, 5, (200, 3)).astype(np.float32)
+    monkeypatch.setattr(graph, "CHUNK_ROWS", 23)
+    source, target = graph.radius_edges(pos, 2.5)
+    order = np.lexsort((source, target))
+    assert np.array_equal(order, np.arange(len(target)))
+
+
 def test_chunked_edges_equal_unchunked(monkeypatch):
     rng = np.random.default_rng(1)
     pos = rng.uniform(-5, 5, (300, 3)).astype(np.float32)
