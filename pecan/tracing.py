@@ -17,9 +17,10 @@ import functools
 import logging
 import os
 import time
+from collections.abc import Callable, Iterator
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Any, Callable, Iterator, Optional
+from typing import Any
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +68,7 @@ def native_available() -> bool:
         return False
 
 
-def clean_environment(environ: Optional[dict] = None) -> list[str]:
+def clean_environment(environ: dict | None = None) -> list[str]:
     """Drop empty or malformed DFTRACER_* variables with a warning (they would crash or mislead the
     tracer); returns the names dropped."""
     environ = os.environ if environ is None else environ
@@ -91,7 +92,7 @@ def clean_environment(environ: Optional[dict] = None) -> list[str]:
 
 
 def setup(enabled: bool, trace_dir: str | os.PathLike, rank: int = 0, tag: str = "rank",
-          data_dir: Optional[str | os.PathLike] = None) -> bool:
+          data_dir: str | os.PathLike | None = None) -> bool:
     """Initialise tracing for this process; returns whether traces will actually be written.
 
     ``data_dir`` turns on dftracer's POSIX (file-I/O) events for files under it (trace.posix).
@@ -168,25 +169,25 @@ class Event:
     arguments. It calls the native library directly: dftracer's Python ``dft_fn`` wrapper costs several
     times the native call per event (BENCHMARKS.md, tracing overhead)."""
 
-    __slots__ = ("category", "name", "args", "context", "start")
+    __slots__ = ("args", "category", "context", "name", "start")
 
     def __init__(self, category: str, name: str, args: dict[str, Any]) -> None:
         self.category, self.name, self.args, self.start = category, name, args, 0
         self.context = _state["typed_context"]  # the context as it was when the span began
 
-    def update(self, args: dict[str, Any]) -> "Event":
+    def update(self, args: dict[str, Any]) -> Event:
         """Add arguments known only inside the span (sizes, atoms)."""
         self.args.update(args)
         return self
 
-    def __enter__(self) -> "Event":
+    def __enter__(self) -> Event:
         logger = _state["logger"]
         if logger is not None:
             self.start = logger.get_time()
             logger.enter_event()
         return self
 
-    def __exit__(self, *exc: Any) -> bool:
+    def __exit__(self, *exc: object) -> bool:
         logger = _state["logger"]
         if logger is not None:  # None: finalized inside the span; the event is dropped, not half-written
             end = logger.get_time()
@@ -279,7 +280,7 @@ class BusyDataset:
 class WorkerInit:
     """DataLoader ``worker_init_fn``: per-worker tracer (its own file) and finalize at worker exit."""
 
-    def __init__(self, trace_dir: Optional[str], rank: int, data_dir: Optional[str] = None) -> None:
+    def __init__(self, trace_dir: str | None, rank: int, data_dir: str | None = None) -> None:
         self.trace_dir, self.rank, self.data_dir = trace_dir, rank, data_dir
 
     def __call__(self, worker_id: int) -> None:
