@@ -366,6 +366,7 @@ class Trainer:
         self.nonfinite_steps += 1
         log.warning("skipping the step at %s: non-finite loss %g", where, float(loss.detach()))
         return False
+
     def backward(self, loss: torch.Tensor, timer: PhaseTimer) -> None:
         """Backward; with DDP on CPU the wait for the last gradient all-reduce is split off as grad_comm_s
         (see GradCommClock) and traced as comm/all_reduce right after the compute/backward event."""
