@@ -90,7 +90,7 @@ class EGNNLayer(nn.Module):
 
     Any edge order gives the same result, but the gathers and sums by target (and their
     backward passes) are fastest when edges are sorted by target, as PECAN's graph builder and
-    packs store them (a training step ~1.35x faster than source-sorted on CPU; BENCHMARKS.md).
+    packs store them (a CPU training step 7-9% faster than with source-sorted edges; BENCHMARKS.md).
 
     Args:
         hidden (int): size of node features :math:`\mathbf{h}`.
