@@ -6,13 +6,15 @@ Each variant runs ``main_app.py`` for ``--epochs`` epochs on one rank with one l
 ``--io-modes`` (default: HDF5 ``reopen``, where every sample records its own worker events and POSIX events
 are possible, and ``packed``, the production path, with events per batch); the figure is the median over
 repeats of the mean epoch wall time after the first epoch, from each run's epochs.jsonl. Variants and
-modes are interleaved within each repeat.
+modes are interleaved within each repeat. On short epochs run-to-run scatter (about 10%) hides a 1% effect,
+so the run level also reports an accounting: the events the traced runs wrote per epoch (from their trace files)
+times the measured cost of one event, as a share of the untraced epoch.
 
     python scripts/bench_tracing.py --work /tmp/pecan-bench-trace --inprocess --out benchmarks/bench_tracing_inprocess.json
 
 measures inside one process instead (less exposed to a noisy machine): the per-sample cost of a loader
 worker's batch (HDF5 reopen mode: data/item, h5_read, graph build, collate and batch events) with tracing
-switched on and off between interleaved passes, and the cost of one empty event.
+switched on and off between interleaved passes (the order alternating), and the cost of one empty event.
 """
 from __future__ import annotations
 
@@ -30,6 +32,33 @@ ROOT = Path(__file__).resolve().parents[1]
 VARIANTS = {"off": [], "on": ["trace.enabled=true"], "on+posix": ["trace.enabled=true", "trace.posix=true"]}
 
 
+def event_cost_us(count: int = 5000) -> float:
+    """Microseconds per empty event with three context arguments (tracing must be set up)."""
+    from pecan import tracing
+
+    tracing.set_context(epoch=1, step=1)
+    start = time.perf_counter()
+    for _ in range(count):
+        with tracing.span("compute", "forward", size=4):
+            pass
+    return (time.perf_counter() - start) / count * 1e6
+
+
+def events_in(trace_dir: Path) -> int:
+    """PECAN's events (not dftracer's own metadata or POSIX events) in a run's trace files."""
+    import gzip
+
+    total = 0
+    for path in trace_dir.glob("*.pfw.gz"):
+        with gzip.open(path, "rt") as handle:
+            for line in handle:
+                line = line.strip().rstrip(",")
+                if line.startswith("{") and '"ph":1' in line and '"cat":"dftracer"' not in line \
+                        and '"cat":"POSIX"' not in line and '"cat":"STDIO"' not in line:
+                    total += 1
+    return total
+
+
 def in_process(work: Path, repeats: int) -> dict:
     """Interleaved passes over the data set's batches with events on and off; the cost of one event."""
     from pecan import tracing
@@ -45,19 +74,15 @@ def in_process(work: Path, repeats: int) -> dict:
     indices = list(range(len(dataset)))
     batches = [indices[k:k + 4] for k in range(0, len(indices), 4)]
     per_sample: dict[str, list[float]] = {"off": [], "on": []}
-    for _ in range(repeats):
-        for name in ("off", "on"):
+    for repeat in range(repeats):
+        for name in ("off", "on") if repeat % 2 == 0 else ("on", "off"):  # ABBA: no order advantage
             tracing._state["enabled"] = name == "on"
             start = time.perf_counter()
             for batch in batches:
                 dataset.__getitems__(batch)
             per_sample[name].append((time.perf_counter() - start) / len(indices) * 1e3)
     tracing._state["enabled"] = True
-    start = time.perf_counter()
-    for _ in range(2000):
-        with tracing.span("compute", "forward", size=4):
-            pass
-    event_us = (time.perf_counter() - start) / 2000 * 1e6
+    event_us = event_cost_us()
     tracing.finalize()
     median = {k: statistics.median(v) for k, v in per_sample.items()}
     return {"samples": len(indices), "per_sample_ms_repeats": per_sample, "per_sample_ms_median": median,
@@ -101,11 +126,21 @@ def main(argv=None) -> int:
                 samples = records[-1]["samples"]
                 print(mode, name, repeat, f"{steady[mode][name][-1]:.3f}s", flush=True)
     result = {"samples_per_epoch": samples, "epochs": args.epochs, "repeats": steady, "median_epoch_s": {},
-              "overhead": {}}
+              "overhead": {}, "accounting": {}}
+    from pecan import tracing
+
+    tracing.setup(True, tempfile.mkdtemp(prefix="pecan-bench-trace-"), 0)
+    event_us = statistics.median(event_cost_us() for _ in range(5))
+    tracing.finalize()
     for mode in args.io_modes:
         medians = {k: statistics.median(v) for k, v in steady[mode].items()}
         result["median_epoch_s"][mode] = medians
         result["overhead"][mode] = {k: v / medians["off"] - 1 for k, v in medians.items()}
+        # Accounting: the events a traced run wrote per epoch times the cost of one, against the epoch.
+        per_epoch = statistics.median(events_in(args.work / f"{mode}-on-{r}" / "traces") / args.epochs
+                                      for r in range(args.repeats))
+        result["accounting"][mode] = {"events_per_epoch": per_epoch, "event_us": event_us,
+                                      "share_of_epoch": per_epoch * event_us * 1e-6 / medians["off"]}
     print(json.dumps(result, indent=1))
     if args.out:
         args.out.write_text(json.dumps(result, indent=1) + "\n")
