@@ -277,8 +277,8 @@ def test_bad_pose_attribute_skipped_on_the_derived_path(tmp_path):
 
 def test_normalise_names_a_missing_required_column():
     # The CSV reader checks its columns first; normalise is the check for frames built in code.
-    frame = pd.DataFrame({"shard": ["s.hdf5"], "pdbid": ["c000"], "label": [1]})
-    with pytest.raises(DataError, match=r"my frame: index is missing required column\(s\) poseid"):
+    frame = pd.DataFrame({"shard": ["s.hdf5"], "label": [1]})
+    with pytest.raises(DataError, match=r"my frame: index is missing required column\(s\) pdbid, poseid$"):
         idx.normalise(frame, 2.0, "my frame")
 
 
@@ -287,3 +287,26 @@ def test_normalise_requires_a_label_or_rmsd_unless_told_otherwise():
     with pytest.raises(DataError, match="pose a/2 in shard s.hdf5 has neither a label nor an rmsd"):
         idx.normalise(frame, 2.0, "test")
     assert idx.normalise(frame, 2.0, "test", labels_optional=True)["label"].isna().tolist() == [False, True]
+
+
+def test_csv_with_only_the_required_columns_and_a_label(tmp_path):
+    csv = one_complex_csv(tmp_path, label=[1, 0, 1])
+    frame = idx.read_index_csv(csv, str(tmp_path), 2.0)
+    assert frame["label"].tolist() == [1, 0, 1] and frame["is_crystal"].tolist() == [0, 0, 0]
+    for column in ("rmsd", "affinity", "score"):
+        assert frame[column].dtype == np.float64 and frame[column].isna().all(), column
+    for column in fmt.INTERACTION_ATTRS:
+        assert frame[column].tolist() == [0.0, 0.0, 0.0], column
+    kept = idx.build_index([str(csv)], [], str(tmp_path), **{**COMMON, "use_crystal": False})
+    assert kept["poseid"].tolist() == ["c000_pose0", "c000_pose1", "c000_pose2"]
+
+
+def test_empty_is_crystal_cell_is_a_docked_pose(tmp_path):
+    csv = one_complex_csv(tmp_path, label=[1, 0, 1], is_crystal=[1, np.nan, 0])
+    assert idx.read_index_csv(csv, str(tmp_path), 2.0)["is_crystal"].tolist() == [1, 0, 0]
+
+
+def test_fractional_label_is_named_not_rounded(tmp_path):
+    csv = one_complex_csv(tmp_path, label=[1, 0.5, 0])
+    with pytest.raises(DataError, match=r"pose c000/c000_pose1: label must be 0 or 1.*\(got 0\.5\)"):
+        idx.build_index([str(csv)], [], str(tmp_path), **COMMON)
