@@ -1,10 +1,12 @@
-"""Checkpoints: wrapper prefixes, RNG round trip, atomic save, safe load, which file resume picks."""
+"""Checkpoints: wrapper prefixes, RNG round trip, atomic save, safe load, resume choice and config fit."""
 import random
 
 import numpy as np
 import pytest
 import torch
 
+from pecan import config
+from pecan.config import ConfigError
 from pecan.train import checkpoint as ckpt
 
 
@@ -69,3 +71,53 @@ def test_resume_path_choices(tmp_path):
     assert ckpt.resume_path(str(last), tmp_path / "elsewhere") == last
     with pytest.raises(FileNotFoundError, match="train.resume"):
         ckpt.resume_path(str(tmp_path / "nope.pt"), tmp_path)
+
+
+# ---------------------------------------------------------------------------- resuming under the same model config
+
+def test_config_differences_lists_each_changed_key():
+    saved = {"model": {"hidden": 64, "layers": 4, "gone": 1}, "train": {"lr": 1.0}}
+    current = {"model": {"hidden": 128, "layers": 4, "new": 2}, "train": {"lr": 2.0}}
+    assert ckpt.config_differences(saved, current, "model") == [
+        "model.gone: checkpoint 1, config None", "model.hidden: checkpoint 64, config 128",
+        "model.new: checkpoint None, config 2"]
+    assert ckpt.config_differences({"model": None}, {"model": {"hidden": 64}}, "model") == [
+        "model.hidden: checkpoint None, config 64"]
+    assert ckpt.config_differences({}, {}, "model") == []
+
+
+def resume_config(tmp_path, resume: str, *overrides: str):
+    return config.load(None, [f"train.resume={resume}", f"train.out_dir={tmp_path / 'run'}",
+                              f"data.data_dir={tmp_path}", *overrides])
+
+
+def test_resume_check_picks_the_checkpoint_or_none(tmp_path):
+    assert ckpt.check_resume_compatible(resume_config(tmp_path, "never")) is None
+    assert ckpt.check_resume_compatible(resume_config(tmp_path, "auto")) is None
+    last = tmp_path / "run" / "checkpoints" / "last.pt"
+    ckpt.save_checkpoint(last, {"config": resume_config(tmp_path, "auto").to_dict()})
+    assert ckpt.check_resume_compatible(resume_config(tmp_path, "auto")) == last
+    assert ckpt.check_resume_compatible(resume_config(tmp_path, "never")) is None
+    # A learning-rate change is allowed: only the model section must match.
+    assert ckpt.check_resume_compatible(resume_config(tmp_path, str(last), "train.lr=0.5")) == last
+    old = ckpt.save_checkpoint(tmp_path / "old.pt", {"epoch": 3})  # written before configs were stored
+    assert ckpt.check_resume_compatible(resume_config(tmp_path, str(old))) == old
+
+
+def test_resume_check_names_the_differing_model_keys(tmp_path):
+    path = ckpt.save_checkpoint(tmp_path / "c.pt", {"config": resume_config(tmp_path, "never").to_dict()})
+    with pytest.raises(ConfigError, match=r"train\.resume: checkpoint .*c\.pt was written with a different "
+                       r"model config \(model\.hidden: checkpoint 64, config 32; model\.layers: checkpoint 4, "
+                       r"config 2\)"):
+        ckpt.check_resume_compatible(resume_config(tmp_path, str(path), "model.hidden=32", "model.layers=2"))
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda tmp: tmp / "nope.pt", r"train\.resume: checkpoint .*nope\.pt does not exist"),
+    (lambda tmp: (tmp / "broken.pt").write_bytes(b"not a checkpoint") and tmp / "broken.pt",
+     r"train\.resume: cannot load checkpoint .*broken\.pt"),
+])
+def test_resume_check_errors_are_config_errors_naming_the_file(tmp_path, make, message):
+    with pytest.raises(ConfigError, match=message):
+        ckpt.check_resume_compatible(resume_config(tmp_path, str(make(tmp_path))))
+
