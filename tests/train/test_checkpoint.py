@@ -1,5 +1,6 @@
 """Checkpoints: wrapper prefixes, RNG round trip, atomic save, safe load, resume choice and config fit."""
 import random
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -121,3 +122,33 @@ def test_resume_check_errors_are_config_errors_naming_the_file(tmp_path, make, m
     with pytest.raises(ConfigError, match=message):
         ckpt.check_resume_compatible(resume_config(tmp_path, str(make(tmp_path))))
 
+
+
+def test_load_refuses_anything_but_tensors_and_plain_containers(tmp_path):
+    # weights_only: a pickled object of an arbitrary class could run code when loaded.
+    path = tmp_path / "foreign.pt"
+    torch.save({"where": Path("/etc")}, path)
+    with pytest.raises(ValueError, match="cannot load checkpoint .*foreign.pt"):
+        ckpt.load_checkpoint(path)
+
+
+class FakeCuda:
+    """Stands in for the CUDA generators on a machine without a GPU: records what resume sets."""
+
+    def __init__(self, monkeypatch):
+        self.state, self.restored = [torch.tensor([7, 8], dtype=torch.uint8)], []
+        monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+        monkeypatch.setattr(torch.cuda, "get_rng_state_all", lambda: self.state)
+        monkeypatch.setattr(torch.cuda, "set_rng_state_all", self.restored.append)
+
+
+def test_cuda_generators_saved_and_restored(monkeypatch):
+    cuda = FakeCuda(monkeypatch)
+    state = ckpt.rng_state()
+    assert state["cuda"] is cuda.state
+    ckpt.set_rng_state(state)
+    assert cuda.restored == [cuda.state]
+    # A checkpoint written without a GPU resumes on one: its CUDA generators are left as they are.
+    del state["cuda"]
+    ckpt.set_rng_state(state)
+    assert cuda.restored == [cuda.state]
