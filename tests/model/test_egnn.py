@@ -369,3 +369,21 @@ def test_node_update_is_added_to_the_features_before_the_norm():
         out, _ = layer(h, torch.zeros(1, 3), torch.zeros(2, 0, dtype=torch.long), torch.zeros(0, dtype=torch.long))
     # LayerNorm(h + update) = LayerNorm(update): (update - 1) / 2 = [1, -1, 1, -1].
     torch.testing.assert_close(out, torch.tensor([[1.0, -1.0, 1.0, -1.0]]), atol=1e-4, rtol=0)
+
+
+def test_attention_scales_each_message_by_its_gate():
+    torch.manual_seed(0)
+    layer = EGNNLayer(hidden=8, attention=True).eval()
+    pos = torch.tensor([[0.0, 0, 0], [1, 0, 0], [0, 2, 0]])
+    edge_index = torch.tensor([[1, 2, 0], [0, 0, 1]])
+    edge_type = torch.tensor([0, 1, 0])
+    h = torch.randn(3, 8)
+    radial = layer.geometry(pos, edge_index, edge_type).radial
+    with torch.no_grad():
+        layer.gate.weight.zero_()
+        layer.gate.bias.fill_(-torch.log(torch.tensor(3.0)))  # sigmoid(-ln 3) = 1/4 on every edge
+        gated = layer.message(h, edge_index, edge_type, radial)
+        layer.gate = None
+        plain = layer.message(h, edge_index, edge_type, radial)
+    assert plain.abs().min() > 0
+    torch.testing.assert_close(gated, plain / 4)
