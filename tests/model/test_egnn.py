@@ -387,3 +387,19 @@ def test_attention_scales_each_message_by_its_gate():
         plain = layer.message(h, edge_index, edge_type, radial)
     assert plain.abs().min() > 0
     torch.testing.assert_close(gated, plain / 4)
+
+
+def test_edge_geometry_by_hand():
+    # Edges into atom 0: from atom 1, 0.5 A away (closer than any bond: the distance must not be clamped),
+    # type 1; from atom 2, 2 A away, type 2.
+    layer = EGNNLayer(hidden=8, rbf=4, cutoff=3.0, update_coords=True)
+    pos = torch.tensor([[0.0, 0, 0], [0.5, 0, 0], [0, 0, 2]])
+    geometry = layer.geometry(pos, torch.tensor([[1, 2], [0, 0]]), torch.tensor([1, 2]))
+    gaussians = torch.exp(-0.5 * torch.tensor([[0.25, 0.25, 2.25, 6.25], [4.0, 1.0, 0.0, 1.0]]))  # centres 0..3
+    expected = torch.cat([torch.tensor([[0.25 / 9.0], [4.0 / 9.0]]), gaussians,
+                          torch.tensor([[0.0, 1.0, 0.0], [0.0, 0.0, 1.0]])], dim=1)
+    torch.testing.assert_close(geometry.radial, expected)
+    # Unit vectors from source to target.
+    torch.testing.assert_close(geometry.direction, torch.tensor([[-1.0, 0, 0], [0, 0, -1.0]]), atol=1e-5, rtol=0)
+    # 1 / in-degree: atom 0 receives two edges, atoms 1 and 2 none (counted as 1).
+    assert geometry.inverse_degree.flatten().tolist() == [0.5, 1.0, 1.0]
