@@ -8,19 +8,21 @@ JOBS=${MUTATION_JOBS:-2}
 declare -A FUNCTIONS=(
   [metrics]="pecan.train.metrics.*"
   [sampler]="pecan.data.sampler.*"
-  [graph]="pecan.data.graph.x_validate_atoms* pecan.data.graph.x_crop_pocket* pecan.data.graph.x_radius_edges*
-           pecan.data.graph.x_edge_types* pecan.data.graph.x_build_graph*"
+  [graph]="pecan.data.graph.x_validate_atoms* pecan.data.graph.x_crop_pocket* pecan.data.graph.x_pocket_mask*
+           pecan.data.graph.x_radius_edges* pecan.data.graph.x_edge_types* pecan.data.graph.x_validate_vdw*
+           pecan.data.graph.x_build_graph*"
   [checkpoint]="pecan.train.checkpoint.*"
   [trainer]="pecan.train.trainer.xǁTrainerǁtrain_step* pecan.train.trainer.xǁTrainerǁkeep_in_step*
              pecan.train.trainer.xǁTrainerǁforward_loss* pecan.train.trainer.xǁTrainerǁevaluate*
              pecan.train.trainer.xǁTrainerǁmaybe_resume*"
-  [egnn]="model.egnn.xǁEGNNLayerǁforward* model.egnn.xǁEGNNLayerǁmessage* model.egnn.xǁEGNNLayerǁaggregate*
-          model.egnn.xǁGaussianDistanceExpansionǁforward*"
+  [egnn]="model.egnn.xǁEGNNLayerǁgeometry* model.egnn.xǁEGNNLayerǁforward* model.egnn.xǁEGNNLayerǁmessage*
+          model.egnn.xǁEGNNLayerǁnode_update* model.egnn.xǁGaussianDistanceExpansionǁforward*"
   [packed]="pecan.data.packed.x_gather_batch* pecan.data.packed.x_to_batch*"
   [index]="pecan.data.index.x__label_from* pecan.data.index.x_normalise* pecan.data.index.x__pose_row*
-           pecan.data.index.x__complex_rows* pecan.data.index.x_build_index*"
-  [config]="pecan.config.x__coerce* pecan.config.x__build_section* pecan.config.x_parse_override*
-            pecan.config.x_env_flag*"
+           pecan.data.index.x__complex_rows* pecan.data.index.x_build_index* pecan.data.index.x_read_index_csv*"
+  [config]="pecan.config.x__coerce* pecan.config.x__build_section* pecan.config.x__build_model_section*
+            pecan.config.x_from_dict* pecan.config.x_parse_override* pecan.config.x_env_flag*
+            pecan.config.x_env_value* pecan.config.x_apply_env*"
 )
 ORDER=(metrics sampler graph checkpoint trainer egnn packed index config)
 [ $# -gt 0 ] && ORDER=("$@")

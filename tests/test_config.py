@@ -173,6 +173,8 @@ def test_sections_must_be_mappings_and_keys_known():
     assert cfgmod.from_dict({"data": {"data_dir": "d"}, "model": None}).model.hidden == 64
     with pytest.raises(ConfigError, match="section 'model' must be a mapping, got list"):
         cfgmod.from_dict({"data": {"data_dir": "d"}, "model": [1]}, source="cfg.yaml")
+    with pytest.raises(ConfigError, match="cfg.yaml: section 'train' must be a mapping, got list"):
+        cfgmod.from_dict({"data": {"data_dir": "d"}, "train": [1]}, source="cfg.yaml")
     with pytest.raises(ConfigError) as err:
         cfgmod.from_dict({"data": {"data_dir": "d"}, "model": {"hiden": 3}}, source="cfg.yaml")
     assert "model.hiden" in str(err.value) and "hidden" in str(err.value) and "cfg.yaml" in str(err.value)

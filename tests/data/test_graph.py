@@ -77,3 +77,79 @@ def test_random_rotation_is_proper():
     rotation = graph.random_rotation(np.random.default_rng(3))
     assert np.allclose(rotation @ rotation.T, np.eye(3), atol=1e-5)
     assert np.isclose(np.linalg.det(rotation), 1.0, atol=1e-5)
+
+
+# ---------------------------------------------------------------------------- van der Waals radii
+
+def test_given_radii_follow_the_crop_and_derived_ones_fill_in():
+    # Protein atom 2 is 9 A from the ligand and is cropped away with its radius 1.3.
+    atoms = atoms_at([[0, 0, 0], [1, 0, 0], [10, 0, 0], [0, 3, 0]], 2)
+    given = np.array([1.1, 1.2, 1.3, 1.4])
+    g = graph.build_graph(atoms, pocket_radius=6.0, edge_cutoff=4.5, vdw=given)
+    assert g.vdw.dtype == np.float32 and g.vdw.tolist() == pytest.approx([1.1, 1.2, 1.4])
+    derived = graph.build_graph(atoms, pocket_radius=6.0, edge_cutoff=4.5)
+    assert derived.vdw.tolist() == pytest.approx([1.70, 1.70, 1.70])  # every atom is carbon
+
+
+@pytest.mark.parametrize("radii, message", [([1.5, 1.5], "'van_der_waals' has 2 values for 3 atoms"),
+                                            ([1.5, 0.0, 1.5], "non-finite or non-positive")])
+def test_bad_radii_are_named(radii, message):
+    atoms = atoms_at([[0, 0, 0], [1, 0, 0], [2, 0, 0]], 1)
+    with pytest.raises(DataError, match=message) as err:
+        graph.build_graph(atoms, 6.0, 4.5, where="shard s.hdf5, pose x/y", vdw=np.array(radii))
+    assert "pose x/y" in str(err.value)
+
+
+# ---------------------------------------------------------------------------- size limits at their boundary
+
+def test_max_atoms_is_the_largest_pocket_allowed():
+    atoms = atoms_at([[0, 0, 0], [1, 0, 0], [2, 0, 0], [30, 0, 0]], 1)  # 3 atoms in the pocket
+    assert graph.build_graph(atoms, 6.0, 4.5, max_atoms=3).num_nodes == 3
+    with pytest.raises(DataError) as err:
+        graph.build_graph(atoms, 6.0, 4.5, where="shard s.hdf5, pose x/y", max_atoms=2)
+    assert "pose x/y" in str(err.value) and "data.max_atoms=2" in str(err.value)
+
+
+def test_max_edges_is_the_largest_edge_count_allowed():
+    # A 1 A chain of 4 atoms with cutoff 1.5: 3 bonds, 6 directed edges.
+    atoms = atoms_at([[0, 0, 0], [1, 0, 0], [2, 0, 0], [3, 0, 0]], 1)
+    assert graph.build_graph(atoms, 6.0, 1.5, max_edges=6).edge_index.shape == (2, 6)
+    with pytest.raises(DataError) as err:
+        graph.build_graph(atoms, 6.0, 1.5, where="shard s.hdf5, pose x/y", max_edges=5)
+    assert "pose x/y" in str(err.value) and "data.max_edges=5" in str(err.value)
+
+
+def test_max_edges_counts_edges_across_row_chunks(monkeypatch):
+    # Chunks of 2 rows hold 3 and 3 directed edges of the chain: only the total, 6, exceeds 4.
+    monkeypatch.setattr(graph, "CHUNK_ROWS", 2)
+    pos = np.array([[0, 0, 0], [1, 0, 0], [2, 0, 0], [3, 0, 0]], dtype=np.float32)
+    assert graph.radius_edges(pos, 1.5, max_edges=6).shape == (2, 6)
+    with pytest.raises(DataError, match="data.max_edges=4"):
+        graph.radius_edges(pos, 1.5, max_edges=4)
+
+
+def test_no_atoms_give_an_empty_edge_list():
+    edges = graph.radius_edges(np.zeros((0, 3), dtype=np.float32), 4.5)
+    assert edges.shape == (2, 0) and edges.dtype == np.int64
+
+
+def test_edge_types_are_int8():
+    atoms = atoms_at([[0, 0, 0], [1, 0, 0], [2, 0, 0]], 1)
+    g = graph.build_graph(atoms, 6.0, 1.5)
+    assert g.edge_type.dtype == np.int8 and g.edge_type.tolist() == [1, 1, 2, 2]
+
+
+# ---------------------------------------------------------------------------- what is not an atom array
+
+@pytest.mark.parametrize("atoms", [[[0.0] * 22] * 3, np.full((3, 22), "a")], ids=["list", "strings"])
+def test_non_numeric_atoms_are_a_data_error_naming_the_pose(atoms):
+    with pytest.raises(DataError, match="not a numeric array") as err:
+        graph.validate_atoms(atoms, "shard s.hdf5, pose x/y")
+    assert "pose x/y" in str(err.value)
+
+
+def test_non_finite_rows_are_counted():
+    atoms = atoms_at(np.zeros((5, 3)), 2)
+    atoms[1, 0], atoms[1, 5], atoms[3, 7] = np.nan, np.inf, -np.inf  # rows 1 and 3
+    with pytest.raises(DataError, match=r"has 2 row\(s\) with NaN"):
+        graph.validate_atoms(atoms, "pose x/y")

@@ -164,3 +164,149 @@ def test_split_by_complex_never_splits_a_complex(tiny_dataset):
     assert len(train) + len(val) == len(frame) and len(val) > 0
     again_train, _ = idx.split_by_complex(frame, 0.5, seed=1)
     assert train.equals(again_train)
+
+
+# ---------------------------------------------------------------------------- build_index arguments reach both paths
+
+def one_complex_csv(tmp_path, **columns) -> Path:
+    """A shard with one complex of 3 poses and an index CSV over it with the given columns."""
+    write_shard(tmp_path / "s.hdf5", n_complexes=1, n_poses=3, crystal=False)
+    path = tmp_path / "index.csv"
+    pd.DataFrame({"shard": "s.hdf5", "pdbid": "c000", "poseid": [f"c000_pose{p}" for p in range(3)],
+                  **columns}).to_csv(path, index=False)
+    return path
+
+
+def test_derived_rows_carry_the_complex_affinity(tmp_path):
+    write_shard(tmp_path / "s.hdf5", n_complexes=2, n_poses=2)
+    with h5py.File(tmp_path / "s.hdf5", "a") as handle:
+        handle["c000"].attrs["affinity"], handle["c001"].attrs["affinity"] = 6.5, 7.25
+    frame = idx.derive_index([tmp_path / "s.hdf5"], fmt.DEFAULT_POSE_GROUP, fmt.DEFAULT_CRYSTAL_GROUP, True, 2.0)
+    assert frame.groupby("pdbid")["affinity"].agg(set).to_dict() == {"c000": {6.5}, "c001": {7.25}}
+
+
+def test_unlabelled_csv_rows_need_labels_optional(tmp_path):
+    csv = one_complex_csv(tmp_path, label=[1, np.nan, 0])
+    with pytest.raises(DataError, match="c000/c000_pose1"):
+        idx.build_index([str(csv)], [], str(tmp_path), **COMMON)
+    frame = idx.build_index([str(csv)], [], str(tmp_path), labels_optional=True, **COMMON)
+    assert frame["poseid"].tolist() == ["c000_pose0", "c000_pose1", "c000_pose2"]
+    assert frame["label"].isna().tolist() == [False, True, False]
+
+
+@pytest.mark.parametrize("source", ["csv", "derived"])
+def test_unlabelled_poses_are_an_error_by_default(tmp_path, source):
+    csv = one_complex_csv(tmp_path, rmsd=[1.0, np.nan, 3.0])
+    with h5py.File(tmp_path / "s.hdf5", "a") as handle:
+        pose = handle[f"c000/{fmt.DEFAULT_POSE_GROUP}/c000_pose1"]
+        del pose.attrs["label"], pose.attrs["rmsd"]
+    csvs, fns = ([str(csv)], []) if source == "csv" else ([], ["s.hdf5"])
+    with pytest.raises(DataError, match="c000/c000_pose1"):
+        idx.build_index(csvs, fns, str(tmp_path), write_csv=False, **COMMON)
+
+
+def test_bad_csv_row_is_named_or_dropped_under_skip(tmp_path):
+    csv = one_complex_csv(tmp_path, label=[1, 2, 0])
+    with pytest.raises(DataError, match=r"index\.csv: line 3, .*pose c000/c000_pose1: label must be 0 or 1"):
+        idx.build_index([str(csv)], [], str(tmp_path), **COMMON)
+    frame = idx.build_index([str(csv)], [], str(tmp_path), on_bad_sample="skip", **COMMON)
+    assert frame["poseid"].tolist() == ["c000_pose0", "c000_pose2"] and frame.attrs["skipped"] == 1
+
+
+def test_no_shard_list_derives_from_every_shard_in_data_dir(tmp_path):
+    write_shard(tmp_path / "a.hdf5", n_complexes=1, n_poses=2, crystal=False, prefix="a")
+    write_shard(tmp_path / "b.hdf5", n_complexes=1, n_poses=2, crystal=False, prefix="b")
+    frame = idx.build_index([], [], str(tmp_path), write_csv=False, **COMMON)
+    assert sorted(frame["pdbid"].unique()) == ["a000", "b000"] and len(frame) == 4
+
+
+def test_relative_shard_names_resolve_against_data_dir(tmp_path, monkeypatch):
+    for directory in ("data", "elsewhere"):
+        (tmp_path / directory).mkdir()
+    write_shard(tmp_path / "data" / "s.hdf5", n_complexes=1, n_poses=2, crystal=False)
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    frame = idx.build_index([], ["s.hdf5"], str(tmp_path / "data"), write_csv=False, **COMMON)
+    assert len(frame) == 2 and set(frame["shard"]) == {str(tmp_path / "data" / "s.hdf5")}
+
+
+def test_shard_listed_twice_is_an_error_or_used_once_under_skip(tmp_path):
+    write_shard(tmp_path / "s.hdf5", n_complexes=1, n_poses=2, crystal=False)
+    twice = ["s.hdf5", str(tmp_path / "*.hdf5")]
+    with pytest.raises(DataError, match="s.hdf5 is listed more than once"):
+        idx.build_index([], twice, str(tmp_path), write_csv=False, **COMMON)
+    frame = idx.build_index([], twice, str(tmp_path), write_csv=False, on_bad_sample="skip", **COMMON)
+    assert frame["poseid"].tolist() == ["c000_pose0", "c000_pose1"]
+
+
+def test_unlabelled_derived_index_reused_from_index_dir(tmp_path, monkeypatch):
+    # Scoring new poses: one has neither label nor rmsd; relative shard names; the CSV kept in data.index_dir.
+    (tmp_path / "data").mkdir()
+    write_shard(tmp_path / "data" / "s.hdf5", n_complexes=1, n_poses=3, crystal=False)
+    with h5py.File(tmp_path / "data" / "s.hdf5", "a") as handle:
+        pose = handle[f"c000/{fmt.DEFAULT_POSE_GROUP}/c000_pose1"]
+        del pose.attrs["label"], pose.attrs["rmsd"]
+    args = dict(index_dir=str(tmp_path / "idx"), labels_optional=True, **COMMON)
+    first = idx.build_index([], ["s.hdf5"], str(tmp_path / "data"), **args)
+    assert first["label"].isna().tolist() == [False, True, False]
+    # Shard names relative to data_dir, so the data directory can move with its index.
+    assert pd.read_csv(tmp_path / "idx" / "pecan_all.csv")["shard"].tolist() == ["s.hdf5"] * 3
+    walks = []
+    real = idx.derive_index
+    monkeypatch.setattr(idx, "derive_index", lambda *a, **k: walks.append(1) or real(*a, **k))
+    again = idx.build_index([], ["s.hdf5"], str(tmp_path / "data"), **args)
+    assert walks == [] and again.equals(first)
+
+
+def test_bad_complex_skipped_on_the_derived_path(tmp_path):
+    write_shard(tmp_path / "s.hdf5", n_complexes=2)
+    with h5py.File(tmp_path / "s.hdf5", "a") as handle:
+        del handle["c001/pybel/processed/docking"]
+    frame = idx.build_index([], ["s.hdf5"], str(tmp_path), write_csv=False, on_bad_sample="skip", **COMMON)
+    assert set(frame["pdbid"]) == {"c000"} and frame.attrs["skipped"] == 1
+
+
+def test_bad_pose_attribute_skipped_on_the_derived_path(tmp_path):
+    write_shard(tmp_path / "s.hdf5", n_complexes=1, n_poses=3, crystal=False)
+    with h5py.File(tmp_path / "s.hdf5", "a") as handle:
+        handle[f"c000/{fmt.DEFAULT_POSE_GROUP}/c000_pose1"].attrs["label"] = 2
+    with pytest.raises(DataError, match="pose c000/c000_pose1: label must be 0 or 1"):
+        idx.build_index([], ["s.hdf5"], str(tmp_path), write_csv=False, **COMMON)
+    frame = idx.build_index([], ["s.hdf5"], str(tmp_path), write_csv=False, on_bad_sample="skip", **COMMON)
+    assert frame["poseid"].tolist() == ["c000_pose0", "c000_pose2"] and frame.attrs["skipped"] == 1
+
+
+def test_normalise_names_a_missing_required_column():
+    # The CSV reader checks its columns first; normalise is the check for frames built in code.
+    frame = pd.DataFrame({"shard": ["s.hdf5"], "label": [1]})
+    with pytest.raises(DataError, match=r"my frame: index is missing required column\(s\) pdbid, poseid$"):
+        idx.normalise(frame, 2.0, "my frame")
+
+
+def test_normalise_requires_a_label_or_rmsd_unless_told_otherwise():
+    frame = pd.DataFrame({"shard": ["s.hdf5"] * 2, "pdbid": ["a", "a"], "poseid": ["1", "2"], "rmsd": [1.0, None]})
+    with pytest.raises(DataError, match="pose a/2 in shard s.hdf5 has neither a label nor an rmsd"):
+        idx.normalise(frame, 2.0, "test")
+    assert idx.normalise(frame, 2.0, "test", labels_optional=True)["label"].isna().tolist() == [False, True]
+
+
+def test_csv_with_only_the_required_columns_and_a_label(tmp_path):
+    csv = one_complex_csv(tmp_path, label=[1, 0, 1])
+    frame = idx.read_index_csv(csv, str(tmp_path), 2.0)
+    assert frame["label"].tolist() == [1, 0, 1] and frame["is_crystal"].tolist() == [0, 0, 0]
+    for column in ("rmsd", "affinity", "score"):
+        assert frame[column].dtype == np.float64 and frame[column].isna().all(), column
+    for column in fmt.INTERACTION_ATTRS:
+        assert frame[column].tolist() == [0.0, 0.0, 0.0], column
+    kept = idx.build_index([str(csv)], [], str(tmp_path), **{**COMMON, "use_crystal": False})
+    assert kept["poseid"].tolist() == ["c000_pose0", "c000_pose1", "c000_pose2"]
+
+
+def test_empty_is_crystal_cell_is_a_docked_pose(tmp_path):
+    csv = one_complex_csv(tmp_path, label=[1, 0, 1], is_crystal=[1, np.nan, 0])
+    assert idx.read_index_csv(csv, str(tmp_path), 2.0)["is_crystal"].tolist() == [1, 0, 0]
+
+
+def test_fractional_label_is_named_not_rounded(tmp_path):
+    csv = one_complex_csv(tmp_path, label=[1, 0.5, 0])
+    with pytest.raises(DataError, match=r"pose c000/c000_pose1: label must be 0 or 1.*\(got 0\.5\)"):
+        idx.build_index([str(csv)], [], str(tmp_path), **COMMON)

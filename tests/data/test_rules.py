@@ -160,3 +160,13 @@ def test_build_graph_edge_types_by_hand():
     g = graph.build_graph(atoms, pocket_radius=10.0, edge_cutoff=1.5)
     types = {tuple(e): int(t) for e, t in zip(g.edge_index.T.tolist(), g.edge_type)}
     assert types == {(0, 1): 0, (1, 0): 0, (1, 2): 1, (2, 1): 1, (2, 3): 2, (3, 2): 2}
+
+
+def test_a_stored_label_wins_over_rmsd_derived_from_shards(tmp_path):
+    write_unlabelled_shard(tmp_path / "s.hdf5", [0.5, 5.0, 1.0])
+    with h5py.File(tmp_path / "s.hdf5", "a") as handle:
+        for number, label in ((1, 0), (2, 1)):  # both disagree with their rmsd; pose 3 has no label
+            handle[f"cplx/{fmt.DEFAULT_POSE_GROUP}/{number}"].attrs["label"] = label
+    frame = idx.derive_index([tmp_path / "s.hdf5"], fmt.DEFAULT_POSE_GROUP, fmt.DEFAULT_CRYSTAL_GROUP, False,
+                             THRESHOLD)
+    assert dict(zip(frame["poseid"], frame["label"])) == {"1": 0, "2": 1, "3": 1}

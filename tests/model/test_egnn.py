@@ -322,3 +322,84 @@ def test_compiled_matches_eager_on_changing_sizes():
         for parameter, expected in zip(model.parameters(), eager_gradients):
             torch.testing.assert_close(parameter.grad, expected, atol=1e-4, rtol=1e-3)
         model.zero_grad()
+
+
+# ---------------------------------------------------------------------------- the layer's formulas, by hand
+
+def test_distance_expansion_is_gaussian_around_evenly_spaced_centres():
+    from model.egnn import GaussianDistanceExpansion
+
+    # Centres 0, 1, 2, 3 (1 A apart), width = spacing: exp(-(d - centre)^2 / 2).
+    expansion = GaussianDistanceExpansion(count=4, cutoff=3.0)(torch.tensor([2.0, 0.5]))
+    expected = torch.exp(-0.5 * torch.tensor([[4.0, 1.0, 0.0, 1.0], [0.25, 0.25, 2.25, 6.25]]))
+    torch.testing.assert_close(expansion, expected)
+
+
+def saturated_mover(coords_weight):
+    """A layer whose coordinate MLP outputs tanh(...) = +1 on every edge."""
+    layer = EGNNLayer(hidden=8, update_coords=True, coords_weight=coords_weight, cutoff=6.0).eval()
+    with torch.no_grad():
+        first, last = layer.coordinate_mlp[0], layer.coordinate_mlp[-1]
+        first.weight.zero_()
+        first.bias.fill_(10.0)
+        last.weight.fill_(1.0)
+    return layer
+
+
+def test_coordinate_move_is_the_mean_unit_direction_times_the_weight():
+    # Atoms 1, 2, 3 on the +x axis send messages to atom 0 at the origin; nothing is sent to them.
+    pos = torch.tensor([[0.0, 0, 0], [1, 0, 0], [2, 0, 0], [3, 0, 0]])
+    edge_index = torch.tensor([[1, 2, 3], [0, 0, 0]])
+    layer = saturated_mover(coords_weight=0.5)
+    with torch.no_grad():
+        _, moved = layer(torch.randn(4, 8), pos, edge_index, torch.ones(3, dtype=torch.long))
+    # x_0 += C * mean_j (x_0 - x_j)/|x_0 - x_j| * tanh(.) = 0.5 * (-1, 0, 0): half an Angstrom, away from them.
+    expected = pos.clone()
+    expected[0, 0] = -0.5
+    torch.testing.assert_close(moved, expected, atol=1e-5, rtol=0)
+
+
+def test_node_update_is_added_to_the_features_before_the_norm():
+    layer = EGNNLayer(hidden=4).eval()
+    update = torch.tensor([3.0, -1.0, 3.0, -1.0])  # phi_h outputs this for every node
+    with torch.no_grad():
+        layer.node_mlp[-1].weight.zero_()
+        layer.node_mlp[-1].bias.copy_(update)
+        h = torch.tensor([[1.0, 1.0, 1.0, 1.0]])  # a constant vector: the norm removes it
+        out, _ = layer(h, torch.zeros(1, 3), torch.zeros(2, 0, dtype=torch.long), torch.zeros(0, dtype=torch.long))
+    # LayerNorm(h + update) = LayerNorm(update): (update - 1) / 2 = [1, -1, 1, -1].
+    torch.testing.assert_close(out, torch.tensor([[1.0, -1.0, 1.0, -1.0]]), atol=1e-4, rtol=0)
+
+
+def test_attention_scales_each_message_by_its_gate():
+    torch.manual_seed(0)
+    layer = EGNNLayer(hidden=8, attention=True).eval()
+    pos = torch.tensor([[0.0, 0, 0], [1, 0, 0], [0, 2, 0]])
+    edge_index = torch.tensor([[1, 2, 0], [0, 0, 1]])
+    edge_type = torch.tensor([0, 1, 0])
+    h = torch.randn(3, 8)
+    radial = layer.geometry(pos, edge_index, edge_type).radial
+    with torch.no_grad():
+        layer.gate.weight.zero_()
+        layer.gate.bias.fill_(-torch.log(torch.tensor(3.0)))  # sigmoid(-ln 3) = 1/4 on every edge
+        gated = layer.message(h, edge_index, edge_type, radial)
+        layer.gate = None
+        plain = layer.message(h, edge_index, edge_type, radial)
+    assert plain.abs().min() > 0
+    torch.testing.assert_close(gated, plain / 4)
+
+
+def test_edge_geometry_by_hand():
+    # Edges into atom 0: from atom 1, 0.5 A away (closer than any bond: the distance must not be clamped),
+    # type 1; from atom 2, 2 A away, type 2.
+    layer = EGNNLayer(hidden=8, rbf=4, cutoff=3.0, update_coords=True)
+    pos = torch.tensor([[0.0, 0, 0], [0.5, 0, 0], [0, 0, 2]])
+    geometry = layer.geometry(pos, torch.tensor([[1, 2], [0, 0]]), torch.tensor([1, 2]))
+    gaussians = torch.exp(-0.5 * torch.tensor([[0.25, 0.25, 2.25, 6.25], [4.0, 1.0, 0.0, 1.0]]))  # centres 0..3
+    expected = torch.cat([torch.tensor([[0.25 / 9.0], [4.0 / 9.0]]), gaussians,
+                          torch.tensor([[0.0, 1.0, 0.0], [0.0, 0.0, 1.0]])], dim=1)
+    torch.testing.assert_close(geometry.radial, expected)
+    # Unit vectors from source to target.
+    torch.testing.assert_close(geometry.direction, torch.tensor([[-1.0, 0, 0], [0, 0, -1.0]]), atol=1e-5, rtol=0)
+    # 1 / in-degree: atom 0 receives two edges, atoms 1 and 2 none (counted as 1).
+    assert geometry.inverse_degree.flatten().tolist() == [0.5, 1.0, 1.0]
