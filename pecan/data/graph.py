@@ -42,7 +42,12 @@ def validate_atoms(atoms: np.ndarray, where: str) -> np.ndarray:
     if not np.isfinite(atoms).all():
         bad = int((~np.isfinite(atoms)).any(axis=1).sum())
         raise DataError(f"{where}: 'data' has {bad} row(s) with NaN or infinite values")
-    if not (atoms[:, fmt.MOLCODE_COLUMN] > 0).any():
+    molcode = atoms[:, fmt.MOLCODE_COLUMN]
+    odd = (molcode != 1) & (molcode != -1)
+    if odd.any():
+        raise DataError(f"{where}: 'data' column {fmt.MOLCODE_COLUMN} (molcode) must be +1 (ligand) or -1 "
+                        f"(protein); {int(odd.sum())} row(s) have other values, e.g. {float(molcode[odd][0]):g}")
+    if not (molcode > 0).any():
         raise DataError(f"{where}: pose has no ligand atoms (no row with molcode +1)")
     return atoms.astype(np.float32, copy=False)
 

@@ -52,6 +52,15 @@ def test_chunked_edges_are_target_sorted(monkeypatch):
     assert np.array_equal(order, np.arange(len(target)))
 
 
+@pytest.mark.parametrize("value", [0.0, 0.5, 2.0])
+def test_molcode_other_than_plus_or_minus_one_is_named(value):
+    atoms = atoms_at(np.random.default_rng(4).uniform(-3, 3, (6, 3)), 2)
+    atoms[3, fmt.MOLCODE_COLUMN] = value
+    with pytest.raises(DataError, match=r"molcode\) must be \+1 \(ligand\) or -1") as err:
+        graph.build_graph(atoms, 6.0, 4.5, where="shard s.hdf5, pose x/y")
+    assert "pose x/y" in str(err.value) and "1 row(s)" in str(err.value)
+
+
 def test_chunked_edges_equal_unchunked(monkeypatch):
     rng = np.random.default_rng(1)
     pos = rng.uniform(-5, 5, (300, 3)).astype(np.float32)
