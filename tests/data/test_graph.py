@@ -162,3 +162,11 @@ def test_non_finite_rows_are_counted():
     atoms[1, 0], atoms[1, 5], atoms[3, 7] = np.nan, np.inf, -np.inf  # rows 1 and 3
     with pytest.raises(DataError, match=r"has 2 row\(s\) with NaN"):
         graph.validate_atoms(atoms, "pose x/y")
+
+
+def test_radii_are_one_per_atom_whatever_their_stored_shape():
+    radii = graph.validate_vdw(np.array([[1.7], [1.55], [0.5]]), 3, "shard s.hdf5, pose x/y")
+    assert radii.shape == (3,) and radii.dtype == np.float32
+    np.testing.assert_allclose(radii, [1.7, 1.55, 0.5])  # any positive radius is accepted, small ones too
+    with pytest.raises(DataError, match="non-positive"):
+        graph.validate_vdw(np.array([1.7, 0.0, 1.5]), 3, "shard s.hdf5, pose x/y")
