@@ -217,3 +217,56 @@ def test_env_flag_values(raw, expected):
 def test_env_flag_malformed_names_the_variable():
     with pytest.raises(ConfigError, match=r"PECAN_X must be 0 or 1 .*got '2'"):
         cfgmod.env_flag("PECAN_X", {"PECAN_X": "2"})
+
+
+def test_empty_config_is_all_defaults_and_a_non_mapping_is_named():
+    # An empty file (None) is an empty mapping: it fails only on the required data keys.
+    with pytest.raises(ConfigError, match="'data.data_dir' is required"):
+        cfgmod.from_dict(None, source="cfg.yaml")
+    with pytest.raises(ConfigError, match="^cfg.yaml: top level must be a mapping of sections$"):
+        cfgmod.from_dict([1], source="cfg.yaml")
+
+
+def test_model_section_by_legacy_number_and_its_errors_named():
+    data = {"data_dir": "d"}
+    assert cfgmod.from_dict({"data": data, "model": {"nn_type": 2}}).model.name == "ggcnn"
+    assert cfgmod.from_dict({"data": data, "model": {"name": "egnn", "nn_type": 0}}).model.name == "cnn3d"
+    for model, message in [
+        ({"name": [1]}, "cfg.yaml: 'model.name' must be str, got [1]"),
+        ({"nn_type": "three"}, "cfg.yaml: 'model.nn_type' must be int or NoneType, got 'three'"),
+        ({"name": "nope"}, "cfg.yaml: 'model.name'/'model.nn_type': unknown model 'nope'; valid: cnn3d, sgcnn, ggcnn, egnn"),
+    ]:
+        with pytest.raises(ConfigError) as err:
+            cfgmod.from_dict({"data": data, "model": model}, source="cfg.yaml")
+        assert str(err.value) == message
+
+
+def test_key_of_another_variant_names_the_variants_that_have_it():
+    # "name" comes first: every key is checked, not only those before the first valid one.
+    with pytest.raises(ConfigError) as err:
+        cfgmod.from_dict({"data": {"data_dir": "d"}, "model": {"name": "egnn", "use_vdw": True}}, source="cfg.yaml")
+    assert str(err.value) == (
+        "cfg.yaml: 'model.use_vdw' is a key of the sgcnn and ggcnn variant, not of egnn (the selected model); "
+        "egnn keys: attention, cutoff, dropout, hidden, layers, name, nn_type, rbf, update_coords, use_pose_features")
+
+
+@pytest.fixture
+def no_pecan_env(monkeypatch):
+    """The given mapping, not the process environment, is what these tests read."""
+    for name in cfgmod.ENV_VARS:
+        monkeypatch.delenv(name, raising=False)
+
+
+def test_env_value_reads_the_given_environment(no_pecan_env):
+    assert cfgmod.env_value("PECAN_TORCH_COMPILE", {"PECAN_TORCH_COMPILE": "1"}) is True
+    assert cfgmod.env_value("PECAN_CACHE_DIR", {"PECAN_CACHE_DIR": " /scratch/cache "}) == "/scratch/cache"
+    assert cfgmod.env_value("PECAN_CACHE_DIR", {"PECAN_CACHE_DIR": "  "}) is None
+    assert cfgmod.env_value("PECAN_CACHE_DIR", {}) is None
+
+
+def test_apply_env_fills_empty_paths_and_overrides_flags(no_pecan_env):
+    config = cfgmod.from_dict({"data": {"data_dir": "d", "index_dir": "/set/index"}, "train": {"compile": True}})
+    environ = {"PECAN_CACHE_DIR": "/env/cache", "PECAN_INDEX_CSV_DIR": "/env/index", "PECAN_TORCH_COMPILE": "0"}
+    assert cfgmod.apply_env(config, environ) is config
+    assert (config.data.cache_dir, config.data.index_dir) == ("/env/cache", "/set/index")
+    assert (config.train.compile, config.data.decode_cache) == (False, True)

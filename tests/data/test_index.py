@@ -310,3 +310,27 @@ def test_fractional_label_is_named_not_rounded(tmp_path):
     csv = one_complex_csv(tmp_path, label=[1, 0.5, 0])
     with pytest.raises(DataError, match=r"pose c000/c000_pose1: label must be 0 or 1.*\(got 0\.5\)"):
         idx.build_index([str(csv)], [], str(tmp_path), **COMMON)
+
+
+def test_read_index_csv_keeps_ids_as_text_and_names_the_csv(tmp_path):
+    folder = tmp_path / "set"
+    folder.mkdir()
+    (folder / "s.hdf5").touch()  # only its existence is checked here
+    path = folder / "index.csv"
+    path.write_text("shard,pdbid,poseid,rmsd\ns.hdf5,1e10,007,1.0\n")
+    # Numeric-looking ids (PDB id 1E10, pose 007) stay text; with no data_dir the shard resolves against
+    # the CSV's folder.
+    frame = idx.read_index_csv(path, "", 2.0)
+    assert (frame["pdbid"].tolist(), frame["poseid"].tolist()) == (["1e10"], ["007"])
+    assert frame["shard"].tolist() == [str(folder / "s.hdf5")]
+    for text, message in [
+        ("shard,pdbid,poseid,rmsd\ns.hdf5,a,a_1,1.0\ngone.hdf5,a,a_2,1.0\n",
+         f"index CSV {path}, line 3, column 'shard': shard file not found: {folder / 'gone.hdf5'}"),
+        ("shard,pdbid,poseid,rmsd\ns.hdf5,a,a_1,far\n", str(path)),
+        ("shard,pdbid,poseid,rmsd\ns.hdf5,a,a_1,\n", f"{path}: pose a/a_1 in shard"),
+        ("", f"index CSV {path} is not a valid CSV"),
+    ]:
+        path.write_text(text)
+        with pytest.raises(DataError) as err:
+            idx.read_index_csv(path, "", 2.0)
+        assert message in str(err.value)

@@ -1,6 +1,7 @@
 """Tests for the EGNN layer and pose classifier on tiny hand-built graphs."""
 
 import dataclasses
+import math
 
 import pytest
 import torch
@@ -403,3 +404,30 @@ def test_edge_geometry_by_hand():
     torch.testing.assert_close(geometry.direction, torch.tensor([[-1.0, 0, 0], [0, 0, -1.0]]), atol=1e-5, rtol=0)
     # 1 / in-degree: atom 0 receives two edges, atoms 1 and 2 none (counted as 1).
     assert geometry.inverse_degree.flatten().tolist() == [0.5, 1.0, 1.0]
+
+
+def test_node_update_is_phi_h_of_the_features_and_the_message_sum():
+    # phi_h = Linear_2(SiLU(W [h, m] + b)), W's first block applied to h, its second to the message sum.
+    layer = EGNNLayer(hidden=2).eval()
+    with torch.no_grad():
+        layer.node_mlp[0].weight.copy_(torch.tensor([[1.0, 0.0, 2.0, 0.0], [0.0, -1.0, 0.0, 1.0]]))
+        layer.node_mlp[0].bias.copy_(torch.tensor([0.5, 0.0]))
+        layer.node_mlp[-1].weight.copy_(torch.tensor([[1.0, 0.0], [1.0, -1.0]]))
+        layer.node_mlp[-1].bias.copy_(torch.tensor([0.0, 1.0]))
+        update = layer.node_update(torch.tensor([[1.0, 2.0]]), torch.tensor([[0.25, 3.0]]))
+    # W [h, m] + b = [1 + 2 * 0.25 + 0.5, -2 + 3] = [2, 1]; SiLU(x) = x / (1 + exp(-x)).
+    silu_2, silu_1 = 2.0 / (1.0 + math.exp(-2.0)), 1.0 / (1.0 + math.exp(-1.0))
+    torch.testing.assert_close(update, torch.tensor([[silu_2, silu_2 - silu_1 + 1.0]]))
+
+
+def test_edge_between_atoms_at_the_same_position_has_no_direction():
+    # Two atoms at one point (a duplicated atom): the edge's direction is 0 / (0 + epsilon) = 0, not NaN,
+    # so neither atom moves.
+    layer = saturated_mover(coords_weight=1.0)
+    pos = torch.tensor([[1.0, 2.0, 3.0], [1.0, 2.0, 3.0]])
+    edge_index = torch.tensor([[0, 1], [1, 0]])
+    edge_type = torch.zeros(2, dtype=torch.long)
+    assert layer.geometry(pos, edge_index, edge_type).direction.tolist() == [[0.0, 0.0, 0.0]] * 2
+    with torch.no_grad():
+        _, moved = layer(torch.randn(2, 8), pos, edge_index, edge_type)
+    assert moved.tolist() == pos.tolist()
