@@ -334,3 +334,17 @@ def test_read_index_csv_keeps_ids_as_text_and_names_the_csv(tmp_path):
         with pytest.raises(DataError) as err:
             idx.read_index_csv(path, "", 2.0)
         assert message in str(err.value)
+
+
+def test_relative_csv_found_from_the_working_directory_before_data_dir(tmp_path, monkeypatch):
+    data_dir, elsewhere = tmp_path / "data", tmp_path / "elsewhere"
+    data_dir.mkdir()
+    elsewhere.mkdir()
+    (data_dir / "s.hdf5").touch()
+    (elsewhere / "index.csv").write_text("shard,pdbid,poseid,rmsd\ns.hdf5,abcd,p1,1.0\n")
+    (data_dir / "index.csv").write_text("shard,pdbid,poseid,rmsd\ns.hdf5,wxyz,p2,3.0\n")
+    monkeypatch.chdir(elsewhere)
+    # A relative path that exists as given is that file; only a missing one is looked up in data_dir.
+    assert idx.read_index_csv("index.csv", str(data_dir), 2.0)["pdbid"].tolist() == ["abcd"]
+    (elsewhere / "index.csv").unlink()
+    assert idx.read_index_csv("index.csv", str(data_dir), 2.0)["pdbid"].tolist() == ["wxyz"]
