@@ -59,6 +59,19 @@ def events_in(trace_dir: Path) -> int:
     return total
 
 
+def account(run_dir: Path) -> dict:
+    """Events per epoch of a traced run x the cost of one event, as a share of its median epoch."""
+    from pecan import tracing
+
+    walls = [json.loads(line)["wall_s"] for line in (run_dir / "epochs.jsonl").read_text().splitlines()]
+    tracing.setup(True, tempfile.mkdtemp(prefix="pecan-bench-trace-"), 0)
+    event_us = statistics.median(event_cost_us() for _ in range(5))
+    tracing.finalize()
+    per_epoch = events_in(run_dir / "traces") / len(walls)
+    return {"events_per_epoch": per_epoch, "event_us": event_us, "epoch_s": walls,
+            "share_of_epoch": per_epoch * event_us * 1e-6 / statistics.median(walls)}
+
+
 def in_process(work: Path, repeats: int) -> dict:
     """Interleaved passes over the data set's batches with events on and off; the cost of one event."""
     from pecan import tracing
@@ -99,8 +112,14 @@ def main(argv=None) -> int:
     parser.add_argument("--io-modes", nargs="+", default=["reopen", "packed"])
     parser.add_argument("--out", type=Path)
     parser.add_argument("--inprocess", action="store_true", help="the in-process measurement instead")
+    parser.add_argument("--account", type=Path, metavar="RUN_DIR",
+                        help="only the accounting of an existing traced run (its traces/ and epochs.jsonl)")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT))
+    if args.account:
+        result = account(args.account)
+        print(json.dumps(result, indent=1))
+        return 0
     from tests.train.helpers import tiny_run
 
     config, _ = tiny_run(args.work, n_complexes=args.complexes, n_poses=10)
