@@ -27,5 +27,5 @@ setup(
         "convert": ["rdkit>=2023.9", "prolif>=2.0"],
         "mutation": ["mutmut>=3.3,<4"],
     },
-    entry_points={"console_scripts": ["pecan-train=main_app:main"]},
+    entry_points={"console_scripts": ["pecan=pecan.cli:main", "pecan-train=main_app:main"]},
 )

@@ -21,8 +21,7 @@ from pecan.data import format as shard_format
 from model.egnn_config import EGNNConfig
 
 
-class ConfigError(ValueError):
-    """A configuration value is missing, unknown or of the wrong type."""
+from pecan.errors import ConfigError  # noqa: F401  (re-exported: pecan.config.ConfigError)
 
 
 def _doc(text: str, default: Any = dataclasses.MISSING, factory: Any = dataclasses.MISSING) -> Any:

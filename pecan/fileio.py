@@ -20,8 +20,7 @@ _UMASK: Optional[int] = None
 _UMASK_LOCK = threading.Lock()
 
 
-class StorageError(OSError):
-    """A write failed; the message names the path and the reason ("disk full" for ENOSPC)."""
+from pecan.errors import StorageError  # noqa: E402,F401  (re-exported: pecan.fileio.StorageError)
 
 
 def _read_umask() -> int:

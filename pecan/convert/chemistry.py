@@ -20,8 +20,7 @@ except ImportError as err:  # pragma: no cover - exercised only without the extr
 RDLogger.DisableLog("rdApp.*")
 
 
-class ConversionError(ValueError):
-    """A complex or pose cannot be converted; the message is the reason listed in failures.csv."""
+from pecan.errors import ConversionError  # noqa: E402,F401  (re-exported)
 
 
 WATER_RESIDUES = {"HOH", "WAT", "DOD", "H2O", "TIP", "TIP3", "SOL"}

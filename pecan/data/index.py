@@ -23,13 +23,7 @@ from pecan.data.sample import skip_or_raise
 log = logging.getLogger(__name__)
 
 
-class DataError(ValueError):
-    """Bad input data: the message names the file, group or pose."""
-
-
-class IndexUnreadable(DataError):
-    """An index CSV that cannot be read at all (missing, no permission, not a file): the one case in which
-    the index is derived from the shard list instead."""
+from pecan.errors import DataError, IndexUnreadable  # noqa: F401  (re-exported)
 
 
 # ---------------------------------------------------------------------------- paths

@@ -27,8 +27,7 @@ T = TypeVar("T")
 _REPORTED: set[tuple[str, str]] = set()
 
 
-class NoWritableLocation(OSError):
-    """Every directory of the chain refused the write; the message lists each reason."""
+from pecan.errors import NoWritableLocation  # noqa: E402,F401  (re-exported)
 
 
 @dataclass(frozen=True)

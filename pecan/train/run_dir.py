@@ -16,8 +16,7 @@ LOCK_NAME = ".pecan.lock"
 TEMP_PATTERNS = (".*.tmp", ".*.tmp-*")
 
 
-class OutDirInUse(RuntimeError):
-    """Another live run holds the out_dir lock."""
+from pecan.errors import OutDirInUse  # noqa: E402,F401  (re-exported)
 
 
 def _pid_alive(pid: int) -> bool:

@@ -1,0 +1,38 @@
+"""The `pecan` command: `pecan SUBCOMMAND [options]`, also `python -m pecan`.
+
+Each subcommand lives in its own module with ``main(argv, prog) -> int`` and is imported only when it is
+run, so `pecan --help` stays fast and a command's optional dependencies (RDKit for convert, Vina for
+redock) are needed only by that command. To add one: a module under ``pecan/commands`` and a row here.
+"""
+from __future__ import annotations
+
+import importlib
+import sys
+
+# name -> (module with main(argv, prog), one-line help). Order is the order of `pecan --help`.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "train": ("pecan.commands.train", "train a model from a YAML config (same as python main_app.py CONFIG)"),
+}
+
+
+def usage() -> str:
+    """The top-level help text: every subcommand with its one-line help."""
+    width = max(len(name) for name in COMMANDS)
+    rows = "\n".join(f"  {name:<{width}}  {text}" for name, (_, text) in COMMANDS.items())
+    return (f"usage: pecan SUBCOMMAND [options]   (pecan SUBCOMMAND --help for its options)\n\n"
+            f"subcommands:\n{rows}\n")
+
+
+def main(argv=None) -> int:
+    """Dispatch to a subcommand; no subcommand or --help prints the list."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help", "help"):
+        print(usage(), end="")
+        return 0
+    name, rest = argv[0], argv[1:]
+    if name not in COMMANDS:
+        print(f"pecan: unknown subcommand {name!r}; valid: {', '.join(COMMANDS)}\n\n{usage()}", file=sys.stderr,
+              end="")
+        return 2
+    module = importlib.import_module(COMMANDS[name][0])
+    return module.main(rest, prog=f"pecan {name}")
