@@ -1,5 +1,5 @@
 """The configuration reference: every option's key, type, default and documentation, rendered as the
-README's table (``python -m pecan.config_docs --update-readme``; a test keeps the README current)."""
+table of docs/configuration.md (``python -m pecan.config_docs --update-docs``; a test keeps the page current)."""
 from __future__ import annotations
 
 import dataclasses
@@ -8,10 +8,11 @@ import typing
 from pathlib import Path
 
 from pecan.config import Config, _type_name
+from pecan.fileio import write_text
 
 
 def describe() -> str:
-    """Markdown reference of every option (used to keep the README's table current)."""
+    """Markdown reference of every option (the table of docs/configuration.md)."""
     lines = ["| key | type | default | meaning |", "|---|---|---|---|"]
     hints = typing.get_type_hints(Config)
     for section in dataclasses.fields(Config):
@@ -42,26 +43,29 @@ def _variant_rows() -> list[str]:
     return rows
 
 
-README_MARKERS = ("<!-- config-reference:start -->", "<!-- config-reference:end -->")
+MARKERS = ("<!-- config-reference:start -->", "<!-- config-reference:end -->")
+PAGE = Path(__file__).resolve().parents[1] / "docs" / "configuration.md"
+# --update-readme is the option's earlier name (the table lived in README.md); it now updates the same page.
+UPDATE_OPTIONS = ("--update-docs", "--update-readme")
 
 
-def update_readme(path: str | os.PathLike) -> bool:
-    """Rewrite the config table between the README's markers; returns whether it changed."""
+def update_page(path: str | os.PathLike = PAGE) -> bool:
+    """Rewrite the config table between the page's markers; returns whether it changed."""
     path = Path(path)
     text = path.read_text()
-    start, end = (text.index(marker) for marker in README_MARKERS)
-    updated = text[:start + len(README_MARKERS[0])] + "\n" + describe() + "\n" + text[end:]
+    start, end = (text.index(marker) for marker in MARKERS)
+    updated = text[:start + len(MARKERS[0])] + "\n" + describe() + "\n" + text[end:]
     if updated != text:
-        path.write_text(updated)
+        write_text(path, updated)
     return updated != text
 
 
 def main() -> None:
-    """``python -m pecan.config_docs [--update-readme]``: print the table, or refresh the README's copy."""
+    """``python -m pecan.config_docs [--update-docs]``: print the table, or refresh docs/configuration.md."""
     import sys
 
-    if "--update-readme" in sys.argv:
-        print("updated" if update_readme(Path(__file__).resolve().parents[1] / "README.md") else "current")
+    if any(option in sys.argv for option in UPDATE_OPTIONS):
+        print("updated" if update_page() else "current")
     else:
         print(describe())
 
