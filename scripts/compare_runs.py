@@ -1,4 +1,4 @@
-"""Compare runs (and their replicates) from their epochs.jsonl, the way field notes section 3 asks.
+"""Compare runs (and their replicates) from their epochs.jsonl: same scale, completed, replicates' mean/stdev/CV.
 
     python scripts/compare_runs.py baseline=runs/reopen-1,runs/reopen-2 packed=runs/packed-1,runs/packed-2
 
