@@ -16,7 +16,7 @@ from pecan.data.index import DataError
 def parse_args(argv=None, prog: str | None = None) -> argparse.Namespace:
     """Command line: a config file and any number of --set overrides."""
     parser = argparse.ArgumentParser(prog=prog, description="Train an EGNN pose classifier on HDF5 shards.")
-    parser.add_argument("config", help="YAML config file (see configs/demo.yaml and the README reference)")
+    parser.add_argument("config", help="YAML config file (see configs/demo.yaml and docs/configuration.md)")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE",
                         help="override a config value; the value is parsed as YAML (repeatable)")
     parser.add_argument("--predict", metavar="CHECKPOINT", help="score the configured poses with this checkpoint "

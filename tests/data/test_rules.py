@@ -1,6 +1,6 @@
 """Documented data rules at their exact boundaries, against hand-written expected values.
 
-README "Data": a missing label is ``rmsd < data.rmsd_threshold`` (so exactly 2.0 A is a decoy); graphs keep
+docs/data-path.md: a missing label is ``rmsd < data.rmsd_threshold`` (so exactly 2.0 A is a decoy); graphs keep
 protein atoms *within* ``data.pocket_radius`` of a ligand atom (inclusive) and connect atoms *closer than*
 ``data.edge_cutoff`` (exclusive); crystal poses are samples with label 1 and rmsd 0 when
 ``data.use_crystal`` is on, and absent when it is off, whichever path built the index.
