@@ -96,19 +96,57 @@ def write_plots(run_dir: str | Path, records: Sequence[dict[str, Any]], out_dir:
     return [path]
 
 
-SCALARS = ("train_loss", "val_loss", "val_auc", "val_acc", "samples_per_s", "wall_s", "data_wait_share",
-           "straggler_ratio", *PHASES)
+SCALARS = ("train_loss", "val_loss", "val_auc", "val_acc", "val_top1", "lr", "samples_per_s", "wall_s",
+           "data_wait_share", "straggler_ratio", "cpu_share_min", *PHASES)
+# The final metrics the hparams view shows beside the run's settings.
+HPARAM_METRICS = ("val_auc", "val_loss", "val_acc", "val_top1", "train_loss", "samples_per_s")
 
 
-def tensorboard_scalars(log_dir: str | Path, record: dict[str, Any]) -> None:
-    """Append one epoch's figures as TensorBoard scalars (step = epoch)."""
+def _writer(log_dir: str | Path):
     try:
         from torch.utils.tensorboard import SummaryWriter
     except ImportError as err:
         raise ImportError("train.tensorboard needs tensorboard: pip install '.[plots]'") from err
-    with SummaryWriter(log_dir=str(log_dir)) as writer:
+    return SummaryWriter(log_dir=str(log_dir))
+
+
+class TensorBoard:
+    """One run's TensorBoard events: epoch scalars (step = epoch), per-step loss and learning rate
+    (step = global step) and, at the end, the hparams with the final metrics."""
+
+    def __init__(self, log_dir: str | Path) -> None:
+        self.log_dir = Path(log_dir)
+        self.writer = _writer(self.log_dir)
+
+    def epoch(self, record: dict[str, Any]) -> None:
+        """One epoch's figures."""
         for name in SCALARS:
             value = record.get(name)
-            if isinstance(value, (int, float)):
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
                 group = "phase" if name in PHASES else "epoch"
-                writer.add_scalar(f"{group}/{name}", value, record["epoch"])
+                self.writer.add_scalar(f"{group}/{name}", value, record["epoch"])
+        self.writer.flush()
+
+    def step(self, step: int, loss: float, lr: float) -> None:
+        """The training loss (mean over the steps since the last point) and the learning rate at ``step``."""
+        self.writer.add_scalar("step/train_loss", loss, step)
+        self.writer.add_scalar("step/lr", lr, step)
+
+    def hparams(self, config, record: dict[str, Any]) -> None:
+        """The run's settings (every scalar config key) with its final metrics."""
+        flat = {f"{section}.{key}": value for section, values in config.to_dict().items()
+                for key, value in values.items() if isinstance(value, (int, float, str, bool))}
+        metrics = {f"final/{name}": float(record[name]) for name in HPARAM_METRICS
+                   if isinstance(record.get(name), (int, float))}
+        self.writer.add_hparams(flat, metrics, run_name=".")
+
+    def close(self) -> None:
+        """Flush and close the event file."""
+        self.writer.close()
+
+
+def tensorboard_scalars(log_dir: str | Path, record: dict[str, Any]) -> None:
+    """Append one epoch's figures as TensorBoard scalars (step = epoch)."""
+    board = TensorBoard(log_dir)
+    board.epoch(record)
+    board.close()
