@@ -102,6 +102,19 @@ def cpu_note(record: dict[str, Any]) -> str:
     return f" | CPU share {share:.0%} on rank {record.get('cpu_share_min_rank', 0)} (starved: see the warning)"
 
 
+def rank_line(record: dict[str, Any], rank: int) -> str:
+    """One rank's own figures of an epoch (for its log file): step time, data wait, gradient wait, CPU share."""
+    ranks = record.get("ranks") or {}
+
+    def figure(name: str) -> float:
+        values = ranks.get(name) or []
+        return values[rank] if rank < len(values) else math.nan
+
+    return (f"epoch {record['epoch']} on rank {rank}: step {figure('step_s'):.2f}s, data wait "
+            f"{figure('data_wait_s'):.2f}s, grad wait {figure('grad_comm_s'):.2f}s, eval {figure('eval_s'):.2f}s, "
+            f"CPU share {figure('cpu_share'):.0%}, peak RSS {figure('peak_rss_mb'):.0f} MB")
+
+
 def phase_shares(record: dict[str, Any]) -> dict[str, float]:
     """The shares of the epoch that matter for a one-line report: data wait, compute (forward + backward +
     optimizer), gradient wait (only with several ranks), evaluation, checkpoint; each of the epoch's wall."""

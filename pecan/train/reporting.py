@@ -108,8 +108,11 @@ class EpochReporter:
 
     def epoch_end(self, record: dict[str, Any]) -> None:
         """Print the epoch report in the configured form, warn when a rank was starved of CPU, and write
-        the TensorBoard scalars (and at the run's end its hparams)."""
+        the TensorBoard scalars (and at the run's end its hparams); another rank logs its own line."""
         self.epoch_walls.append(record["wall_s"])
+        if not self.env.is_main:
+            log.info("%s", report.rank_line(record, self.env.rank))
+            return
         eta = self.run_eta_after(record)
         advice = starved_advice(record)
         if self.config.train.report == "compact":

@@ -265,7 +265,7 @@ class Trainer:
         self.records[-1] = record
         if self.env.is_main:
             self.files.append_epoch(record)
-            self.reporter.epoch_end(record)
+        self.reporter.epoch_end(record)
         return record
 
     def train_epoch(self, epoch: int, timer: PhaseTimer, io_counts: np.ndarray) -> dict[str, float]:
