@@ -24,6 +24,7 @@ from pecan.data.index import build_index
 from pecan.data.loader import load_split_frames, make_dataset, make_loader, make_sampler, prepare_job_data
 from pecan.fileio import write_csv, write_text
 from pecan.progress import resolve_mode, track
+from pecan.report import EVAL_SPANS
 from pecan.train import checkpoint as ckpt
 from pecan.train.components import amp_context
 from pecan.train.distributed import DistEnv, barrier, gather_varlen
@@ -104,9 +105,9 @@ def score_share(model, loader, device: torch.device, amp: str, progress: bool,
             io_counts += counts
         if not batch.num_graphs:
             continue
-        with tracing.span("device", "transfer", size=batch.num_graphs, phase="eval"):
+        with tracing.span(*EVAL_SPANS["transfer"], size=batch.num_graphs, phase="eval"):
             batch = batch.to(device, non_blocking=True)
-        with tracing.span("pecan.eval", "forward", size=batch.num_graphs), amp_context(device, amp):
+        with tracing.span(*EVAL_SPANS["forward"], size=batch.num_graphs), amp_context(device, amp):
             logits.append(model(batch).float())
         ids.append(batch.sample_id)
     empty = torch.zeros(0, device=device)

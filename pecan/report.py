@@ -12,10 +12,17 @@ from typing import Any, Sequence
 
 from pecan.fileio import write_text
 
-# Seconds per phase of one rank's epoch. grad_comm_s is the gradient all-reduce wait after the last
+# The phases of one rank's epoch: epochs.jsonl field (seconds) -> (trace category, event name) of the span
+# that times it. The trainer's phase clocks and spans (PhaseTimer.span), this report and the trace report
+# (pecan runs trace) all read this one table. grad_comm_s is the gradient all-reduce wait after the last
 # bucket's gradients were ready (DDP on CPU), taken out of backward_s.
-PHASES = ("data_wait_s", "transfer_s", "forward_s", "backward_s", "grad_comm_s", "optimizer_s", "eval_s",
-          "checkpoint_s")
+PHASE_EVENTS = {"data_wait_s": ("dataloader", "fetch"), "transfer_s": ("device", "transfer"),
+                "forward_s": ("compute", "forward"), "backward_s": ("compute", "backward"),
+                "grad_comm_s": ("comm", "all_reduce"), "optimizer_s": ("compute", "step"),
+                "eval_s": ("pipeline", "evaluate"), "checkpoint_s": ("checkpoint", "capture")}
+PHASES = tuple(PHASE_EVENTS)
+# Evaluation's own transfer and forward (inside eval_s) are named apart from training's in traces.
+EVAL_SPANS = {"transfer": ("device", "eval_transfer"), "forward": ("pecan.eval", "eval_forward")}
 # Per-rank figures gathered once per epoch besides the phases (``ranks`` in the record).
 RANK_FIGURES = (*PHASES, "step_s", "worker_busy_s", "peak_rss_mb", "cuda_peak_mb", "cpu_share")
 # Below this share of the CPU its threads asked for (process CPU time / (wall x threads)), a rank is starved.

@@ -20,17 +20,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Iterator
 
-# epochs.jsonl phase <- (category, name[, predicate on args]) of the main process's events.
-PHASE_EVENTS = {
-    "data_wait_s": ("dataloader", "fetch"),
-    "transfer_s": ("device", "transfer"),
-    "forward_s": ("compute", "forward"),
-    "backward_s": ("compute", "backward"),
-    "grad_comm_s": ("comm", "all_reduce"),
-    "optimizer_s": ("compute", "step"),
-    "eval_s": ("pipeline", "evaluate"),
-    "checkpoint_s": ("checkpoint", "capture"),
-}
+from pecan.report import PHASE_EVENTS  # epochs.jsonl phase -> (category, name) of the main process's events
+
 _FILE_RANK = re.compile(r"pecan-rank(\d+)")
 
 

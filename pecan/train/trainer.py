@@ -248,7 +248,7 @@ class Trainer:
         io_counts = np.zeros(len(COUNTER_FIELDS), dtype=np.int64)
         with tracing.span("pipeline", "train"):
             train = self.train_epoch(epoch, timer, io_counts)
-        with tracing.span("pipeline", "evaluate"), timer.phase("eval_s"):
+        with timer.span("eval_s"):
             metrics = self.evaluate(io_counts)
         # The record is complete but for the checkpoint's own time; the checkpoint carries it, so an epoch it
         # claims never lacks its record (resume restores a record the kill below would lose).
@@ -256,7 +256,7 @@ class Trainer:
         self.epochs_done, self.last_metrics = epoch + 1, metrics
         self.records.append({**self.epoch_record(epoch, time.perf_counter() - start, timer.totals(), train, metrics,
                                                  io_counts), **in_sync})
-        with tracing.span("checkpoint", "capture"), timer.phase("checkpoint_s"):
+        with timer.span("checkpoint_s"):
             self.save_checkpoints(metrics)
         record = {**self.epoch_record(epoch, time.perf_counter() - start, timer.totals(), train, metrics,
                                       io_counts), **in_sync}
@@ -318,15 +318,15 @@ class Trainer:
         """Forward, backward and optimiser step on one batch (``where``: epoch and step, for messages);
         returns the detached loss, or None when a non-finite loss was skipped (train.on_nonfinite_loss: skip).
         Every rank checks every step, replayed ones included, so the check's collective stays paired."""
-        with tracing.span("device", "transfer", size=batch.num_graphs), timer.phase("transfer_s"):
+        with timer.span("transfer_s", size=batch.num_graphs):
             batch = batch.to(self.device, non_blocking=True)
-        with tracing.span("compute", "forward", size=batch.num_graphs), timer.phase("forward_s"):
+        with timer.span("forward_s", size=batch.num_graphs):
             loss = self.forward_loss(batch)
         if not self.loss_is_finite(loss, *where):
             self.optimizer.zero_grad(set_to_none=True)
             return None
         self.backward(loss * weight, timer)
-        with tracing.span("compute", "step"), timer.phase("optimizer_s"):
+        with timer.span("optimizer_s"):
             if self.config.train.grad_clip > 0:
                 torch.nn.utils.clip_grad_norm_(self.raw_model.parameters(), self.config.train.grad_clip)
             self.optimizer.step()
@@ -355,7 +355,7 @@ class Trainer:
         """Backward; with DDP on CPU the wait for the last gradient all-reduce is split off as grad_comm_s
         (see GradCommClock) and traced as comm/all_reduce right after the compute/backward event."""
         if self.grad_clock is None:
-            with tracing.span("compute", "backward"), timer.phase("backward_s"):
+            with timer.span("backward_s"):
                 loss.backward()
             return
         start, trace_start = time.perf_counter(), tracing.now()
@@ -366,8 +366,9 @@ class Trainer:
         timer.add("grad_comm_s", wait)
         units = (tracing.now() - trace_start) / max(end - start, 1e-12)  # tracer units per second
         compute_units = round((end - start - wait) * units)
-        tracing.log_span("compute", "backward", trace_start, compute_units)
-        tracing.log_span("comm", "all_reduce", trace_start + compute_units, round(wait * units), what="gradients")
+        tracing.log_span(*report.PHASE_EVENTS["backward_s"], trace_start, compute_units)
+        tracing.log_span(*report.PHASE_EVENTS["grad_comm_s"], trace_start + compute_units, round(wait * units),
+                         what="gradients")
 
     def forward_loss(self, batch) -> torch.Tensor:
         """Binary cross-entropy of the model's logits (computed in fp32 whatever the autocast)."""
