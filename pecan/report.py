@@ -42,6 +42,8 @@ def rank_summary(per_rank: Sequence[Sequence[float]]) -> dict[str, Any]:
     columns = {name: [float(row[k]) for row in per_rank] for k, name in enumerate(RANK_FIGURES)
                if all(len(row) > k for row in per_rank)}
     out: dict[str, Any] = {"ranks": columns}
+    if columns.get("cpu_share") and not all(math.isfinite(s) for s in columns["cpu_share"]):
+        del columns["cpu_share"]  # not measured (accelerator runs)
     if columns.get("cpu_share"):
         shares = columns["cpu_share"]
         out.update(cpu_share=shares[0], cpu_share_min=min(shares), cpu_share_min_rank=shares.index(min(shares)))

@@ -125,3 +125,9 @@ def test_overlay_of_two_runs_is_one_png_and_64_ranks_draw_a_heat_map(tmp_path, c
     assert figure.gca().images and figure.gca().get_ylabel() == "rank"  # a heat map, not 64 bars per phase
     (path,) = plots.write_plots(tmp_path / "wide", [many])
     assert path.stat().st_size > 10_000
+
+
+def test_cpu_share_not_measured_is_left_out():
+    summary = report.rank_summary([[*rank_row(0.1, 1.0), float("nan")], [*rank_row(0.1, 1.0), float("nan")]])
+    assert "cpu_share" not in summary["ranks"] and "cpu_share_min" not in summary
+    assert report.cpu_note({**record(1), **summary}) == ""

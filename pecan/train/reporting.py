@@ -54,8 +54,10 @@ class EpochProgress:
 class EpochReporter:
     """Rank 0's view of the run as it goes (other ranks build one too and it stays silent)."""
 
-    def __init__(self, config, env, out_dir: Path) -> None:
+    def __init__(self, config, env, out_dir: Path, device: torch.device | None = None) -> None:
         self.config, self.env, self.out_dir = config, env, Path(out_dir)
+        # On an accelerator the host mostly waits for the device: its CPU share says nothing about cores.
+        self.judge_cpu = device is None or device.type == "cpu"
         self.mode = progress.resolve_mode(config.train.progress) if env.is_main else "off"
         self.cpu = CpuClock()
         self.epoch_walls: list[float] = []
@@ -69,8 +71,8 @@ class EpochReporter:
         return EpochProgress(self, epoch, steps, optimizer)
 
     def cpu_share(self) -> float:
-        """This rank's CPU share since the epoch started."""
-        return self.cpu.share()
+        """This rank's CPU share since the epoch started (NaN on an accelerator: not judged there)."""
+        return self.cpu.share() if self.judge_cpu else math.nan
 
     def run_eta(self, epoch: int, bar: progress.Progress) -> float:
         """Seconds left in the run: this epoch's rest, then the remaining epochs at the mean epoch wall of

@@ -60,7 +60,7 @@ class Trainer:
         self.config, self.env, self.device = config, env, device
         self.out_dir = Path(config.train.out_dir)
         self.files = RunFiles(self.out_dir)
-        self.reporter = EpochReporter(config, env, self.out_dir)
+        self.reporter = EpochReporter(config, env, self.out_dir, device)
         self.show_progress = self.reporter.mode
         self.start_epoch, self.step, self.best_auc = 0, 0, -math.inf
         self.last_batch = None
