@@ -131,3 +131,18 @@ def test_cpu_share_not_measured_is_left_out():
     summary = report.rank_summary([[*rank_row(0.1, 1.0), float("nan")], [*rank_row(0.1, 1.0), float("nan")]])
     assert "cpu_share" not in summary["ranks"] and "cpu_share_min" not in summary
     assert report.cpu_note({**record(1), **summary}) == ""
+
+
+def test_epoch_axes_have_integer_ticks_and_legends_outside():
+    pytest.importorskip("matplotlib", reason="plots need the .[plots] extra")
+    from pecan import plots
+
+    records = [{**record(epoch), "lr": 0.001} for epoch in (1, 2)]
+    figure = plots._pyplot().figure()
+    ax = figure.gca()
+    plots.plot_wall_time(ax, records)
+    figure.canvas.draw()
+    ticks = [t for t in ax.get_xticks() if 0.5 <= t <= 2.5]
+    assert ticks == [1.0, 2.0]  # not 1.0, 1.25, 1.5, ... on a short run
+    box = ax.get_legend().get_window_extent()
+    assert box.x0 >= ax.get_window_extent().x1  # the legend sits right of the data, not over it

@@ -62,3 +62,12 @@ def test_full_report_of_one_rank_has_no_rank_statistics(tmp_path):
     assert "\r" not in text and "phase            seconds    share\n" in text
     assert "straggler" not in text and "mean      max" not in text
     assert "1 intra-op threads (CPU share" in text
+
+
+def test_resume_with_changed_settings_names_the_keys_and_both_values(tmp_path):
+    path, _ = tiny_run(tmp_path)
+    run_to_file(tmp_path, path, "train.epochs=1", "train.progress=off")
+    text = run_to_file(tmp_path, path, "train.epochs=2", "train.lr=0.001", "data.batch_size=8", "train.progress=off")
+    warning = next(line for line in text.splitlines() if "with changed settings" in line)
+    assert "data.batch_size: checkpoint 4, config 8" in warning and "train.lr: checkpoint 0.003, config 0.001" in warning
+    assert "train.epochs: checkpoint 1, config 2" in warning and "digest" not in warning
