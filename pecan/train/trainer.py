@@ -108,6 +108,7 @@ class Trainer:
         refusal = broadcast_object(refusal, self.env)
         if refusal:
             raise OutDirInUse(refusal)
+
     def build_data(self) -> None:
         """Indexes, packs and staging through the loader's job protocol, then per-rank loaders."""
         data = self.config.data
@@ -223,7 +224,6 @@ class Trainer:
             raise config_module.ConfigError(f"train.resume: checkpoint {path} does not fit this run: {err}") from err
         if self.env.is_main:
             ckpt.warn_changed_settings(state, self.config, path)
-        if self.env.is_main:
             log.info("resumed from %s after epoch %d", path, self.start_epoch)
             self.files.restore_missing(self.records)
         self.resumed_from = str(path)
