@@ -19,8 +19,6 @@ import yaml
 
 from pecan.data import format as shard_format
 from model.egnn_config import EGNNConfig
-
-
 from pecan.errors import ConfigError  # noqa: F401  (re-exported: pecan.config.ConfigError)
 
 
@@ -28,8 +26,6 @@ def _doc(text: str, default: Any = dataclasses.MISSING, factory: Any = dataclass
     if factory is not dataclasses.MISSING:
         return field(default_factory=factory, metadata={"doc": text})
     return field(default=default, metadata={"doc": text})
-
-
 
 
 @dataclass
@@ -122,11 +118,14 @@ class TrainConfig:
     out_dir: str = _doc("Run directory: config.yaml, epochs.jsonl, checkpoints, traces.", "runs/default")
     amp: Literal["off", "bf16"] = _doc("Mixed precision: bf16 autocast (no GradScaler needed) or off.", "off")
     compile: bool = _doc("torch.compile the model (dynamic shapes); env PECAN_TORCH_COMPILE=0|1 overrides.", False)
-    resume: str = _doc("auto: continue from out_dir's last checkpoint if present; never; or a checkpoint path.",
-                       "auto")
+    resume: str = _doc("auto: continue from out_dir's last checkpoint if present; never; or a checkpoint path.", "auto")
     max_steps_per_epoch: int = _doc("Stop an epoch after this many steps; 0 means the full epoch.", 0)
     deterministic: bool = _doc("Use deterministic algorithms (slower; for exact reproduction).", False)
-    progress: bool = _doc("Show progress bars on rank 0.", True)
+    progress: Union[bool, Literal["auto", "bar", "lines", "off"]] = _doc("Rank 0's progress: auto (a bar on a "
+        "terminal, else a line every progress_every_seconds), bar, lines, off; true/false mean bar/off.", "auto")
+    progress_every_seconds: float = _doc("Seconds between progress lines; 0: every step.", 30.0)
+    report: Literal["full", "compact"] = _doc("Epoch report: full (line + phase table) or compact (one line).", "full")
+    intra_op_threads: int = _doc("Torch threads per rank; 0: OMP_NUM_THREADS if set, else sized to the cores.", 0)
     sync_dir: str = _doc(
         "Shared directory out_dir is mirrored to (atomically, file by file) every sync_every_minutes and at "
         "exit, so out_dir can be node-local; empty: off.", "")
@@ -134,9 +133,13 @@ class TrainConfig:
     on_nonfinite_loss: Literal["error", "skip"] = _doc(
         "A NaN or infinite training loss: stop naming epoch and step, or skip that step (counted in "
         "epochs.jsonl as nonfinite_steps).", "error")
-    plots: bool = _doc("At the end of a run, rank 0 writes PNG plots into out_dir/plots (needs .[plots]; "
-                       "skipped with a warning without matplotlib).", True)
-    tensorboard: bool = _doc("Write per-epoch TensorBoard scalars to out_dir/tensorboard (needs .[plots]).", False)
+    plots: bool = _doc("At the end of a run, rank 0 writes PNG plots into out_dir/plots (needs .[plots]).", True)
+    tensorboard: bool = _doc("TensorBoard scalars (epoch, per-step loss/LR, hparams) in out_dir/tensorboard.", False)
+    tensorboard_every_steps: int = _doc("Steps between the per-step TensorBoard loss and LR scalars.", 10)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.progress, bool):  # older configs: true/false
+            self.progress = "bar" if self.progress else "off"
 
 
 @dataclass

@@ -16,7 +16,6 @@ from typing import Any, Optional
 import numpy as np
 import pandas as pd
 import torch
-from tqdm import tqdm
 
 from pecan import tracing
 from pecan.config import Config, ConfigError, ModelConfig
@@ -24,6 +23,8 @@ from pecan.data import format as fmt
 from pecan.data.index import build_index
 from pecan.data.loader import load_split_frames, make_dataset, make_loader, make_sampler, prepare_job_data
 from pecan.fileio import write_csv, write_text
+from pecan.progress import resolve_mode, track
+from pecan.report import EVAL_SPANS
 from pecan.train import checkpoint as ckpt
 from pecan.train.components import amp_context
 from pecan.train.distributed import DistEnv, barrier, gather_varlen
@@ -99,14 +100,14 @@ def score_share(model, loader, device: torch.device, amp: str, progress: bool,
     batches' I/O counters are added to ``io_counts`` when given."""
     model.eval()
     logits, ids = [], []
-    for batch, counts in tqdm(loader, desc="scoring", unit="batch", disable=not progress, leave=False):
+    for batch, counts in track(loader, "scoring", "batch", progress, close_line=False):
         if io_counts is not None:
             io_counts += counts
         if not batch.num_graphs:
             continue
-        with tracing.span("device", "transfer", size=batch.num_graphs, phase="eval"):
+        with tracing.span(*EVAL_SPANS["transfer"], size=batch.num_graphs, phase="eval"):
             batch = batch.to(device, non_blocking=True)
-        with tracing.span("pecan.eval", "forward", size=batch.num_graphs), amp_context(device, amp):
+        with tracing.span(*EVAL_SPANS["forward"], size=batch.num_graphs), amp_context(device, amp):
             logits.append(model(batch).float())
         ids.append(batch.sample_id)
     empty = torch.zeros(0, device=device)
@@ -168,7 +169,7 @@ def metrics_path(out: Path) -> Path:
 
 def run_predict(config: Config, env: DistEnv, device: torch.device, checkpoint: str, out: str) -> dict[str, Any]:
     """Score the configured poses on every rank; rank 0 writes ``out`` and its metrics JSON."""
-    progress = config.train.progress and env.is_main
+    progress = resolve_mode(config.train.progress) if env.is_main else "off"
     model = load_model(Path(checkpoint), config, device)
     # The trainer's job protocol: rank 0 indexes and decides the packs, node leaders confirm and stage.
     job = prepare_job_data(config.data, rank=env.rank, local_rank=env.local_rank, progress=progress,

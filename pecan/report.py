@@ -12,12 +12,21 @@ from typing import Any, Sequence
 
 from pecan.fileio import write_text
 
-# Seconds per phase of one rank's epoch. grad_comm_s is the gradient all-reduce wait after the last
+# The phases of one rank's epoch: epochs.jsonl field (seconds) -> (trace category, event name) of the span
+# that times it. The trainer's phase clocks and spans (PhaseTimer.span), this report and the trace report
+# (pecan runs trace) all read this one table. grad_comm_s is the gradient all-reduce wait after the last
 # bucket's gradients were ready (DDP on CPU), taken out of backward_s.
-PHASES = ("data_wait_s", "transfer_s", "forward_s", "backward_s", "grad_comm_s", "optimizer_s", "eval_s",
-          "checkpoint_s")
+PHASE_EVENTS = {"data_wait_s": ("dataloader", "fetch"), "transfer_s": ("device", "transfer"),
+                "forward_s": ("compute", "forward"), "backward_s": ("compute", "backward"),
+                "grad_comm_s": ("comm", "all_reduce"), "optimizer_s": ("compute", "step"),
+                "eval_s": ("pipeline", "evaluate"), "checkpoint_s": ("checkpoint", "capture")}
+PHASES = tuple(PHASE_EVENTS)
+# Evaluation's own transfer and forward (inside eval_s) are named apart from training's in traces.
+EVAL_SPANS = {"transfer": ("device", "eval_transfer"), "forward": ("pecan.eval", "eval_forward")}
 # Per-rank figures gathered once per epoch besides the phases (``ranks`` in the record).
-RANK_FIGURES = (*PHASES, "step_s", "worker_busy_s", "peak_rss_mb", "cuda_peak_mb")
+RANK_FIGURES = (*PHASES, "step_s", "worker_busy_s", "peak_rss_mb", "cuda_peak_mb", "cpu_share")
+# Below this share of the CPU its threads asked for (process CPU time / (wall x threads)), a rank is starved.
+CPU_SHARE_WARN = 0.6
 
 # Fields every epochs.jsonl record carries.
 REQUIRED_FIELDS = ("epoch", "wall_s", "samples", "train_loss", "val_loss", "val_auc", "val_acc", "val_top1",
@@ -30,8 +39,14 @@ def rank_summary(per_rank: Sequence[Sequence[float]]) -> dict[str, Any]:
     """Rows of RANK_FIGURES (one row per rank) -> the record's ``ranks`` lists, ``{phase}_mean`` and
     ``{phase}_max`` across ranks, and the straggler ratio: max over mean of the ranks' step time (their
     forward + backward + optimizer seconds, without waiting for each other)."""
-    columns = {name: [float(row[k]) for row in per_rank] for k, name in enumerate(RANK_FIGURES)}
+    columns = {name: [float(row[k]) for row in per_rank] for k, name in enumerate(RANK_FIGURES)
+               if all(len(row) > k for row in per_rank)}
     out: dict[str, Any] = {"ranks": columns}
+    if columns.get("cpu_share") and not all(math.isfinite(s) for s in columns["cpu_share"]):
+        del columns["cpu_share"]  # not measured (accelerator runs)
+    if columns.get("cpu_share"):
+        shares = columns["cpu_share"]
+        out.update(cpu_share=shares[0], cpu_share_min=min(shares), cpu_share_min_rank=shares.index(min(shares)))
     for phase in PHASES:
         out[f"{phase}_mean"] = statistics.fmean(columns[phase])
         out[f"{phase}_max"] = max(columns[phase])
@@ -75,7 +90,65 @@ def epoch_line(record: dict[str, Any]) -> str:
 
     return (f"epoch {record['epoch']:>3} | {record['wall_s']:.1f}s | train_loss {num('train_loss')} | "
             f"val_loss {num('val_loss')} | val_auc {num('val_auc')} | val_acc {num('val_acc')} | "
-            f"val_top1 {num('val_top1')} | {num('samples_per_s', '.1f')} samples/s")
+            f"val_top1 {num('val_top1')} | {num('samples_per_s', '.1f')} samples/s{cpu_note(record)}")
+
+
+def is_starved(record: dict[str, Any]) -> bool:
+    """Whether the least-served rank got < CPU_SHARE_WARN of the CPU its threads asked for. One thread is
+    judged only over epochs of 30 s or more: a short single-threaded epoch's checkpoint fsync alone can take
+    a third of it, and with one thread there is no thread count to lower anyway."""
+    share = record.get("cpu_share_min")
+    if share is None or share >= CPU_SHARE_WARN:
+        return False
+    return (record.get("intra_op_threads") or 1) > 1 or (record.get("wall_s") or 0.0) >= 30.0
+
+
+def cpu_note(record: dict[str, Any]) -> str:
+    """' | CPU share 45% on rank 1 (starved)' when a rank got less CPU than its threads asked for, else ''."""
+    if not is_starved(record):
+        return ""
+    share = record["cpu_share_min"]
+    return f" | CPU share {share:.0%} on rank {record.get('cpu_share_min_rank', 0)} (starved: see the warning)"
+
+
+def rank_line(record: dict[str, Any], rank: int) -> str:
+    """One rank's own figures of an epoch (for its log file): step time, data wait, gradient wait, CPU share."""
+    ranks = record.get("ranks") or {}
+
+    def figure(name: str) -> float:
+        values = ranks.get(name) or []
+        return values[rank] if rank < len(values) else math.nan
+
+    return (f"epoch {record['epoch']} on rank {rank}: step {figure('step_s'):.2f}s, data wait "
+            f"{figure('data_wait_s'):.2f}s, grad wait {figure('grad_comm_s'):.2f}s, eval {figure('eval_s'):.2f}s, "
+            f"CPU share {figure('cpu_share'):.0%}, peak RSS {figure('peak_rss_mb'):.0f} MB")
+
+
+def phase_shares(record: dict[str, Any]) -> dict[str, float]:
+    """The shares of the epoch that matter for a one-line report: data wait, compute (forward + backward +
+    optimizer), gradient wait (only with several ranks), evaluation, checkpoint; each of the epoch's wall."""
+    wall = max(record.get("wall_s") or 0.0, 1e-9)
+    compute = sum(record.get(k) or 0.0 for k in ("forward_s", "backward_s", "optimizer_s"))
+    shares = {"data": (record.get("data_wait_s") or 0.0) / wall, "compute": compute / wall}
+    if (record.get("world_size") or 1) > 1:
+        shares["comm"] = (record.get("grad_comm_s") or 0.0) / wall
+    shares["eval"] = (record.get("eval_s") or 0.0) / wall
+    shares["ckpt"] = (record.get("checkpoint_s") or 0.0) / wall
+    return shares
+
+
+def compact_line(record: dict[str, Any], epochs: int, eta_s: float) -> str:
+    """train.report: compact: one line per epoch with the losses, AUC, rate, phase shares and the ETA."""
+    from pecan.progress import format_duration
+
+    def num(key: str) -> str:
+        value = record.get(key)
+        return "n/a" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.4f}"
+
+    shares = " ".join(f"{name} {share:.0%}" for name, share in phase_shares(record).items())
+    return (f"epoch {record['epoch']:>3}/{epochs} | {record['wall_s']:.1f}s | loss {num('train_loss')} | "
+            f"val_loss {num('val_loss')} | val_auc {num('val_auc')} | {record.get('samples_per_s') or 0:.1f} "
+            f"samples/s | {shares} | ETA {format_duration(eta_s)}{cpu_note(record)}")
 
 
 def wall_time_table(record: dict[str, Any]) -> str:
@@ -92,12 +165,16 @@ def wall_time_table(record: dict[str, Any]) -> str:
         rows.append(f"  {phase[:-2]:<14}{seconds:>10.2f}{seconds / wall:>8.1%}{spread}")
     other = max(wall - accounted, 0.0)
     rows.append(f"  {'other':<14}{other:>10.2f}{other / wall:>8.1%}")
-    if "straggler_ratio" in record:
-        busy = record.get("ranks", {}).get("worker_busy_s") or [0.0]
-        rows.append(f"  straggler ratio {record['straggler_ratio']:.2f} (max/mean step time over "
-                    f"{record.get('world_size', 1)} ranks); {record.get('num_workers')} loader workers/rank busy "
-                    f"{max(busy):.2f}s; {record.get('intra_op_threads')} intra-op threads; peak RSS "
-                    f"{max(record['ranks'].get('peak_rss_mb') or [0]):.0f} MB")
+    if "ranks" in record:
+        ranks = record["ranks"]
+        busy = ranks.get("worker_busy_s") or [0.0]
+        balance = (f"straggler ratio {record['straggler_ratio']:.2f} (max/mean step time over "
+                   f"{record.get('world_size', 1)} ranks); " if several else "")
+        cpu = (f" (CPU share {record['cpu_share_min']:.0%}"
+               f"{' lowest of the ranks' if several else ''})" if record.get("cpu_share_min") is not None else "")
+        rows.append(f"  {balance}{record.get('num_workers')} loader workers/rank busy {max(busy):.2f}s; "
+                    f"{record.get('intra_op_threads')} intra-op threads{cpu}; peak RSS "
+                    f"{max(ranks.get('peak_rss_mb') or [0]):.0f} MB")
     rows.append(f"  io_mode {record.get('io_mode')}: {record.get('file_opens_per_sample', 0):.3f} file opens, "
                 f"{record.get('h5_calls_per_sample', 0):.2f} HDF5 calls, "
                 f"{record.get('bytes_read_per_sample', 0) / 1024:.1f} KiB read per sample")
@@ -106,15 +183,17 @@ def wall_time_table(record: dict[str, Any]) -> str:
 
 def run_summary(records: list[dict[str, Any]]) -> str:
     """The end-of-run table: one row per epoch."""
-    rows = ["| epoch | wall s | samples/s | train loss | val AUC | data wait | compute | grad comm | straggler |",
-            "|---|---|---|---|---|---|---|---|---|"]
+    several = any((r.get("world_size") or 1) > 1 for r in records)
+    rows = ["| epoch | wall s | samples/s | train loss | val AUC | data wait | compute | CPU share |"
+            + (" grad comm | straggler |" if several else ""), "|" + "---|" * (8 + 2 * several)]
     for r in records:
         compute = sum(r.get(k) or 0.0 for k in ("forward_s", "backward_s", "optimizer_s"))
-        auc = r.get("val_auc")
+        auc, cpu = r.get("val_auc"), r.get("cpu_share_min")
+        cpu_text = "n/a" if cpu is None else f"{cpu:.0%}" + (" (starved)" if is_starved(r) else "")
         rows.append(f"| {r['epoch']} | {r['wall_s']:.1f} | {r.get('samples_per_s') or 0:.1f} | "
                     f"{r.get('train_loss') or math.nan:.4f} | {'n/a' if auc is None else format(auc, '.4f')} | "
-                    f"{r.get('data_wait_share') or 0:.1%} | {compute:.1f}s | {r.get('grad_comm_s') or 0:.2f}s | "
-                    f"{r.get('straggler_ratio') or 1.0:.2f} |")
+                    f"{r.get('data_wait_share') or 0:.1%} | {compute:.1f}s | {cpu_text} |"
+                    + (f" {r.get('grad_comm_s') or 0:.2f}s | {r.get('straggler_ratio') or 1.0:.2f} |" * several))
     return "\n".join(rows)
 
 

@@ -36,7 +36,7 @@ PECAN_SPANS = {
     ("pecan.data", "collate"): "samples to one Batch",
     ("pecan.data", "batch"): "one whole batch in a loader worker (its busy time)",
     ("pecan.loader", "handover"): "restore a worker's batch in the main process",
-    ("pecan.eval", "forward"): "evaluation forward of one batch",
+    ("pecan.eval", "eval_forward"): "evaluation forward of one batch",
 }
 
 # Variables dftracer's native library parses at start-up; an empty value makes some of them fail.

@@ -26,7 +26,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--prefix", default="converted", help="shard names <prefix>_0000.hdf5, index <prefix>_all.csv")
     parser.add_argument("--drop-hetero", action="store_true",
                         help="drop the receptor's HETATM residues (metals, cofactors); waters are always dropped")
-    parser.add_argument("--no-progress", action="store_true")
+    parser.add_argument("--progress", choices=("auto", "bar", "lines", "off"), default="auto",
+                        help="auto: a bar on a terminal, else a line every 30 s (never carriage returns in a file)")
+    parser.add_argument("--no-progress", action="store_true", help="same as --progress off")
     return parser.parse_args(argv)
 
 
@@ -44,7 +46,7 @@ def main(argv=None) -> int:
                       drop_hetero=args.drop_hetero)
     try:
         summary = convert(args.manifest, args.out, options, args.prefix, args.complexes_per_shard, args.workers,
-                          progress=not args.no_progress)
+                          progress="off" if args.no_progress else args.progress)
     except (OSError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -69,7 +69,7 @@ def test_thread_count_difference_is_flagged_and_strict_refuses(tmp_path, capsys)
     assert compare_runs.main([f"a={a}", f"b={b}"]) == 0
     assert compare_runs.main(["--strict", f"a={a}", f"b={b}"]) == 2
     assert "differ in intra_op_threads" in capsys.readouterr().out
-    same = with_settings(fake_run(tmp_path / "c", [5.0, 5.0]), intra_op_threads=1, num_workers=1)
+    same = with_settings(fake_run(tmp_path / "c", [5.0, 5.0, 5.0]), intra_op_threads=1, num_workers=1)
     assert compare_runs.main(["--strict", f"a={a}", f"c={same}"]) == 0
 
 
@@ -82,3 +82,56 @@ def test_replicates_must_agree_and_one_epoch_is_noted(tmp_path):
     assert "replicates of a differ in num_workers" in text
     assert "only 1 epoch(s)" in text and "include the warm-up" in text
     assert "| one |" in table.split("\n\n")[1]  # the phase table has a row per group
+
+
+def with_config(run: Path, **sections) -> Path:
+    """Give a fake run a resolved config (as config.yaml holds it) and a runs.jsonl start record."""
+    (run / "config.yaml").write_text(yaml.safe_dump({"train": {"epochs": 3, "out_dir": str(run)}, **sections}))
+    append_record(run / "runs.jsonl", {"world_size": 1, "git": {"commit": "abc", "dirty": False},
+                                       "packages": {"torch": "2.13"}, "host": run.name})
+    return run
+
+
+def test_every_config_difference_is_listed_and_strict_refuses(tmp_path, capsys):
+    a = with_config(fake_run(tmp_path / "h48", [5.0, 5.0, 5.0]), model={"hidden": 48, "layers": 2},
+                    data={"batch_size": 8, "io_mode": "packed"})
+    b = with_config(fake_run(tmp_path / "h96", [5.0, 5.0, 5.0]), model={"hidden": 96, "layers": 2},
+                    data={"batch_size": 16, "io_mode": "packed"})
+    table, warnings = compare_runs.compare({"a": [a], "b": [b]})
+    rows = [row for row in table.splitlines() if row.startswith("| model.") or row.startswith("| data.")]
+    assert rows == ["| data.batch_size | 8 | 16 | no |", "| model.hidden | 48 | 96 | no |"]
+    assert "train.out_dir" in table and "| train.out_dir |" in table  # listed, but allowed
+    assert [w for w in warnings if "outside the allow-list" in w and "model.hidden" in w and "data.batch_size" in w]
+    assert compare_runs.main([f"a={a}", f"b={b}"]) == 0
+    assert compare_runs.main(["--strict", f"a={a}", f"b={b}"]) == 2
+    assert compare_runs.main(["--strict", "--allow", "model.hidden", f"a={a}", f"b={b}"]) == 2
+    assert compare_runs.main(["--strict", "--allow", "model.hidden", "--allow", "data.*", f"a={a}", f"b={b}"]) == 0
+    capsys.readouterr()
+
+
+def test_one_replicate_has_no_spread(tmp_path):
+    table, _ = compare_runs.compare({"one": [fake_run(tmp_path / "one", [4.0, 5.0, 5.0])]})
+    row = table.splitlines()[2]
+    assert "5.0 (1 run)" in row and "±" not in row
+
+
+def test_resume_names_the_changed_keys(tmp_path, caplog):
+    from pecan.train import checkpoint
+
+    class Config:
+        def __init__(self, values):
+            self.values = values
+
+        def digest(self):
+            return str(sorted(self.values.items()))
+
+        def to_dict(self):
+            return self.values
+
+    saved = {"train": {"lr": 0.001, "epochs": 3}, "data": {"batch_size": 8, "pocket_radius": 8.0}}
+    now = Config({"train": {"lr": 0.003, "epochs": 3}, "data": {"batch_size": 16, "pocket_radius": 8.0}})
+    state = {"config": saved, "config_digest": "old"}
+    with caplog.at_level("WARNING"):
+        changes = checkpoint.warn_changed_settings(state, now, tmp_path / "last.pt")
+    assert changes == ["data.batch_size: checkpoint 8, config 16", "train.lr: checkpoint 0.001, config 0.003"]
+    assert "train.lr: checkpoint 0.001, config 0.003" in caplog.text

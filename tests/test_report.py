@@ -76,3 +76,73 @@ def test_threads_fit_the_cores(monkeypatch):
     assert distributed.plan_threads(1, 20, "hoist", environ={}).intra_op_threads == 1  # never below one
     told = distributed.plan_threads(1, 2, "hoist", environ={"OMP_NUM_THREADS": "5"})
     assert told.source == "env" and told.num_workers == 2
+
+
+def test_cpu_share_per_rank_and_the_starved_warning():
+    rows = [[*rank_row(0.1, 1.0), 0.9], [*rank_row(0.1, 1.0), 0.4]]
+    summary = report.rank_summary(rows)
+    assert (summary["cpu_share"], summary["cpu_share_min"], summary["cpu_share_min_rank"]) == (0.9, 0.4, 1)
+    starved = {**record(3), **summary, "intra_op_threads": 4}
+    assert "CPU share 40% on rank 1" in report.epoch_line(starved)
+    from pecan.train.threads import starved_advice
+
+    assert "rank 1 got 40%" in starved_advice(starved) and "OMP_NUM_THREADS=1" in starved_advice(starved)
+    assert starved_advice({**starved, "cpu_share_min": 0.7}) is None
+    # One thread: only long epochs are judged (a short one's checkpoint fsync alone can take a third of it).
+    assert starved_advice({**starved, "intra_op_threads": 1, "wall_s": 10.0}) is None
+    assert "whole cores" in starved_advice({**starved, "intra_op_threads": 1, "wall_s": 40.0})
+
+
+def test_compact_line_has_the_shares_that_matter_and_the_eta():
+    one = {**record(2, world=1), "wall_s": 10.0, "data_wait_s": 1.0, "forward_s": 2.0, "backward_s": 3.0,
+           "optimizer_s": 1.0, "eval_s": 2.0, "checkpoint_s": 0.5}
+    line = report.compact_line(one, 5, 30.0)
+    assert line.startswith("epoch   2/5 | 10.0s | loss 0.5000 | val_loss 0.6000 | val_auc 0.7000 | 10.0 samples/s")
+    assert "data 10% compute 60% eval 20% ckpt 5% | ETA 0:00:30" in line and "comm" not in line
+    assert "comm " in report.compact_line({**one, "world_size": 2}, 5, 30.0)
+
+
+def test_single_rank_summary_omits_rank_columns():
+    assert "straggler" not in report.run_summary([record(1, world=1)])
+    assert "straggler" in report.run_summary([record(1, world=2)])
+
+
+def test_overlay_of_two_runs_is_one_png_and_64_ranks_draw_a_heat_map(tmp_path, capsys):
+    pytest.importorskip("matplotlib", reason="plots need the .[plots] extra")
+    from pecan import plots
+    from pecan.runs import plot
+
+    runs = [tmp_path / "a", tmp_path / "b"]
+    for run in runs:
+        for epoch in (1, 2, 3):
+            report.append_record(run / "epochs.jsonl", {**record(epoch), "lr": 0.001 / epoch})
+    assert plot.main([str(r) for r in runs] + ["--out", str(tmp_path / "out")]) == 0
+    assert (tmp_path / "out" / "overlay.png").read_bytes()[:4] == b"\x89PNG"
+    assert not any((run / "plots").exists() for run in runs)  # one overlay, not a PNG per run
+    many = {**record(1), **report.rank_summary([rank_row(0.1 + k / 100, 1.0 + k / 50) for k in range(64)])}
+    figure = plots._pyplot().figure()
+    plots.plot_ranks(figure.gca(), many)
+    assert figure.gca().images and figure.gca().get_ylabel() == "rank"  # a heat map, not 64 bars per phase
+    (path,) = plots.write_plots(tmp_path / "wide", [many])
+    assert path.stat().st_size > 10_000
+
+
+def test_cpu_share_not_measured_is_left_out():
+    summary = report.rank_summary([[*rank_row(0.1, 1.0), float("nan")], [*rank_row(0.1, 1.0), float("nan")]])
+    assert "cpu_share" not in summary["ranks"] and "cpu_share_min" not in summary
+    assert report.cpu_note({**record(1), **summary}) == ""
+
+
+def test_epoch_axes_have_integer_ticks_and_legends_outside():
+    pytest.importorskip("matplotlib", reason="plots need the .[plots] extra")
+    from pecan import plots
+
+    records = [{**record(epoch), "lr": 0.001} for epoch in (1, 2)]
+    figure = plots._pyplot().figure()
+    ax = figure.gca()
+    plots.plot_wall_time(ax, records)
+    figure.canvas.draw()
+    ticks = [t for t in ax.get_xticks() if 0.5 <= t <= 2.5]
+    assert ticks == [1.0, 2.0]  # not 1.0, 1.25, 1.5, ... on a short run
+    box = ax.get_legend().get_window_extent()
+    assert box.x0 >= ax.get_window_extent().x1  # the legend sits right of the data, not over it

@@ -177,7 +177,8 @@ def load_script(name: str):
 
 MAIN_SPANS = [("pipeline", "epoch"), ("pipeline", "train"), ("pipeline", "evaluate"), ("checkpoint", "capture"),
               ("dataloader", "fetch"), ("pecan.loader", "handover"), ("device", "transfer"), ("compute", "forward"),
-              ("compute", "backward"), ("compute", "step"), ("pecan.eval", "forward"), ("comm", "all_gather"),
+              ("compute", "backward"), ("compute", "step"), ("pecan.eval", "eval_forward"),
+              ("device", "eval_transfer"), ("comm", "all_gather"),
               ("comm", "barrier")]
 SETUP_SPANS = [("pecan.setup", "index"), ("pecan.setup", "model"), ("checkpoint", "restart"), ("comm", "bcast")]
 WORKER_SPANS = [("data", "item"), ("pecan.io", "h5_read"), ("pecan.graph", "build"), ("pecan.data", "collate"),

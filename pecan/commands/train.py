@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
+import socket
 import sys
 
 from pecan import config as config_module
@@ -36,6 +38,37 @@ def resolve_device(setting: str, discovered, local_rank: int):
     return torch.device(setting)
 
 
+def setup_logging(rank: int, is_main: bool, out_dir: str) -> None:
+    """Console: INFO and above on rank 0, warnings elsewhere (as many ranks would repeat rank 0's lines);
+    file: out_dir/logs/rank<k>.log, INFO and above, for every rank, so a failure on rank 5 of 64 has its
+    own record. An out_dir that cannot hold the log leaves the console only, with a warning."""
+    from pathlib import Path
+
+    root = logging.getLogger()
+    for old in [h for h in root.handlers if getattr(h, "pecan_run", False)]:  # an earlier run in this process
+        root.removeHandler(old)
+        old.close()
+    console = logging.StreamHandler()
+    console.setLevel(logging.INFO if is_main else logging.WARNING)
+    console.setFormatter(logging.Formatter(f"[pecan r{rank}] %(levelname)s %(message)s"))
+    console.pecan_run = True
+    root.setLevel(logging.INFO)
+    root.addHandler(console)
+    path = Path(out_dir) / "logs" / f"rank{rank}.log"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handler = logging.FileHandler(path, mode="a", encoding="utf-8")
+    except OSError as err:
+        logging.getLogger("pecan").warning("no per-rank log %s: %s", path, err.strerror or err)
+        return
+    handler.setLevel(logging.INFO)
+    handler.pecan_run = True
+    handler.setFormatter(logging.Formatter(f"%(asctime)s [pecan r{rank}] %(levelname)s %(name)s: %(message)s"))
+    root.addHandler(handler)
+    logging.getLogger("pecan").info("rank %d, pid %d on %s, logs to %s", rank, os.getpid(), socket.gethostname(),
+                                    path)
+
+
 def main(argv=None, prog: str | None = None) -> int:
     """Load config, set up distributed, build, train, clean up."""
     args = parse_args(argv, prog)
@@ -52,8 +85,7 @@ def main(argv=None, prog: str | None = None) -> int:
     except (config_module.ConfigError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    logging.basicConfig(level=logging.INFO if env.is_main else logging.WARNING,
-                        format=f"[pecan r{env.rank}] %(levelname)s %(message)s")
+    setup_logging(env.rank, env.is_main, config.train.out_dir)
     trainer, finished = None, False
     try:
         device = resolve_device(config.train.device, init_distributed(env), env.local_rank)

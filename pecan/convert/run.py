@@ -12,12 +12,12 @@ from typing import Iterable, Optional
 import h5py
 import numpy as np
 import pandas as pd
-from tqdm import tqdm
 
 from pecan.convert.complexes import ComplexEntry, ConvertedComplex, Options, convert_complex, read_manifest
 from pecan.data import format as fmt
 from pecan.data.index import derive_index
 from pecan.fileio import atomic_path, write_csv, write_text
+from pecan.progress import Progress
 
 log = logging.getLogger(__name__)
 
@@ -124,8 +124,8 @@ def remove_stale_shards(out_dir: Path, prefix: str, jobs: list[ShardJob]) -> lis
     return removed
 
 
-def _run_all(jobs: list[ShardJob], workers: int, progress: bool) -> list[dict]:
-    bar = tqdm(total=sum(len(j.entries) for j in jobs), desc="converting", unit="complex", disable=not progress)
+def _run_all(jobs: list[ShardJob], workers: int, progress) -> list[dict]:
+    bar = Progress(sum(len(j.entries) for j in jobs), "converting", "complex", progress)
     records = []
     if workers <= 1:
         results: Iterable[dict] = map(run_job, jobs)
@@ -147,7 +147,7 @@ def _run_all(jobs: list[ShardJob], workers: int, progress: bool) -> list[dict]:
 
 
 def convert(manifest: Path, out_dir: Path, options: Options, prefix: str = "converted", per_shard: int = 50,
-            workers: int = 1, progress: bool = True) -> dict:
+            workers: int = 1, progress="auto") -> dict:
     """Convert every manifest row; writes shards, <prefix>_all.csv and failures.csv; returns the summary."""
     entries = read_manifest(Path(manifest))
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -228,12 +228,12 @@ def derive_index(shards: Iterable[Path], pose_group: str, crystal_group: str, us
                  rmsd_threshold: float, on_bad_sample: str = "error", progress: bool = False,
                  labels_optional: bool = False) -> pd.DataFrame:
     """Walk each shard once and build the index (attributes hoisted); errors name shard and complex."""
-    from tqdm import tqdm
+    from pecan.progress import track
 
     rows: list[dict] = []
     skipped = 0
     shards = list(shards)
-    for shard in tqdm(shards, desc="indexing shards", unit="shard", disable=not progress):
+    for shard in track(shards, "indexing shards", "shard", progress):
         try:
             shard_rows, bad_complexes = _shard_rows(shard, pose_group, crystal_group, use_crystal, on_bad_sample)
             rows.extend(shard_rows)

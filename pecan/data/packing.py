@@ -162,7 +162,7 @@ def ensure_packed(shards: Iterable[Path], params: PackParams, cache_dir: str = "
                   progress: bool = False, on_bad_sample: str = "error") -> list[Optional[Path]]:
     """Valid pack paths for every shard, building the missing or stale ones (in parallel if asked). A shard
     that cannot be packed is an error, or under on_bad_sample: skip None (its samples are then skipped)."""
-    from tqdm import tqdm
+    from pecan.progress import Progress
 
     shards = [locations.absolute(s) for s in shards]
     # Each shard's fingerprint is read once: valid packs are kept, the rest built and taken as built.
@@ -171,7 +171,7 @@ def ensure_packed(shards: Iterable[Path], params: PackParams, cache_dir: str = "
     if todo:
         log.info("packing %d of %d shard(s) (one-time read; later runs map the packs)", len(todo), len(shards))
         jobs = [(s, params, cache_dir) for s in todo]
-        bar = tqdm(total=len(jobs), desc="packing shards", unit="shard", disable=not progress)
+        bar = Progress(len(jobs), "packing shards", "shard", progress)
         if processes > 1 and len(jobs) > 1:
             with ProcessPoolExecutor(max_workers=min(processes, len(jobs))) as pool:
                 built = pool.map(_pack_one, jobs)

@@ -7,10 +7,10 @@ import pathlib
 
 import h5py
 import numpy as np
-from tqdm import tqdm
 
 from pecan.data import format as shard_format
 from pecan.fileio import atomic_path
+from pecan.progress import Progress
 from pecan.synthetic.chemistry import (
     CRYSTAL_GROUP,
     CRYSTAL_POSE_ID,
@@ -87,8 +87,7 @@ def generate_dataset(out_dir, n_shards=2, complexes_per_shard=10, poses_per_comp
     # whatever marker was here described other files from now on
     (out_dir / MARKER_NAME).unlink(missing_ok=True)
     shards, rows = [], []
-    with tqdm(total=n_shards * complexes_per_shard, disable=not progress, desc="synthetic",
-              unit="complex") as bar:
+    with Progress(n_shards * complexes_per_shard, "synthetic", "complex", progress) as bar:
         for shard in range(n_shards):
             path = out_dir / SHARD_NAME.format(shard)
             with atomic_path(path) as temporary, h5py.File(temporary, "w") as h5:

@@ -109,6 +109,29 @@ def config_differences(saved: dict[str, Any], current: dict[str, Any], section: 
             for key in sorted(set(old) | set(new)) if old.get(key) != new.get(key)]
 
 
+def changed_settings(saved: dict[str, Any], current: dict[str, Any]) -> list[str]:
+    """'section.key: checkpoint A, config B' for every key of every section that differs."""
+    return [line for section in sorted(set(saved) | set(current)) if isinstance(saved.get(section, {}), dict)
+            for line in config_differences(saved, current, section)]
+
+
+def warn_changed_settings(state: dict[str, Any], config, path: Path) -> list[str]:
+    """Log a warning naming each setting (and both values) that differs between the checkpoint's config
+    and this run's; returns those lines."""
+    if state.get("config_digest") == config.digest():
+        return []
+    saved = state.get("config")
+    if not isinstance(saved, dict):
+        log.warning("resuming from %s written under a different config (digest %s, now %s; the checkpoint "
+                    "predates stored configs, so the keys cannot be named)", path, state.get("config_digest"),
+                    config.digest())
+        return []
+    changes = changed_settings(saved, config.to_dict())
+    if changes:
+        log.warning("resuming from %s with changed settings: %s", path, "; ".join(changes))
+    return changes
+
+
 def check_resume_compatible(config) -> Optional[Path]:
     """Before anything is built or written: the checkpoint train.resume selects must have been written
     under the same model config; raises ConfigError listing the keys that differ. Returns its path."""

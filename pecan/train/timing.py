@@ -9,6 +9,7 @@ from typing import Iterator
 import torch
 
 from pecan import tracing
+from pecan.report import PHASE_EVENTS
 
 
 class PhaseTimer:
@@ -37,6 +38,12 @@ class PhaseTimer:
             yield
             self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - t0
 
+    @contextmanager
+    def span(self, phase: str, **args) -> Iterator[None]:
+        """Time the block under ``phase`` and trace it as that phase's event (report.PHASE_EVENTS)."""
+        with tracing.span(*PHASE_EVENTS[phase], **args), self.phase(phase):
+            yield
+
     def add(self, name: str, seconds: float) -> None:
         """Add host-measured seconds."""
         self.seconds[name] = self.seconds.get(name, 0.0) + seconds
@@ -61,7 +68,7 @@ def timed_fetch(loader, timer: PhaseTimer) -> Iterator:
     the event, so the tracer's own cost is not charged to the data wait)."""
     iterator = iter(loader)
     while True:
-        with tracing.span("dataloader", "fetch"):
+        with tracing.span(*PHASE_EVENTS["data_wait_s"]):
             start = time.perf_counter()
             batch = next(iterator, None)
             timer.add("data_wait_s", time.perf_counter() - start)

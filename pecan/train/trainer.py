@@ -13,7 +13,6 @@ import numpy as np
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
-from tqdm import tqdm
 
 from pecan import config as config_module
 from pecan import report, tracing
@@ -40,12 +39,13 @@ from pecan.train.distributed import (
     barrier,
     broadcast_object,
     gather_varlen,
-    plan_threads,
 )
 from pecan.train.metrics import classification_report, resolve_pos_weight
 from pecan.train.records import RunFiles, run_info
+from pecan.train.reporting import EpochReporter
 from pecan.train.run_dir import OutDirInUse, RunLock, remove_stale_temps
 from pecan.train.sync import OutputSync
+from pecan.train.threads import size_threads
 from pecan.train.timing import PhaseTimer, cuda_peak_mb, peak_rss_mb, timed_fetch
 
 log = logging.getLogger(__name__)
@@ -60,7 +60,8 @@ class Trainer:
         self.config, self.env, self.device = config, env, device
         self.out_dir = Path(config.train.out_dir)
         self.files = RunFiles(self.out_dir)
-        self.show_progress = config.train.progress and env.is_main
+        self.reporter = EpochReporter(config, env, self.out_dir, device)
+        self.show_progress = self.reporter.mode
         self.start_epoch, self.step, self.best_auc = 0, 0, -math.inf
         self.last_batch = None
         self.staging = None
@@ -76,7 +77,7 @@ class Trainer:
         """Build data, model and optimiser, then resume if asked."""
         self.claim_out_dir()
         seed_everything(self.config.train.seed, self.config.train.deterministic)
-        self.size_threads()
+        self.threads = size_threads(self.config, self.env)
         if self.config.train.sync_dir and self.env.local_rank == 0:
             self.output_sync = OutputSync(self.out_dir, Path(self.config.train.sync_dir),
                                           self.config.train.sync_every_minutes).start()
@@ -107,16 +108,6 @@ class Trainer:
         refusal = broadcast_object(refusal, self.env)
         if refusal:
             raise OutDirInUse(refusal)
-    def size_threads(self) -> None:
-        """Intra-op threads and loader workers that fit this rank's cores (unless the environment says)."""
-        data = self.config.data
-        self.threads = plan_threads(self.env.local_world_size, data.num_workers, data.io_mode)
-        if self.threads.source == "cores":
-            torch.set_num_threads(self.threads.intra_op_threads)
-        if self.env.is_main:
-            log.info("threads: %d intra-op (%s), %d loader workers per rank, %d physical cores per rank",
-                     torch.get_num_threads(), "from the environment" if self.threads.source == "env" else
-                     "sized to the cores", self.threads.num_workers, self.threads.cores_per_rank)
 
     def build_data(self) -> None:
         """Indexes, packs and staging through the loader's job protocol, then per-rank loaders."""
@@ -231,10 +222,8 @@ class Trainer:
             self.load_state_dict(state)
         except (RuntimeError, KeyError, ValueError) as err:
             raise config_module.ConfigError(f"train.resume: checkpoint {path} does not fit this run: {err}") from err
-        if state.get("config_digest") != self.config.digest() and self.env.is_main:
-            log.warning("resuming from %s written under a different config (digest %s, now %s)", path,
-                        state.get("config_digest"), self.config.digest())
         if self.env.is_main:
+            ckpt.warn_changed_settings(state, self.config, path)
             log.info("resumed from %s after epoch %d", path, self.start_epoch)
             self.files.restore_missing(self.records)
         self.resumed_from = str(path)
@@ -259,7 +248,7 @@ class Trainer:
         io_counts = np.zeros(len(COUNTER_FIELDS), dtype=np.int64)
         with tracing.span("pipeline", "train"):
             train = self.train_epoch(epoch, timer, io_counts)
-        with tracing.span("pipeline", "evaluate"), timer.phase("eval_s"):
+        with timer.span("eval_s"):
             metrics = self.evaluate(io_counts)
         # The record is complete but for the checkpoint's own time; the checkpoint carries it, so an epoch it
         # claims never lacks its record (resume restores a record the kill below would lose).
@@ -267,7 +256,7 @@ class Trainer:
         self.epochs_done, self.last_metrics = epoch + 1, metrics
         self.records.append({**self.epoch_record(epoch, time.perf_counter() - start, timer.totals(), train, metrics,
                                                  io_counts), **in_sync})
-        with tracing.span("checkpoint", "capture"), timer.phase("checkpoint_s"):
+        with timer.span("checkpoint_s"):
             self.save_checkpoints(metrics)
         record = {**self.epoch_record(epoch, time.perf_counter() - start, timer.totals(), train, metrics,
                                       io_counts), **in_sync}
@@ -276,12 +265,7 @@ class Trainer:
         self.records[-1] = record
         if self.env.is_main:
             self.files.append_epoch(record)
-            print(report.epoch_line(record), flush=True)
-            print(report.wall_time_table(record), flush=True)
-            if self.config.train.tensorboard:
-                from pecan import plots
-
-                plots.tensorboard_scalars(self.out_dir / "tensorboard", record)
+        self.reporter.epoch_end(record)
         return record
 
     def train_epoch(self, epoch: int, timer: PhaseTimer, io_counts: np.ndarray) -> dict[str, float]:
@@ -292,7 +276,7 @@ class Trainer:
         samples = 0
         steps = self.steps_per_epoch()
         batches = timed_fetch(self.train_loader, timer)
-        bar = tqdm(total=steps, desc=f"epoch {epoch + 1}", unit="batch", disable=not self.show_progress, leave=False)
+        bar = self.reporter.epoch_progress(epoch, steps, self.optimizer, self.step)
         for step_in_epoch, (batch, counts) in enumerate(batches):
             tracing.set_context(step=self.step)
             io_counts += counts
@@ -304,7 +288,7 @@ class Trainer:
                     samples += batch.num_graphs
             elif self.env.is_distributed:
                 self.keep_in_step(timer, (epoch, step_in_epoch))
-            bar.update()
+            bar.update(samples, loss_sum)
             if step_in_epoch + 1 >= steps:
                 break
         bar.close()
@@ -334,15 +318,15 @@ class Trainer:
         """Forward, backward and optimiser step on one batch (``where``: epoch and step, for messages);
         returns the detached loss, or None when a non-finite loss was skipped (train.on_nonfinite_loss: skip).
         Every rank checks every step, replayed ones included, so the check's collective stays paired."""
-        with tracing.span("device", "transfer", size=batch.num_graphs), timer.phase("transfer_s"):
+        with timer.span("transfer_s", size=batch.num_graphs):
             batch = batch.to(self.device, non_blocking=True)
-        with tracing.span("compute", "forward", size=batch.num_graphs), timer.phase("forward_s"):
+        with timer.span("forward_s", size=batch.num_graphs):
             loss = self.forward_loss(batch)
         if not self.loss_is_finite(loss, *where):
             self.optimizer.zero_grad(set_to_none=True)
             return None
         self.backward(loss * weight, timer)
-        with tracing.span("compute", "step"), timer.phase("optimizer_s"):
+        with timer.span("optimizer_s"):
             if self.config.train.grad_clip > 0:
                 torch.nn.utils.clip_grad_norm_(self.raw_model.parameters(), self.config.train.grad_clip)
             self.optimizer.step()
@@ -371,7 +355,7 @@ class Trainer:
         """Backward; with DDP on CPU the wait for the last gradient all-reduce is split off as grad_comm_s
         (see GradCommClock) and traced as comm/all_reduce right after the compute/backward event."""
         if self.grad_clock is None:
-            with tracing.span("compute", "backward"), timer.phase("backward_s"):
+            with timer.span("backward_s"):
                 loss.backward()
             return
         start, trace_start = time.perf_counter(), tracing.now()
@@ -382,8 +366,9 @@ class Trainer:
         timer.add("grad_comm_s", wait)
         units = (tracing.now() - trace_start) / max(end - start, 1e-12)  # tracer units per second
         compute_units = round((end - start - wait) * units)
-        tracing.log_span("compute", "backward", trace_start, compute_units)
-        tracing.log_span("comm", "all_reduce", trace_start + compute_units, round(wait * units), what="gradients")
+        tracing.log_span(*report.PHASE_EVENTS["backward_s"], trace_start, compute_units)
+        tracing.log_span(*report.PHASE_EVENTS["grad_comm_s"], trace_start + compute_units, round(wait * units),
+                         what="gradients")
 
     def forward_loss(self, batch) -> torch.Tensor:
         """Binary cross-entropy of the model's logits (computed in fp32 whatever the autocast)."""
@@ -431,7 +416,8 @@ class Trainer:
         counts = self.reduce_counts(io_counts)
         phase_values = {p: phases.get(p, 0.0) for p in report.PHASES}
         own = [*phase_values.values(), sum(phase_values[p] for p in ("forward_s", "backward_s", "optimizer_s")),
-               io_counts[COUNTER_FIELDS.index("worker_busy_ns")] / 1e9, peak_rss_mb(), cuda_peak_mb(self.device)]
+               io_counts[COUNTER_FIELDS.index("worker_busy_ns")] / 1e9, peak_rss_mb(), cuda_peak_mb(self.device),
+               self.reporter.cpu_share()]
         per_rank = gather_varlen(torch.tensor([own], dtype=torch.float64, device=self.device), self.env,
                                  what="epoch_report").cpu().tolist()
         record = {"epoch": epoch + 1, "wall_s": wall, "samples": train["samples"],
@@ -455,6 +441,7 @@ class Trainer:
                 loader.close()
         if self.lock is not None:
             self.lock.release()
+        self.reporter.close()
         if self.output_sync is not None:
             self.output_sync.close()
             self.output_sync = None

@@ -43,12 +43,17 @@ def run_ok(command: list[str], timeout: int = 300) -> str:
 def test_two_ranks_standalone(tmp_path):
     path, _ = tiny_run(tmp_path)
     out = run_ok(torchrun("--standalone", "--nproc_per_node=2", "main_app.py", str(path),
-                          "--set", "data.num_workers=1"))
+                          "--set", "data.num_workers=1", "--set", "train.progress=auto",
+                          "--set", "train.progress_every_seconds=0"))
     assert out.count("joined via torchrun") == 2
     records = report.read_records(tmp_path / "run" / "epochs.jsonl")
     assert [r["epoch"] for r in records] == [1, 2]  # written once, by rank 0
     assert all(r["world_size"] == 2 and r["ranks_in_sync"] for r in records)
     assert len(report.read_records(tmp_path / "run" / "runs.jsonl")) == 1
+    logs = {rank: (tmp_path / "run" / "logs" / f"rank{rank}.log").read_text() for rank in (0, 1)}
+    assert "[pecan r1] INFO pecan: rank 1, pid" in logs[1] and "[pecan r0]" not in logs[1]
+    assert "data: " in logs[0] and "data: " not in logs[1]  # rank 0's INFO lines stay rank 0's
+    assert "\r" not in out and "ETA run" in out  # a pipe is no terminal: progress lines, no bar frames
 
 
 def test_two_nodes_on_loopback(tmp_path):

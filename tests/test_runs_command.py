@@ -1,0 +1,47 @@
+"""`pecan runs compare|plot|report|trace`: one command over run directories, the scripts as thin shims."""
+from pathlib import Path
+
+import pytest
+import yaml
+
+from pecan import cli, report
+from tests.test_report import record
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run_dir(path: Path, hidden: int, starved: bool = False) -> Path:
+    """A finished 3-epoch run directory (config.yaml and epochs.jsonl as a run writes them)."""
+    path.mkdir(parents=True)
+    (path / "config.yaml").write_text(yaml.safe_dump({"model": {"hidden": hidden}, "train": {"epochs": 3}}))
+    for epoch in (1, 2, 3):
+        extra = {"cpu_share_min": 0.3, "cpu_share_min_rank": 1} if starved else {}
+        report.append_record(path / "epochs.jsonl", {**record(epoch), **extra})
+    return path
+
+
+def test_runs_is_a_pecan_subcommand(capsys):
+    assert "runs" in cli.COMMANDS
+    assert cli.main([]) == 0 and "  runs " in capsys.readouterr().out
+
+
+def test_compare_strict_and_report(tmp_path, capsys):
+    a, b = run_dir(tmp_path / "a", 48), run_dir(tmp_path / "b", 96, starved=True)
+    assert cli.main(["runs", "compare", f"a={a}", f"b={b}"]) == 0
+    assert "| model.hidden | 48 | 96 | no |" in capsys.readouterr().out
+    assert cli.main(["runs", "compare", "--strict", f"a={a}", f"b={b}"]) == 2
+    assert cli.main(["runs", "compare", "--strict", "--allow", "model.hidden", f"a={a}", f"b={b}"]) == 0
+    capsys.readouterr()
+    assert cli.main(["runs", "report", str(b)]) == 0
+    out = capsys.readouterr().out
+    assert "3 epoch(s)" in out and "| 3 |" in out and out.count("warning: rank 1 got 30%") == 3
+    assert cli.main(["runs", "report", str(tmp_path / "missing")]) == 2
+
+
+def test_plot_and_trace_dispatch(tmp_path, capsys):
+    pytest.importorskip("matplotlib", reason="plots need the .[plots] extra")
+    a, b = run_dir(tmp_path / "a", 48), run_dir(tmp_path / "b", 96)
+    assert cli.main(["runs", "plot", str(a), str(b), "--out", str(tmp_path)]) == 0
+    assert (tmp_path / "overlay.png").exists()
+    with pytest.raises(SystemExit, match="no trace files"):
+        cli.main(["runs", "trace", str(a)])
