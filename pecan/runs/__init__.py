@@ -1,0 +1,1 @@
+"""Reading finished (or running) run directories: compare, plot, report, trace (`pecan runs ...`)."""

@@ -1,0 +1,69 @@
+"""Plot runs from their epochs.jsonl and print each run's summary table.
+
+    pecan runs plot RUN_DIR                  # RUN_DIR/plots/run.png
+    pecan runs plot RUN_A RUN_B ... [--out DIR]   # one overlay PNG: DIR/overlay.png (default .)
+
+One run: wall time by phase, throughput, learning curves, learning rate, CPU share and per-rank phases
+(``--out DIR`` writes DIR/<run name>.png instead). Several runs: one PNG with every run on the same axes.
+Needs matplotlib: pip install '.[plots]'.
+"""
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+from pathlib import Path
+
+from pecan import report
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The plot options (shared by `pecan runs plot` and scripts/plot_run.py)."""
+    parser.add_argument("runs", nargs="+", type=Path, metavar="RUN_DIR")
+    parser.add_argument("--out", type=Path, help="one run: write <run name>.png here instead of RUN_DIR/plots; "
+                                                 "several: write overlay.png here (default: the current directory)")
+
+
+def read_runs(runs: list[Path]) -> dict[str, list[dict]]:
+    """{run name: records}; a directory without epochs.jsonl is an error naming it."""
+    out = {}
+    for run in runs:
+        epochs = run / "epochs.jsonl"
+        if not epochs.exists():
+            raise FileNotFoundError(f"{run} has no epochs.jsonl (not a PECAN run directory?)")
+        name = run.resolve().name
+        out[name if name not in out else str(run)] = report.read_records(epochs)
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the summaries and write the PNG (one run) or the overlay (several)."""
+    try:
+        from pecan import plots
+    except ImportError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    try:
+        runs = read_runs(args.runs)
+    except FileNotFoundError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    for run_dir, records in zip(args.runs, runs.values()):
+        print(f"{run_dir}:\n{report.run_summary(records)}")
+    if len(args.runs) > 1:
+        path = plots.write_overlay(runs, (args.out or Path(".")) / "overlay.png")
+    else:
+        (path,) = plots.write_plots(args.runs[0], next(iter(runs.values())))
+        if args.out:
+            args.out.mkdir(parents=True, exist_ok=True)
+            path = Path(shutil.copy(path, args.out / f"{args.runs[0].resolve().name}.png"))
+    print(f"wrote {path}")
+    return 0
+
+
+def main(argv=None, prog: str | None = None) -> int:
+    """Command line of the plots."""
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
