@@ -17,10 +17,8 @@ from typing import Any, Literal, Optional, Union
 
 import yaml
 
+import model as registry
 from pecan.data import format as shard_format
-from model.egnn_config import EGNNConfig
-
-
 from pecan.errors import ConfigError  # noqa: F401  (re-exported: pecan.config.ConfigError)
 
 
@@ -100,9 +98,24 @@ class ModelChoice:
         "Legacy numeric model id (0 cnn3d, 1 sgcnn, 2 ggcnn, 3 egnn); overrides name when set.", None)
 
 
-@dataclass
-class ModelConfig(EGNNConfig, ModelChoice):
-    """Which model variant, then its settings: the EGNN's fields and defaults come from ``model.egnn.EGNNConfig``."""
+_VARIANT_SECTIONS: dict[str, type] = {}
+
+
+def model_section_class(variant: str) -> type:
+    """The dataclass of the ``model:`` section for a registry variant, the same way for every variant:
+    ModelChoice's name and nn_type, then the fields (and checks) of the config class the registry names
+    (importing only that variant's config module)."""
+    if variant not in _VARIANT_SECTIONS:
+        own = registry.config_class(variant)
+        section = type(f"{own.__name__}Section", (own, ModelChoice),
+                       {"__doc__": f"The model section of the {variant} variant: name, nn_type, then "
+                                   f":class:`{own.__name__}`'s keys.", "__module__": __name__})
+        _VARIANT_SECTIONS[variant] = dataclass(section)
+    return _VARIANT_SECTIONS[variant]
+
+
+ModelConfig = model_section_class(registry.DEFAULT)
+"""The default variant's (the EGNN's) model section."""
 
 
 @dataclass
@@ -263,32 +276,9 @@ def _build_section(cls: type, raw: Any, section: str, source: str) -> Any:
     return cls(**values)
 
 
-_VARIANT_SECTIONS: dict[str, type] = {}
-
-
-def model_section_class(variant: str) -> type:
-    """The dataclass of the ``model:`` section for a registry variant: ModelConfig for egnn; for another
-    variant, ModelConfig's name and nn_type plus the keys of the variant's own config dataclass (which
-    lives beside its model, so only the selected variant's module is imported)."""
-    import model as registry
-
-    own = registry.config_class(variant)
-    if own is None:
-        return ModelConfig
-    if variant not in _VARIANT_SECTIONS:
-        hints = {**typing.get_type_hints(ModelConfig), **typing.get_type_hints(own)}
-        common = [f for f in dataclasses.fields(ModelConfig) if f.name in ("name", "nn_type")]
-        fields = [(f.name, hints[f.name], _doc(f.metadata["doc"], f.default))
-                  for f in (*common, *dataclasses.fields(own))]
-        methods = {k: v for k, v in vars(own).items() if callable(v) and not k.startswith("__")}
-        _VARIANT_SECTIONS[variant] = dataclasses.make_dataclass(f"{own.__name__}Section", fields, namespace=methods)
-    return _VARIANT_SECTIONS[variant]
-
-
-def _build_model_section(raw: Any, source: str) -> Any:
-    """The ``model:`` section: resolve the variant first, then accept only keys of that variant."""
-    import model as registry
-
+def build_model_section(raw: Any, source: str) -> Any:
+    """The ``model:`` section (of a YAML file or a checkpoint): resolve the variant first, then accept only
+    keys of that variant."""
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
@@ -324,7 +314,7 @@ def from_dict(raw: Any, source: str = "<config>") -> Config:
             raise ConfigError(f"{source}: unknown section '{key}' (valid: {', '.join(sections)})")
     hints = typing.get_type_hints(Config)
     built = {name: _build_section(hints[name], raw.get(name), name, source) for name in sections if name != "model"}
-    built["model"] = _build_model_section(raw.get("model"), source)
+    built["model"] = build_model_section(raw.get("model"), source)
     config = Config(**built)
     validate(config, source)
     return config
