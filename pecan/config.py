@@ -137,6 +137,10 @@ class TrainConfig:
     compile: bool = _doc("torch.compile the model (dynamic shapes); env PECAN_TORCH_COMPILE=0|1 overrides.", False)
     resume: str = _doc("auto: continue from out_dir's last checkpoint if present; never; or a checkpoint path.",
                        "auto")
+    select_on: Literal["val_auc", "val_loss"] = _doc(
+        "Which epoch's checkpoint is best.pt: highest validation AUC over docked poses (falling back to lowest "
+        "val_loss, with a log line, while AUC is undefined, e.g. one-class validation), or lowest val_loss.",
+        "val_auc")
     max_steps_per_epoch: int = _doc("Stop an epoch after this many steps; 0 means the full epoch.", 0)
     deterministic: bool = _doc("Use deterministic algorithms (slower; for exact reproduction).", False)
     progress: bool = _doc("Show progress bars on rank 0.", True)

@@ -22,6 +22,9 @@ def parse_args(argv=None, prog: str | None = None) -> argparse.Namespace:
     parser.add_argument("--predict", metavar="CHECKPOINT", help="score the configured poses with this checkpoint "
                                                                  "instead of training")
     parser.add_argument("--out", default="scores.csv", help="with --predict: the scores CSV (default scores.csv)")
+    parser.add_argument("--allow-setting-change", dest="allow", action="append", default=[], metavar="KEY",
+                        help="with --predict: score with the config's value of a setting the checkpoint pins "
+                             "(e.g. data.edge_cutoff) although it differs from the trained one (repeatable)")
     return parser.parse_args(argv)
 
 
@@ -47,7 +50,8 @@ def main(argv=None, prog: str | None = None) -> int:
 
     try:
         config = config_module.load(args.config, args.overrides)
-        check_resume_compatible(config)
+        if not args.predict:  # scoring is read-only: the run's resume state is none of its business
+            check_resume_compatible(config)
         env = discover()
     except (config_module.ConfigError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
@@ -60,7 +64,7 @@ def main(argv=None, prog: str | None = None) -> int:
         if args.predict:
             from pecan.predict import run_predict
 
-            run_predict(config, env, device, args.predict, args.out)
+            run_predict(config, env, device, args.predict, args.out, tuple(args.allow))
             finished = True
             return 0
         tracing.setup(config.trace.enabled, config_module.trace_dir(config), env.rank,
