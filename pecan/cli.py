@@ -12,6 +12,7 @@ import sys
 # name -> (module with main(argv, prog), one-line help). Order is the order of `pecan --help`.
 COMMANDS: dict[str, tuple[str, str]] = {
     "train": ("pecan.commands.train", "train a model from a YAML config (same as python main_app.py CONFIG)"),
+    "predict": ("pecan.commands.predict", "score docked poses in shards with a checkpoint (no YAML needed)"),
 }
 
 

@@ -354,6 +354,13 @@ def load(path: str | os.PathLike | None, overrides: list[str] | tuple[str, ...] 
             raise ConfigError(f"{path}: not valid YAML ({err})") from err
         if not isinstance(raw, dict):
             raise ConfigError(f"{path}: top level must be a mapping of sections")
+    return load_mapping(raw, overrides, source)
+
+
+def load_mapping(raw: dict[str, Any], overrides: list[str] | tuple[str, ...] = (),
+                 source: str = "<config>") -> Config:
+    """A config from a nested mapping (a YAML file's, or one built from a checkpoint): apply ``--set``
+    overrides, validate, then apply env gates."""
     for text in overrides:
         (section, key), value = parse_override(text)
         if raw.get(section) is None:  # absent, or an empty `section:` line
