@@ -71,14 +71,24 @@ def build_config(args: argparse.Namespace) -> config_module.Config:
 def main(argv=None, prog: str | None = None) -> int:
     """Score the inputs; exit 0, 2 for a wrong invocation or checkpoint, 1 for bad data or storage."""
     args = parse_args(argv, prog)
+    try:
+        config = build_config(args)
+    except (config_module.ConfigError, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    return score(config, args.checkpoint, args.out, tuple(args.allow))
+
+
+def score(config: config_module.Config, checkpoint: str, out: str, allow: tuple[str, ...] = ()) -> int:
+    """Set up distributed (one process or a launcher's ranks), score, clean up; the exit code (also for
+    ``main_app.py CONFIG --predict CKPT``)."""
     from pecan.commands.train import resolve_device
     from pecan.predict import run_predict
     from pecan.train.distributed import cleanup_distributed, discover, init_distributed
 
     try:
-        config = build_config(args)
         env = discover()
-    except (config_module.ConfigError, ValueError) as err:
+    except ValueError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     logging.basicConfig(level=logging.INFO if env.is_main else logging.WARNING,
@@ -86,7 +96,7 @@ def main(argv=None, prog: str | None = None) -> int:
     finished = False
     try:
         device = resolve_device(config.train.device, init_distributed(env), env.local_rank)
-        run_predict(config, env, device, args.checkpoint, args.out, tuple(args.allow))
+        run_predict(config, env, device, checkpoint, out, allow)
         finished = True
         return 0
     except Exception as err:

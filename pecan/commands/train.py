@@ -50,8 +50,11 @@ def main(argv=None, prog: str | None = None) -> int:
 
     try:
         config = config_module.load(args.config, args.overrides)
-        if not args.predict:  # scoring is read-only: the run's resume state is none of its business
-            check_resume_compatible(config)
+        if args.predict:  # scoring is read-only: the run's resume state and lock are none of its business
+            from pecan.commands.predict import score
+
+            return score(config, args.predict, args.out, tuple(args.allow))
+        check_resume_compatible(config)
         env = discover()
     except (config_module.ConfigError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
@@ -61,12 +64,6 @@ def main(argv=None, prog: str | None = None) -> int:
     trainer, finished = None, False
     try:
         device = resolve_device(config.train.device, init_distributed(env), env.local_rank)
-        if args.predict:
-            from pecan.predict import run_predict
-
-            run_predict(config, env, device, args.predict, args.out, tuple(args.allow))
-            finished = True
-            return 0
         tracing.setup(config.trace.enabled, config_module.trace_dir(config), env.rank,
                       data_dir=config.data.data_dir if config.trace.posix else None)
         if config.synthetic.enabled and env.is_main:
