@@ -13,6 +13,7 @@ import sys
 COMMANDS: dict[str, tuple[str, str]] = {
     "train": ("pecan.commands.train", "train a model from a YAML config (same as python main_app.py CONFIG)"),
     "predict": ("pecan.commands.predict", "score docked poses in shards with a checkpoint (no YAML needed)"),
+    "score": ("pecan.commands.score", "score a receptor + SDF of poses (or a manifest); poses back as SDF"),
 }
 
 
