@@ -7,8 +7,9 @@ way it was trained on, and every scored complex can say whether the model has se
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable, Optional
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -108,7 +109,7 @@ def split_record(train_frame: pd.DataFrame, val_frame: pd.DataFrame) -> dict[str
     return {"train": sorted(set(train_frame["pdbid"])), "val": sorted(set(val_frame["pdbid"]))}
 
 
-def assign_splits(complexes: pd.Series, record: Optional[dict], from_test: Iterable[str]) -> np.ndarray:
+def assign_splits(complexes: pd.Series, record: dict | None, from_test: Iterable[str]) -> np.ndarray:
     """The split of each scored complex: train/val by the checkpoint's record, else test when it came from
     the test inputs, else unseen; 'unknown' for every complex when the checkpoint has no record."""
     if not isinstance(record, dict):

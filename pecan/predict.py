@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import math
 from pathlib import Path
 from typing import Any, Optional
 
@@ -18,18 +17,18 @@ import pandas as pd
 import torch
 from tqdm import tqdm
 
-from pecan import tracing
 from pecan import config as config_module
+from pecan import tracing
 from pecan.checkpoint_settings import assign_splits, check_layout, check_settings, sample_settings, trained_settings
 from pecan.config import Config, ConfigError
-from pecan.errors import DataError
 from pecan.data.index import build_index
 from pecan.data.loader import load_split_frames, make_dataset, make_loader, make_sampler, prepare_job_data
+from pecan.errors import DataError
 from pecan.fileio import write_csv, write_text
+from pecan.score_report import metrics, metrics_line, split_metrics, summary_lines  # noqa: F401 (re-exported)
 from pecan.train import checkpoint as ckpt
 from pecan.train.components import amp_context
 from pecan.train.distributed import DistEnv, barrier, gather_varlen
-from pecan.score_report import metrics, metrics_line, split_metrics, summary_lines  # noqa: F401 (re-exported)
 
 log = logging.getLogger(__name__)
 

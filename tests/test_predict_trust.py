@@ -140,7 +140,7 @@ def test_duplicate_poses_across_inputs_name_both_shards(trained):
 
 
 def test_split_column_and_per_split_metrics(trained, capsys, caplog):
-    tmp, path, config, checkpoint = trained
+    tmp, _, config, checkpoint = trained
     state = ckpt.load_checkpoint(checkpoint)
     record = state["complexes"]
     assert len(record["train"]) == 6 and len(record["val"]) == 2 and not set(record["train"]) & set(record["val"])
@@ -179,7 +179,7 @@ def test_test_inputs_are_the_test_split(trained):
 
 
 def test_first_native_rank_per_complex(trained):
-    tmp, path, config, checkpoint = trained
+    tmp, _, config, checkpoint = trained
     out = tmp / "ranks.csv"
     values = score(config, checkpoint, out)
     scores = pd.read_csv(out)

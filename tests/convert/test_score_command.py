@@ -10,16 +10,16 @@ import torch
 pytest.importorskip("rdkit", reason="needs the convert extra: pip install -e '.[convert]'")
 pytest.importorskip("prolif", reason="needs the convert extra: pip install -e '.[convert]'")
 
-from rdkit import Chem  # noqa: E402
+from rdkit import Chem
 
-from pecan.commands import predict as predict_command  # noqa: E402
-from pecan.commands import score as score_command  # noqa: E402
-from pecan.convert.complexes import Options  # noqa: E402
-from pecan.convert.examples import prolif_data, write_prolif_manifest  # noqa: E402
-from pecan.convert.run import convert  # noqa: E402
-from pecan.train.distributed import discover  # noqa: E402
-from pecan.train.trainer import Trainer  # noqa: E402
-from tests.train.helpers import tiny_run  # noqa: E402
+from pecan.commands import predict as predict_command
+from pecan.commands import score as score_command
+from pecan.convert.complexes import Options
+from pecan.convert.examples import prolif_data, write_prolif_manifest
+from pecan.convert.run import convert
+from pecan.train.distributed import discover
+from pecan.train.trainer import Trainer
+from tests.train.helpers import tiny_run
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +46,7 @@ def read_sdf(path):
 
 
 def test_one_complex_in_scored_sdf_out(setup):
-    tmp, checkpoint, manifest, shard_scores = setup
+    tmp, checkpoint, _, shard_scores = setup
     data = prolif_data() / "vina"
     out = tmp / "vina_scored_by_pecan.sdf"
     code = score_command.main([str(checkpoint), "--receptor", str(data / "rec.pdb"),
