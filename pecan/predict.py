@@ -1,8 +1,11 @@
 """Score every docked pose of the configured data with a trained checkpoint: scores.csv and metrics JSON.
 
-``python main_app.py CONFIG.yaml --predict CHECKPOINT --out scores.csv``. Each rank scores its share of
-the poses; rank 0 gathers them and writes the files atomically. Crystal poses are not scored: they are
-not candidates a chemist ranks, and they have no docking score to compare with.
+``pecan predict CHECKPOINT --data-dir D`` or ``python main_app.py CONFIG.yaml --predict CHECKPOINT``. The
+checkpoint defines the model (any registered variant, rebuilt through the config path training uses) and the
+settings that shape its samples (``pecan.checkpoint_settings``); scoring reads nothing else of the training
+run. Each rank scores its share of the poses; rank 0 gathers them, labels each complex with its split and
+writes the files atomically. Crystal poses are not scored: they are not candidates a chemist ranks, and they
+have no docking score to compare with.
 """
 from __future__ import annotations
 
@@ -40,7 +43,7 @@ def read_checkpoint(path: Path) -> dict:
     try:
         state = ckpt.load_checkpoint(path, map_location="cpu")
     except (ValueError, FileNotFoundError) as err:
-        raise ConfigError(f"--predict: {err}") from err
+        raise ConfigError(f"cannot score with {path}: {err}") from err
     if "model" not in state:
         raise ConfigError(f"{path} is not a PECAN checkpoint (no 'model' entry)")
     return state
