@@ -63,7 +63,8 @@ def _model_check(config: Config) -> Optional[str]:
         return f"'{'model.nn_type' if config.model.nn_type is not None else 'model.name'}': {err}"
     if name not in registry.available():
         key = "model.nn_type" if config.model.nn_type is not None else "model.name"
-        return f"'{key}': model {name!r} is not implemented in this release; available: {', '.join(registry.available())}"
+        valid = ", ".join(registry.available())
+        return f"'{key}': model {name!r} is not implemented in this release; available: {valid}"
     return None
 
 

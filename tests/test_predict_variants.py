@@ -23,7 +23,8 @@ TINY_MODELS = {
 def train_variant(tmp_path, variant):
     """One epoch of ``variant`` on the tiny shards; returns (config path, checkpoint)."""
     path, _ = tiny_run(tmp_path, n_complexes=3, n_poses=4)
-    path.write_text(path.read_text().replace("model: {hidden: 16, layers: 2, rbf: 8}", f"model: {TINY_MODELS[variant]}"))
+    text = path.read_text().replace("model: {hidden: 16, layers: 2, rbf: 8}", f"model: {TINY_MODELS[variant]}")
+    path.write_text(text)
     assert main_app.main([str(path), "--set", "train.epochs=1"]) == 0
     return path, tmp_path / "run" / "checkpoints" / "last.pt"
 
