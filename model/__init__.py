@@ -25,30 +25,48 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Variant:
-    """One registered model variant."""
+    """One registered model variant: where it lives, its config and checks, and what it can do.
+
+    Everything about a variant that the application needs is read from here, so adding one is a module
+    plus a row; no other code names a variant.
+    """
 
     name: str
     """Registry name, as written in the config."""
-    nn_type: int
-    """Number used for this variant by legacy configs."""
     module: str
     """Module whose ``build(cfg)`` makes the model."""
-    config_class: Optional[str]
-    """Name of the variant's config dataclass in ``module``; None: its keys are ModelConfig's own."""
+    config_class: str
+    """``module:Class`` of the variant's config dataclass; its ``problems(config)`` method is the variant's
+    value checks, returning (key, message) pairs. The EGNN's lives in a torch-free module of its own."""
     summary: str
     """One line on what the variant is."""
+    nn_type: Optional[int] = None
+    """Number used for this variant by legacy configs; None: a variant without one."""
+    augment_key: Optional[str] = None
+    """Config key that, when true, makes the model transform its inputs randomly in training (the decode
+    cache must then be off); None: the variant never augments."""
+    sample_keys: tuple[str, ...] = ()
+    """Config keys that shape what the model sees of a sample (e.g. the voxel grid): pinned in checkpoints."""
 
 
 _VARIANTS = (
-    Variant("cnn3d", 0, "model.cnn3d", "CNN3DConfig",
-            "3D CNN over a Gaussian voxel grid built per batch on the device"),
-    Variant("sgcnn", 1, "model.sgcnn", "SGCNNConfig",
-            "PotentialNet-style spatial graph CNN: covalent then non-covalent stage"),
-    Variant("ggcnn", 2, "model.ggcnn", "GGCNNConfig", "gated graph CNN baseline, edge types as edge labels"),
-    Variant("egnn", 3, "model.egnn", None, "E(n)-equivariant GNN (the default)"),
+    Variant("cnn3d", "model.cnn3d", "model.cnn3d:CNN3DConfig",
+            "3D CNN over a Gaussian voxel grid built per batch on the device", nn_type=0, augment_key="augment",
+            sample_keys=("grid_size", "resolution", "radius_scale")),
+    Variant("sgcnn", "model.sgcnn", "model.sgcnn:SGCNNConfig",
+            "PotentialNet-style spatial graph CNN: covalent then non-covalent stage", nn_type=1),
+    Variant("ggcnn", "model.ggcnn", "model.ggcnn:GGCNNConfig", "gated graph CNN baseline, edge types as edge labels",
+            nn_type=2),
+    Variant("egnn", "model.egnn", "model.egnn_config:EGNNConfig", "E(n)-equivariant GNN (the default)", nn_type=3),
 )
+DEFAULT = "egnn"
 _BY_NAME = {variant.name: variant for variant in _VARIANTS}
-_BY_NN_TYPE = {variant.nn_type: variant for variant in _VARIANTS}
+_BY_NN_TYPE = {variant.nn_type: variant for variant in _VARIANTS if variant.nn_type is not None}
+
+
+def variant(name: str) -> Variant:
+    """The registry entry of ``name`` (a registry name; see ``resolve_name`` for user input)."""
+    return _BY_NAME[resolve_name(name)]
 
 
 def available() -> list[str]:
@@ -64,7 +82,8 @@ def known() -> list[str]:
 def table() -> str:
     """The markdown table of names, legacy numbers, modules and summaries (as in this module's docstring)."""
     lines = ["| name | nn_type | module | what it is |", "|---|---|---|---|"]
-    lines += [f"| `{v.name}` | {v.nn_type} | `{v.module}` | {v.summary} |" for v in _VARIANTS]
+    lines += [f"| `{v.name}` | {'' if v.nn_type is None else v.nn_type} | `{v.module}` | {v.summary} |"
+              for v in _VARIANTS]
     return "\n".join(lines)
 
 
@@ -76,34 +95,41 @@ def resolve_name(name: str | None = None, nn_type: int | None = None) -> str:
     """
     if nn_type is not None:
         if isinstance(nn_type, bool) or nn_type not in _BY_NN_TYPE:
-            numbers = ", ".join(f"{variant.nn_type} ({variant.name})" for variant in _VARIANTS)
+            numbers = ", ".join(f"{number} ({entry.name})" for number, entry in _BY_NN_TYPE.items())
             raise ValueError(f"unknown nn_type {nn_type!r}; valid: {numbers}")
         return _BY_NN_TYPE[nn_type].name
     if name is None:
-        raise ValueError(f"no model selected: give a name ({', '.join(known())}) or an nn_type")
+        raise ValueError(f"no model selected: give a name ({', '.join(available())}) or an nn_type")
     key = name.strip().lower()
     if key not in _BY_NAME:
-        raise ValueError(f"unknown model {name!r}; valid: {', '.join(known())}")
+        raise ValueError(f"unknown model {name!r}; valid: {', '.join(available())}")
     return key
 
 
-def config_class(name: str) -> Optional[type]:
-    """The config dataclass of variant ``name`` (imports that variant's module), or None for the EGNN, whose
-    keys ModelConfig itself carries."""
-    variant = _BY_NAME[resolve_name(name)]
-    if variant.config_class is None:
-        return None
-    return getattr(importlib.import_module(variant.module), variant.config_class)
+def config_class(name: str) -> type:
+    """The config dataclass of variant ``name`` (imports the module that holds it)."""
+    module, _, attr = variant(name).config_class.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+def problems(section, config) -> list[str]:
+    """What is wrong with the model section ``section`` of the run config ``config``: one line per problem,
+    each naming the key and its value (the variant's own ``problems`` checks)."""
+    found = []
+    for key, message in section.problems(config):
+        value = getattr(section, key.split(".")[-1], None)
+        found.append(f"'{key}' {message}, got {value!r}")
+    return found
 
 
 def augments_inputs(cfg) -> bool:
     """Whether the selected variant transforms its inputs randomly in training (the decode cache must then
     be off); read from the model config section ``cfg`` without importing any variant."""
-    name = resolve_name(getattr(cfg, "name", None), getattr(cfg, "nn_type", None))
-    return name == "cnn3d" and bool(getattr(cfg, "augment", True))
+    entry = _BY_NAME[resolve_name(getattr(cfg, "name", None), getattr(cfg, "nn_type", None))]
+    return entry.augment_key is not None and bool(getattr(cfg, entry.augment_key, False))
 
 
 def build_model(name: str | None, cfg, nn_type: int | None = None) -> torch.nn.Module:
     """Build the selected variant from its config section ``cfg``."""
-    variant = _BY_NAME[resolve_name(name, nn_type)]
-    return importlib.import_module(variant.module).build(cfg)
+    entry = _BY_NAME[resolve_name(name, nn_type)]
+    return importlib.import_module(entry.module).build(cfg)

@@ -22,6 +22,15 @@ class EGNNConfig:
     rbf: int = setting("Radial basis functions expanding each edge length.", 16)
     cutoff: float = setting("Largest distance (Angstrom) the radial basis covers; match data.edge_cutoff.", 4.5)
 
+    def problems(self, config) -> list[tuple[str, str]]:
+        """(key, message) for every value this variant cannot run with."""
+        out = [(f"model.{k}", "must be >= 1") for k in ("hidden", "layers", "rbf") if getattr(self, k) < 1]
+        if not 0.0 <= self.dropout < 1.0:
+            out.append(("model.dropout", "must be in [0, 1)"))
+        if self.cutoff <= 0:
+            out.append(("model.cutoff", "must be > 0"))
+        return out
+
 
 def config_fields(cfg: Any) -> dict[str, Any]:
     """The :class:`EGNNConfig` fields read from ``cfg``; a missing attribute is an error, not a default."""

@@ -12,6 +12,8 @@ import sys
 # name -> (module with main(argv, prog), one-line help). Order is the order of `pecan --help`.
 COMMANDS: dict[str, tuple[str, str]] = {
     "train": ("pecan.commands.train", "train a model from a YAML config (same as python main_app.py CONFIG)"),
+    "predict": ("pecan.commands.predict", "score docked poses in shards with a checkpoint (no YAML needed)"),
+    "score": ("pecan.commands.score", "score a receptor + SDF of poses (or a manifest); poses back as SDF"),
     "runs": ("pecan.commands.runs", "compare, plot, report or trace run directories (pecan runs --help)"),
 }
 

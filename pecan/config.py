@@ -17,8 +17,8 @@ from typing import Any, Literal, Optional, Union
 
 import yaml
 
+import model as registry
 from pecan.data import format as shard_format
-from model.egnn_config import EGNNConfig
 from pecan.errors import ConfigError  # noqa: F401  (re-exported: pecan.config.ConfigError)
 
 
@@ -96,9 +96,24 @@ class ModelChoice:
         "Legacy numeric model id (0 cnn3d, 1 sgcnn, 2 ggcnn, 3 egnn); overrides name when set.", None)
 
 
-@dataclass
-class ModelConfig(EGNNConfig, ModelChoice):
-    """Which model variant, then its settings: the EGNN's fields and defaults come from ``model.egnn.EGNNConfig``."""
+_VARIANT_SECTIONS: dict[str, type] = {}
+
+
+def model_section_class(variant: str) -> type:
+    """The dataclass of the ``model:`` section for a registry variant, the same way for every variant:
+    ModelChoice's name and nn_type, then the fields (and checks) of the config class the registry names
+    (importing only that variant's config module)."""
+    if variant not in _VARIANT_SECTIONS:
+        own = registry.config_class(variant)
+        section = type(f"{own.__name__}Section", (own, ModelChoice),
+                       {"__doc__": f"The model section of the {variant} variant: name, nn_type, then "
+                                   f":class:`{own.__name__}`'s keys.", "__module__": __name__})
+        _VARIANT_SECTIONS[variant] = dataclass(section)
+    return _VARIANT_SECTIONS[variant]
+
+
+ModelConfig = model_section_class(registry.DEFAULT)
+"""The default variant's (the EGNN's) model section."""
 
 
 @dataclass
@@ -118,7 +133,12 @@ class TrainConfig:
     out_dir: str = _doc("Run directory: config.yaml, epochs.jsonl, checkpoints, traces.", "runs/default")
     amp: Literal["off", "bf16"] = _doc("Mixed precision: bf16 autocast (no GradScaler needed) or off.", "off")
     compile: bool = _doc("torch.compile the model (dynamic shapes); env PECAN_TORCH_COMPILE=0|1 overrides.", False)
-    resume: str = _doc("auto: continue from out_dir's last checkpoint if present; never; or a checkpoint path.", "auto")
+    resume: str = _doc("auto: continue from out_dir's last checkpoint if present; never; or a checkpoint path.",
+                       "auto")
+    select_on: Literal["val_auc", "val_loss"] = _doc(
+        "Which epoch's checkpoint is best.pt: highest validation AUC over docked poses (falling back to lowest "
+        "val_loss, with a log line, while AUC is undefined, e.g. one-class validation), or lowest val_loss.",
+        "val_auc")
     max_steps_per_epoch: int = _doc("Stop an epoch after this many steps; 0 means the full epoch.", 0)
     deterministic: bool = _doc("Use deterministic algorithms (slower; for exact reproduction).", False)
     progress: Union[bool, Literal["auto", "bar", "lines", "off"]] = _doc("Rank 0's progress: auto (a bar on a "
@@ -266,32 +286,9 @@ def _build_section(cls: type, raw: Any, section: str, source: str) -> Any:
     return cls(**values)
 
 
-_VARIANT_SECTIONS: dict[str, type] = {}
-
-
-def model_section_class(variant: str) -> type:
-    """The dataclass of the ``model:`` section for a registry variant: ModelConfig for egnn; for another
-    variant, ModelConfig's name and nn_type plus the keys of the variant's own config dataclass (which
-    lives beside its model, so only the selected variant's module is imported)."""
-    import model as registry
-
-    own = registry.config_class(variant)
-    if own is None:
-        return ModelConfig
-    if variant not in _VARIANT_SECTIONS:
-        hints = {**typing.get_type_hints(ModelConfig), **typing.get_type_hints(own)}
-        common = [f for f in dataclasses.fields(ModelConfig) if f.name in ("name", "nn_type")]
-        fields = [(f.name, hints[f.name], _doc(f.metadata["doc"], f.default))
-                  for f in (*common, *dataclasses.fields(own))]
-        methods = {k: v for k, v in vars(own).items() if callable(v) and not k.startswith("__")}
-        _VARIANT_SECTIONS[variant] = dataclasses.make_dataclass(f"{own.__name__}Section", fields, namespace=methods)
-    return _VARIANT_SECTIONS[variant]
-
-
-def _build_model_section(raw: Any, source: str) -> Any:
-    """The ``model:`` section: resolve the variant first, then accept only keys of that variant."""
-    import model as registry
-
+def build_model_section(raw: Any, source: str) -> Any:
+    """The ``model:`` section (of a YAML file or a checkpoint): resolve the variant first, then accept only
+    keys of that variant."""
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
@@ -327,7 +324,7 @@ def from_dict(raw: Any, source: str = "<config>") -> Config:
             raise ConfigError(f"{source}: unknown section '{key}' (valid: {', '.join(sections)})")
     hints = typing.get_type_hints(Config)
     built = {name: _build_section(hints[name], raw.get(name), name, source) for name in sections if name != "model"}
-    built["model"] = _build_model_section(raw.get("model"), source)
+    built["model"] = build_model_section(raw.get("model"), source)
     config = Config(**built)
     validate(config, source)
     return config
@@ -363,6 +360,13 @@ def load(path: str | os.PathLike | None, overrides: list[str] | tuple[str, ...] 
             raise ConfigError(f"{path}: not valid YAML ({err})") from err
         if not isinstance(raw, dict):
             raise ConfigError(f"{path}: top level must be a mapping of sections")
+    return load_mapping(raw, overrides, source)
+
+
+def load_mapping(raw: dict[str, Any], overrides: list[str] | tuple[str, ...] = (),
+                 source: str = "<config>") -> Config:
+    """A config from a nested mapping (a YAML file's, or one built from a checkpoint): apply ``--set``
+    overrides, validate, then apply env gates."""
     for text in overrides:
         (section, key), value = parse_override(text)
         if raw.get(section) is None:  # absent, or an empty `section:` line

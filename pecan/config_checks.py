@@ -9,6 +9,7 @@ import dataclasses
 import re
 from typing import Any, Optional
 
+import model as registry
 from pecan.config import Config, ConfigError
 
 DEVICE_PATTERN = re.compile(r"auto|cpu|cuda(:\d+)?")
@@ -16,7 +17,7 @@ DEVICE_PATTERN = re.compile(r"auto|cpu|cuda(:\d+)?")
 
 def _range_checks(config: Config) -> list[tuple[bool, str, str]]:
     """(ok, key, requirement) for every numeric key."""
-    d, m, t, s = config.data, config.model, config.train, config.synthetic
+    d, t, s = config.data, config.train, config.synthetic
     return [
         (0.0 <= d.val_fraction < 1.0, "data.val_fraction", "must be in [0, 1)"),
         (d.split_seed >= 0, "data.split_seed", "must be >= 0"),
@@ -27,7 +28,6 @@ def _range_checks(config: Config) -> list[tuple[bool, str, str]]:
         (d.num_workers >= -1, "data.num_workers", "must be >= -1"),
         (d.max_atoms >= 2, "data.max_atoms", "must be >= 2"),
         (d.max_edges >= 1, "data.max_edges", "must be >= 1"),
-        *_model_ranges(m, config),
         (t.epochs >= 1, "train.epochs", "must be >= 1"),
         (t.lr > 0, "train.lr", "must be > 0"),
         (t.weight_decay >= 0, "train.weight_decay", "must be >= 0"),
@@ -46,19 +46,6 @@ def _range_checks(config: Config) -> list[tuple[bool, str, str]]:
     ]
 
 
-def _model_ranges(m: Any, config: Config) -> list[tuple[bool, str, str]]:
-    """The EGNN section's ranges, or the problems a variant's own config dataclass reports."""
-    from pecan.config import ModelConfig
-
-    if isinstance(m, ModelConfig):
-        return [(m.hidden >= 1, "model.hidden", "must be >= 1"),
-                (m.layers >= 1, "model.layers", "must be >= 1"),
-                (0.0 <= m.dropout < 1.0, "model.dropout", "must be in [0, 1)"),
-                (m.rbf >= 1, "model.rbf", "must be >= 1"),
-                (m.cutoff > 0, "model.cutoff", "must be > 0")]
-    return [(False, key, message) for key, message in m.problems(config)]
-
-
 def _non_finite_keys(config: Config) -> list[str]:
     """Float keys holding NaN or infinity (YAML's .nan / .inf)."""
     bad = []
@@ -73,15 +60,14 @@ def _non_finite_keys(config: Config) -> list[str]:
 
 def _model_check(config: Config) -> Optional[str]:
     """Why model.name / model.nn_type select no buildable variant, or None."""
-    from model import available, resolve_name
-
     try:
-        name = resolve_name(config.model.name, config.model.nn_type)
+        name = registry.resolve_name(config.model.name, config.model.nn_type)
     except ValueError as err:
         return f"'{'model.nn_type' if config.model.nn_type is not None else 'model.name'}': {err}"
-    if name not in available():
+    if name not in registry.available():
         key = "model.nn_type" if config.model.nn_type is not None else "model.name"
-        return f"'{key}': model {name!r} is not implemented in this release; available: {', '.join(available())}"
+        valid = ", ".join(registry.available())
+        return f"'{key}': model {name!r} is not implemented in this release; available: {valid}"
     return None
 
 
@@ -98,6 +84,8 @@ def check_values(config: Config, source: str = "<config>") -> None:
         raise ConfigError(f"{source}: 'train.device' must be auto, cpu, cuda or cuda:N, got {config.train.device!r}")
     problem = _model_check(config)
     if problem:
+        raise ConfigError(f"{source}: {problem}")
+    for problem in registry.problems(config.model, config):
         raise ConfigError(f"{source}: {problem}")
     has_data = config.data.train_csvs or config.data.train_fns or config.data.data_dir
     if not has_data:

@@ -28,14 +28,15 @@ def describe() -> str:
 
 
 def _variant_rows() -> list[str]:
-    """Reference rows of the keys each non-default model variant adds (imports every variant's module)."""
+    """Reference rows of the keys each non-default model variant adds, from the config class the registry
+    names (imports every variant's module); the default variant's keys are the model section's own rows."""
     import model as registry
 
     rows = []
-    for variant in registry.known():
-        cls = registry.config_class(variant)
-        if cls is None:
+    for variant in registry.available():
+        if variant == registry.DEFAULT:
             continue
+        cls = registry.config_class(variant)
         hints = typing.get_type_hints(cls)
         for f in dataclasses.fields(cls):
             rows.append(f"| `model.{f.name}` ({variant}) | {_type_name(hints[f.name])} | `{f.default!r}` | "

@@ -1,15 +1,17 @@
 """Score every docked pose of the configured data with a trained checkpoint: scores.csv and metrics JSON.
 
-``python main_app.py CONFIG.yaml --predict CHECKPOINT --out scores.csv``. Each rank scores its share of
-the poses; rank 0 gathers them and writes the files atomically. Crystal poses are not scored: they are
-not candidates a chemist ranks, and they have no docking score to compare with.
+``pecan predict CHECKPOINT --data-dir D`` or ``python main_app.py CONFIG.yaml --predict CHECKPOINT``. The
+checkpoint defines the model (any registered variant, rebuilt through the config path training uses) and the
+settings that shape its samples (``pecan.checkpoint_settings``); scoring reads nothing else of the training
+run. Each rank scores its share of the poses; rank 0 gathers them, labels each complex with its split and
+writes the files atomically. Crystal poses are not scored: they are not candidates a chemist ranks, and they
+have no docking score to compare with.
 """
 from __future__ import annotations
 
 import dataclasses
 import json
 import logging
-import math
 from pathlib import Path
 from typing import Any, Optional
 
@@ -17,62 +19,97 @@ import numpy as np
 import pandas as pd
 import torch
 
+from pecan import config as config_module
 from pecan import tracing
-from pecan.config import Config, ConfigError, ModelConfig
-from pecan.data import format as fmt
+from pecan.checkpoint_settings import assign_splits, check_layout, check_settings, sample_settings, trained_settings
+from pecan.config import Config, ConfigError
 from pecan.data.index import build_index
 from pecan.data.loader import load_split_frames, make_dataset, make_loader, make_sampler, prepare_job_data
+from pecan.errors import DataError
 from pecan.fileio import write_csv, write_text
 from pecan.progress import resolve_mode, track
 from pecan.report import EVAL_SPANS
+from pecan.score_report import metrics, metrics_line, split_metrics, summary_lines  # noqa: F401 (re-exported)
 from pecan.train import checkpoint as ckpt
 from pecan.train.components import amp_context
 from pecan.train.distributed import DistEnv, barrier, gather_varlen
-from pecan.train.metrics import accuracy, roc_auc, top1_success
 
 log = logging.getLogger(__name__)
 
-SCORE_COLUMNS = ("complex", "pose", "score", "rank", "docking_score", "rmsd", "label")
+SCORE_COLUMNS = ("complex", "pose", "split", "score", "rank", "docking_score", "rmsd", "label")
 
 
-def checkpoint_model_config(state: dict, config: Config, path: Path) -> ModelConfig:
-    """The checkpoint's own model config (the YAML's for checkpoints that did not record one)."""
-    layout = state.get("feature_layout")
-    if layout is not None and layout != fmt.feature_layout():
-        raise ConfigError(f"checkpoint {path} was trained on feature layout {layout}, but these shards have "
-                          f"{fmt.feature_layout()}: it cannot score them")
-    stored = state.get("model_config")
-    if stored is None:
-        return config.model
-    names = {f.name for f in dataclasses.fields(ModelConfig)}
-    unknown = sorted(set(stored) - names)
-    if unknown:
-        raise ConfigError(f"checkpoint {path}: model config has keys this code does not know: {', '.join(unknown)}")
-    model_config = ModelConfig(**stored)
-    if model_config != config.model:
-        log.warning("using the model config stored in %s; it differs from the YAML's model section", path)
-    return model_config
-
-
-def load_model(path: Path, config: Config, device: torch.device) -> torch.nn.Module:
-    """Build the checkpoint's model and load its weights; a mismatch is a ConfigError naming both sides."""
-    from model import build_model
-
+def read_checkpoint(path: Path) -> dict:
+    """The checkpoint's contents; ConfigError when it is missing, unreadable or not a PECAN checkpoint."""
     try:
         state = ckpt.load_checkpoint(path, map_location="cpu")
-    except ValueError as err:
-        raise ConfigError(f"--predict: {err}") from err
+    except (ValueError, FileNotFoundError) as err:
+        raise ConfigError(f"cannot score with {path}: {err}") from err
     if "model" not in state:
         raise ConfigError(f"{path} is not a PECAN checkpoint (no 'model' entry)")
-    model_config = checkpoint_model_config(state, config, path)
-    model = build_model(model_config.name, model_config, nn_type=model_config.nn_type)
+    return state
+
+
+def checkpoint_model_section(state: dict, config: Config, path: Path) -> Any:
+    """The checkpoint's own model section, read through the config path training uses (any registered
+    variant); the given config's for checkpoints that did not record one."""
+    stored = state.get("model_config")
+    if stored is None:
+        log.warning("checkpoint %s has no stored model config; assuming the given config's model section", path)
+        return config.model
+    section = config_module.build_model_section(dict(stored), f"checkpoint {path}")
+    if section != config.model:
+        given = dataclasses.asdict(config.model)
+        differing = sorted(k for k, v in dataclasses.asdict(section).items() if given.get(k) != v)
+        log.warning("using the model config stored in %s; it differs from the given config's model section (%s)",
+                    path, ", ".join(differing))
+    return section
+
+
+def _given_settings(config: Config, section: Any) -> dict[str, Any]:
+    """The sample settings the given config asks for (its model keys only when it names the same variant)."""
+    given = sample_settings(dataclasses.replace(config, model=section))
+    for key in [k for k in given if k.startswith("model.")]:
+        name = key.split(".", 1)[1]
+        if config.model.name == section.name and hasattr(config.model, name):
+            given[key] = getattr(config.model, name)
+        else:
+            del given[key]
+    return given
+
+
+def scoring_config(state: dict, config: Config, path: Path, allow: tuple[str, ...] = ()) -> Config:
+    """The config scoring runs under: the checkpoint's model section, and sample settings that agree with
+    the trained ones (ConfigError naming each disagreeing key unless allowed)."""
+    section = checkpoint_model_section(state, config, path)
+    trained = trained_settings(state, dataclasses.replace(config, model=section), path)
+    check_layout(trained, path)
+    changed = check_settings(trained, _given_settings(config, section), allow, path)
+    for key in changed:
+        if key.startswith("model."):
+            name = key.split(".", 1)[1]
+            section = dataclasses.replace(section, **{name: getattr(config.model, name)})
+    return dataclasses.replace(config, model=section)
+
+
+def build_scoring_model(state: dict, section: Any, path: Path, device: torch.device) -> torch.nn.Module:
+    """Build the checkpoint's variant from ``section`` and load its weights; a mismatch is a ConfigError."""
+    from model import build_model
+
+    model = build_model(section.name, section, nn_type=section.nn_type)
     try:
         model.load_state_dict(ckpt.clean_state_dict(state["model"]))
     except RuntimeError as err:
         first = str(err).splitlines()[0:3]
-        raise ConfigError(f"checkpoint {path} does not fit model config {dataclasses.asdict(model_config)}: it was "
+        raise ConfigError(f"checkpoint {path} does not fit model config {dataclasses.asdict(section)}: it was "
                           f"trained with a different model config or feature layout ({' '.join(first)})") from err
     return model.to(device).eval()
+
+
+def load_model(path: Path, config: Config, device: torch.device) -> torch.nn.Module:
+    """The checkpoint's model with its weights, built from its stored config (scoring_config's checks)."""
+    state = read_checkpoint(Path(path))
+    return build_scoring_model(state, scoring_config(state, config, Path(path)).model, Path(path), device)
 
 
 def _scoring_frames(config: Config, progress: bool) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -80,17 +117,38 @@ def _scoring_frames(config: Config, progress: bool) -> tuple[pd.DataFrame, pd.Da
     return frame, frame.iloc[:0]
 
 
+def scores_test_inputs(config: Config) -> bool:
+    """Whether scoring reads data.test_csvs/test_fns (else the training and validation sources)."""
+    return bool(config.data.test_csvs or config.data.test_fns)
+
+
 def scoring_frame(config: Config, progress: bool) -> pd.DataFrame:
     """Docked poses of data.test_csvs/test_fns when set, else of the training and validation sources."""
     data = config.data
-    if data.test_csvs or data.test_fns:
+    if scores_test_inputs(config):
         frame = build_index(data.test_csvs, data.test_fns, data.data_dir, pose_group=data.pose_group,
                             crystal_group=data.crystal_group, use_crystal=False, rmsd_threshold=data.rmsd_threshold,
                             index_prefix=f"{data.index_prefix}_test", on_bad_sample=data.on_bad_sample,
                             progress=progress, index_dir=data.index_dir, labels_optional=True)
     else:
         frame = pd.concat(load_split_frames(data, progress), ignore_index=True)
-    return frame[frame["is_crystal"] == 0].reset_index(drop=True)
+    frame = frame[frame["is_crystal"] == 0].reset_index(drop=True)
+    check_unique_poses(frame)
+    return frame
+
+
+def check_unique_poses(frame: pd.DataFrame) -> None:
+    """A (complex, pose) pair in two inputs would get two scores under one name: DataError naming both."""
+    duplicated = frame[frame.duplicated(["pdbid", "poseid"], keep=False)]
+    if duplicated.empty:
+        return
+    first = duplicated.iloc[0]
+    copies = duplicated[(duplicated["pdbid"] == first["pdbid"]) & (duplicated["poseid"] == first["poseid"])]
+    shards = [str(s) for s in copies["shard"]] if "shard" in copies else ["?", "?"]
+    pairs = len(duplicated.drop_duplicates(["pdbid", "poseid"]))
+    raise DataError(f"complex {first['pdbid']} pose {first['poseid']} is in more than one input: {shards[0]} and "
+                    f"{shards[1]} ({pairs} duplicated (complex, pose) pair(s)); score the inputs separately or "
+                    f"drop the copies")
 
 
 @torch.no_grad()
@@ -122,44 +180,10 @@ def score_table(dataset, frame: pd.DataFrame, logits: np.ndarray, ids: np.ndarra
     known = frame[["pdbid", "poseid", "score", "rmsd", "label"]].rename(
         columns={"pdbid": "complex", "poseid": "pose", "score": "docking_score"})
     scores = scores.merge(known, on=["complex", "pose"], how="left", validate="one_to_one")
+    scores["split"] = ""
     scores["rank"] = scores.groupby("complex")["score"].rank(ascending=False, method="first").astype(int)
     scores = scores.sort_values(["complex", "rank"]).reset_index(drop=True)
     return scores[[*SCORE_COLUMNS, "logit"]]
-
-
-def metrics(scores: pd.DataFrame) -> dict[str, Any]:
-    """ROC AUC, accuracy and top-1 of the model, and the docking score's AUC and top-1 on the same poses."""
-    out: dict[str, Any] = {"poses": len(scores), "complexes": int(scores["complex"].nunique())}
-    labeled = scores[scores["label"].notna()]
-    if len(labeled) < len(scores) or labeled.empty:
-        out["labeled"] = False
-        return out
-    labels = labeled["label"].to_numpy().astype(int)
-    complexes = labeled["complex"].to_numpy()
-    out.update({"labeled": True, "positives": int(labels.sum()), "auc": roc_auc(labeled["score"].to_numpy(), labels),
-                "accuracy": accuracy(labeled["logit"].to_numpy(), labels),
-                "top1": top1_success(labeled["score"].to_numpy(), labels, complexes)})
-    docked = labeled[np.isfinite(labeled["docking_score"].to_numpy(dtype=float))]
-    if len(docked):
-        # Docking scores are energies: lower is better, so the baseline ranks by the negated score.
-        baseline = -docked["docking_score"].to_numpy(dtype=float)
-        out["docking_auc"] = roc_auc(baseline, docked["label"].to_numpy().astype(int))
-        out["docking_top1"] = top1_success(baseline, docked["label"].to_numpy().astype(int),
-                                           docked["complex"].to_numpy())
-        out["docking_poses"] = len(docked)
-    else:
-        out.update({"docking_auc": math.nan, "docking_top1": math.nan, "docking_poses": 0})
-    return out
-
-
-def metrics_line(values: dict[str, Any]) -> str:
-    """One printed line: the model's figures beside the docking score's."""
-    if not values.get("labeled"):
-        return f"scored {values['poses']} poses of {values['complexes']} complexes (no labels: no metrics)"
-    return (f"scored {values['poses']} poses of {values['complexes']} complexes ({values['positives']} near-native) | "
-            f"model AUC {values['auc']:.3f} top-1 {values['top1']:.3f} accuracy {values['accuracy']:.3f} | "
-            f"docking score AUC {values['docking_auc']:.3f} top-1 {values['docking_top1']:.3f} "
-            f"({values['docking_poses']} poses with a docking score)")
 
 
 def metrics_path(out: Path) -> Path:
@@ -167,10 +191,15 @@ def metrics_path(out: Path) -> Path:
     return out.with_name(out.stem + ".metrics.json")
 
 
-def run_predict(config: Config, env: DistEnv, device: torch.device, checkpoint: str, out: str) -> dict[str, Any]:
-    """Score the configured poses on every rank; rank 0 writes ``out`` and its metrics JSON."""
+def run_predict(config: Config, env: DistEnv, device: torch.device, checkpoint: str, out: str,
+                allow: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Score the configured poses on every rank with the checkpoint's model and sample settings; rank 0
+    writes ``out`` and its metrics JSON. Reads nothing of train.out_dir, takes no lock."""
+    path = Path(checkpoint)
+    state = read_checkpoint(path)
+    config = scoring_config(state, config, path, tuple(allow))
     progress = resolve_mode(config.train.progress) if env.is_main else "off"
-    model = load_model(Path(checkpoint), config, device)
+    model = build_scoring_model(state, config.model, path, device)
     # The trainer's job protocol: rank 0 indexes and decides the packs, node leaders confirm and stage.
     job = prepare_job_data(config.data, rank=env.rank, local_rank=env.local_rank, progress=progress,
                            build_frames=lambda: _scoring_frames(config, progress))
@@ -190,11 +219,25 @@ def run_predict(config: Config, env: DistEnv, device: torch.device, checkpoint: 
     values: dict[str, Any] = {}
     if env.is_main:
         scores = score_table(dataset, frame, logits, ids)
-        values = {**metrics(scores), "checkpoint": str(checkpoint), "scores": str(out)}
-        out_path = Path(out)
-        write_csv(scores[list(SCORE_COLUMNS)], out_path)
-        write_text(metrics_path(out_path), json.dumps(values, indent=2, default=float))
-        print(metrics_line(values), flush=True)
-        print(f"wrote {out_path} and {metrics_path(out_path)}", flush=True)
+        from_test = set(scores["complex"]) if scores_test_inputs(config) else set()
+        scores["split"] = assign_splits(scores["complex"], state.get("complexes"), from_test)
+        values = {**split_metrics(scores), "checkpoint": str(checkpoint), "scores": str(out)}
+        write_outputs(scores, values, Path(out), state)
     barrier()
     return values
+
+
+def write_outputs(scores: pd.DataFrame, values: dict[str, Any], out: Path, state: dict) -> None:
+    """scores.csv and its metrics JSON (atomically), the summary lines and the warnings on the split."""
+    write_csv(scores[list(SCORE_COLUMNS)], out)
+    write_text(metrics_path(out), json.dumps(values, indent=2, default=float))
+    if "complexes" not in state:
+        log.warning("the checkpoint does not record its training complexes (written before that was stored): "
+                    "the split column is 'unknown' and the figures may include complexes it trained on")
+    trained_on = values["splits"].get("train")
+    if trained_on:
+        log.warning("%d of the %d scored complexes were used to train this checkpoint (split 'train'): their "
+                    "figures are not held-out performance", trained_on["complexes"], values["complexes"])
+    for line in summary_lines(values):
+        print(line, flush=True)
+    print(f"wrote {out} and {metrics_path(out)}", flush=True)

@@ -24,6 +24,9 @@ def parse_args(argv=None, prog: str | None = None) -> argparse.Namespace:
     parser.add_argument("--predict", metavar="CHECKPOINT", help="score the configured poses with this checkpoint "
                                                                  "instead of training")
     parser.add_argument("--out", default="scores.csv", help="with --predict: the scores CSV (default scores.csv)")
+    parser.add_argument("--allow-setting-change", dest="allow", action="append", default=[], metavar="KEY",
+                        help="with --predict: score with the config's value of a setting the checkpoint pins "
+                             "(e.g. data.edge_cutoff) although it differs from the trained one (repeatable)")
     return parser.parse_args(argv)
 
 
@@ -80,6 +83,10 @@ def main(argv=None, prog: str | None = None) -> int:
 
     try:
         config = config_module.load(args.config, args.overrides)
+        if args.predict:  # scoring is read-only: the run's resume state and lock are none of its business
+            from pecan.commands.predict import score
+
+            return score(config, args.predict, args.out, tuple(args.allow))
         check_resume_compatible(config)
         env = discover()
     except (config_module.ConfigError, ValueError) as err:
@@ -89,12 +96,6 @@ def main(argv=None, prog: str | None = None) -> int:
     trainer, finished = None, False
     try:
         device = resolve_device(config.train.device, init_distributed(env), env.local_rank)
-        if args.predict:
-            from pecan.predict import run_predict
-
-            run_predict(config, env, device, args.predict, args.out)
-            finished = True
-            return 0
         tracing.setup(config.trace.enabled, config_module.trace_dir(config), env.rank,
                       data_dir=config.data.data_dir if config.trace.posix else None)
         if config.synthetic.enabled and env.is_main:

@@ -1,8 +1,13 @@
-"""Classification metrics: loss, accuracy, ROC AUC and per-complex top-1 success."""
+"""Classification metrics: loss, accuracy, ROC AUC, per-complex top-k success and first near-native rank,
+and the choice of the best checkpoint (train.select_on)."""
 from __future__ import annotations
+
+import logging
 
 import numpy as np
 import pandas as pd
+
+log = logging.getLogger(__name__)
 
 
 def roc_auc(scores: np.ndarray, labels: np.ndarray) -> float:
@@ -24,12 +29,25 @@ def accuracy(logits: np.ndarray, labels: np.ndarray) -> float:
 
 def top1_success(logits: np.ndarray, labels: np.ndarray, complex_ids: np.ndarray) -> float:
     """Share of complexes (with at least one near-native pose) whose top-scored pose is near-native."""
-    frame = pd.DataFrame({"score": logits, "label": labels, "complex": complex_ids})
-    frame = frame[frame.groupby("complex")["label"].transform("max") > 0]
-    if frame.empty:
+    return topk_success(logits, labels, complex_ids, 1)
+
+
+def first_native_rank(scores: np.ndarray, labels: np.ndarray, complex_ids: np.ndarray) -> pd.Series:
+    """Per complex with a near-native pose: the rank (1 = best score) of its best-ranked near-native pose.
+    Ties are broken by order of appearance, as scores.csv's rank column does."""
+    frame = pd.DataFrame({"score": np.asarray(scores, dtype=np.float64), "label": np.asarray(labels),
+                          "complex": np.asarray(complex_ids)})
+    frame["rank"] = frame.groupby("complex")["score"].rank(ascending=False, method="first")
+    natives = frame[frame["label"] > 0]
+    return natives.groupby("complex")["rank"].min().astype(int)
+
+
+def topk_success(scores: np.ndarray, labels: np.ndarray, complex_ids: np.ndarray, k: int) -> float:
+    """Share of complexes (with at least one near-native pose) with a near-native pose among the top ``k``."""
+    ranks = first_native_rank(scores, labels, complex_ids)
+    if ranks.empty:
         return float("nan")
-    best = frame.loc[frame.groupby("complex")["score"].idxmax()]
-    return float(best["label"].mean())
+    return float((ranks <= k).mean())
 
 
 def bce_with_logits(logits: np.ndarray, labels: np.ndarray) -> float:
@@ -41,11 +59,65 @@ def bce_with_logits(logits: np.ndarray, labels: np.ndarray) -> float:
 
 def classification_report(logits: np.ndarray, labels: np.ndarray, complex_ids: np.ndarray,
                           docked: np.ndarray) -> dict[str, float]:
-    """val_loss, val_auc, val_acc over all samples; val_top1 over docked poses only (crystal excluded)."""
+    """val_auc, val_acc, val_top1 over docked poses only: a crystal pose is trivially positive and would
+    inflate them. val_loss (the training objective) and the *_with_crystal figures count every sample."""
+    logits, labels, complex_ids = np.asarray(logits), np.asarray(labels), np.asarray(complex_ids)
     docked = np.asarray(docked, dtype=bool)
-    return {"val_loss": bce_with_logits(logits, labels), "val_auc": roc_auc(logits, labels),
-            "val_acc": accuracy(logits, labels),
-            "val_top1": top1_success(logits[docked], labels[docked], complex_ids[docked])}
+    return {"val_loss": bce_with_logits(logits, labels), "val_auc": roc_auc(logits[docked], labels[docked]),
+            "val_acc": accuracy(logits[docked], labels[docked]),
+            "val_top1": top1_success(logits[docked], labels[docked], complex_ids[docked]),
+            "val_auc_with_crystal": roc_auc(logits, labels), "val_acc_with_crystal": accuracy(logits, labels),
+            "val_docked": int(docked.sum())}
+
+
+SELECT_ON = ("val_auc", "val_loss")
+"""train.select_on choices; higher AUC is better, lower loss is better."""
+
+
+class BestSelector:
+    """Decides which epoch's checkpoint is best.pt: by train.select_on, falling back to val_loss when the
+    chosen AUC is undefined (one-class validation), so every completed epoch can give a best."""
+
+    def __init__(self, select_on: str = "val_auc") -> None:
+        self.select_on = select_on
+        self.best: dict[str, float] = {}
+        self.criterion: str | None = None
+
+    def _criterion(self, metrics: dict[str, float]) -> str:
+        """The key compared this epoch: select_on while it is defined now and for the best so far."""
+        if self.select_on == "val_loss":
+            return "val_loss"
+        defined = [values.get("val_auc", float("nan")) for values in (metrics, self.best or metrics)]
+        return "val_auc" if all(np.isfinite(defined)) else "val_loss"
+
+    def update(self, metrics: dict[str, float]) -> bool:
+        """Whether ``metrics`` beats the best so far (then it becomes the best)."""
+        criterion = self._criterion(metrics)
+        if criterion != self.criterion and criterion != self.select_on:
+            log.info("best.pt: %s undefined (one-class validation?), choosing by %s", self.select_on, criterion)
+        self.criterion = criterion
+        value = float(metrics.get(criterion, float("nan")))
+        best = self.best.get(criterion, float("nan"))
+        if not self.best:
+            improved = True
+        elif not np.isfinite(value):
+            improved = False
+        else:
+            improved = not np.isfinite(best) or (value > best if criterion == "val_auc" else value < best)
+        if improved:
+            self.best = {key: float(metrics[key]) for key in SELECT_ON if key in metrics}
+        return improved
+
+    def state(self) -> dict:
+        """Checkpoint form (weights_only-safe)."""
+        return {"select_on": self.select_on, "best": dict(self.best), "criterion": self.criterion or ""}
+
+    def load(self, state: dict | None, legacy_best_auc: float | None = None) -> None:
+        """Restore ``state``; a checkpoint without one carries only its best validation AUC."""
+        if state:
+            self.best, self.criterion = dict(state.get("best", {})), state.get("criterion") or None
+        elif legacy_best_auc is not None and np.isfinite(legacy_best_auc):
+            self.best = {"val_auc": float(legacy_best_auc)}
 
 
 def resolve_pos_weight(setting: float | str, labels: np.ndarray) -> float:

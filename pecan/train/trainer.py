@@ -40,7 +40,8 @@ from pecan.train.distributed import (
     broadcast_object,
     gather_varlen,
 )
-from pecan.train.metrics import classification_report, resolve_pos_weight
+from pecan.checkpoint_settings import sample_settings, split_record
+from pecan.train.metrics import BestSelector, classification_report, resolve_pos_weight
 from pecan.train.records import RunFiles, run_info
 from pecan.train.reporting import EpochReporter
 from pecan.train.run_dir import OutDirInUse, RunLock, remove_stale_temps
@@ -63,6 +64,7 @@ class Trainer:
         self.reporter = EpochReporter(config, env, self.out_dir, device)
         self.show_progress = self.reporter.mode
         self.start_epoch, self.step, self.best_auc = 0, 0, -math.inf
+        self.selector = BestSelector(config.train.select_on)
         self.last_batch = None
         self.staging = None
         self.output_sync: Optional[OutputSync] = None
@@ -197,6 +199,9 @@ class Trainer:
                 "config_digest": self.config.digest(), "config": self.config.to_dict(),
                 "world_size": self.env.world_size,
                 "model_config": dataclasses.asdict(self.config.model), "feature_layout": fmt.feature_layout(),
+                # What scoring needs to build samples as trained and to tell seen from held-out complexes.
+                "sample_settings": sample_settings(self.config), "best": self.selector.state(),
+                "complexes": split_record(self.train_frame, self.val_frame),
                 "metrics": {k: float(v) for k, v in self.last_metrics.items()},
                 # The epoch records travel with the checkpoint that claims their epochs (JSON: weights_only-safe).
                 "records": json.dumps(self.records, default=float)}
@@ -210,6 +215,7 @@ class Trainer:
         self.start_epoch, self.step = int(state["epoch"]), int(state["step"])
         self.epochs_done = self.start_epoch
         self.best_auc = float(state["best_auc"])
+        self.selector.load(state.get("best"), self.best_auc)
         self.records = json.loads(state["records"]) if "records" in state else []
 
     def maybe_resume(self) -> None:
@@ -393,11 +399,10 @@ class Trainer:
     # ------------------------------------------------------------------ outputs
 
     def save_checkpoints(self, metrics: dict[str, float]) -> None:
-        """last.pt every epoch, best.pt when validation AUC improves; rank 0 writes, others wait."""
-        auc = metrics["val_auc"]
-        improved = not math.isnan(auc) and auc > self.best_auc
-        if improved:
-            self.best_auc = auc
+        """last.pt every epoch, best.pt when the epoch is the best by train.select_on; rank 0 writes, others
+        wait."""
+        improved = self.selector.update(metrics)
+        self.best_auc = self.selector.best.get("val_auc", -math.inf)
         if self.env.is_main:
             state = self.state_dict()
             directory = self.out_dir / "checkpoints"

@@ -89,3 +89,47 @@ def test_building_a_variant_imports_only_that_variant():
     imported = set(run_fresh(code).split())
     assert "model.egnn" in imported
     assert imported.isdisjoint({"model.sgcnn", "model.ggcnn", "model.cnn3d"})
+
+
+@pytest.fixture
+def fake_variant(monkeypatch):
+    """Register the test-only ``fake`` variant (no legacy number) for one test."""
+    from pecan import config as cfgmod
+
+    entry = model.Variant("fake", "tests.model.fake_variant", "tests.model.fake_variant:FakeConfig", "a test variant",
+                          augment_key="jitter", sample_keys=("width",))
+    monkeypatch.setattr(model, "_VARIANTS", (*model._VARIANTS, entry))
+    monkeypatch.setattr(model, "_BY_NAME", {**model._BY_NAME, "fake": entry})
+    monkeypatch.setattr(cfgmod, "_VARIANT_SECTIONS", {})
+    return entry
+
+
+def test_a_new_variant_is_a_module_and_a_row(fake_variant):
+    """Loading, checks, capabilities, docs, checkpoint settings and building all read the registry row."""
+    from pecan import config as cfgmod
+    from pecan.checkpoint_settings import sample_settings
+    from pecan.config_docs import describe
+
+    config = cfgmod.from_dict({"data": {"data_dir": "d"}, "model": {"name": "fake", "width": 3, "jitter": True}})
+    assert type(config.model).__name__ == "FakeConfigSection" and config.model.width == 3
+    assert model.augments_inputs(config.model) and not model.augments_inputs(cfgmod.ModelConfig())
+    with pytest.raises(cfgmod.ConfigError, match="'model.width' must be >= 1, got 0"):
+        cfgmod.from_dict({"data": {"data_dir": "d"}, "model": {"name": "fake", "width": 0}})
+    with pytest.raises(cfgmod.ConfigError, match="'model.hidden' is a key of the egnn variant"):
+        cfgmod.from_dict({"data": {"data_dir": "d"}, "model": {"name": "fake", "hidden": 3}})
+    assert "| `model.width` (fake) | int | `4` | Width of the only layer. |" in describe()
+    assert sample_settings(config)["model.width"] == 3
+    assert model.build_model("fake", config.model).in_features == 3
+    assert "| `fake` |  | `tests.model.fake_variant` | a test variant |" in model.table()
+    with pytest.raises(ValueError, match="3 \\(egnn\\)") as error:
+        model.resolve_name(nn_type=4)
+    assert "fake" not in str(error.value)  # no legacy number: nothing to list
+
+
+def test_the_egnn_goes_through_the_same_path():
+    from model.egnn_config import EGNNConfig
+    from pecan import config as cfgmod
+
+    assert model.config_class("egnn") is EGNNConfig and issubclass(cfgmod.ModelConfig, EGNNConfig)
+    assert cfgmod.model_section_class("egnn") is cfgmod.ModelConfig
+    assert model.problems(cfgmod.ModelConfig(layers=0), None) == ["'model.layers' must be >= 1, got 0"]

@@ -55,9 +55,13 @@ def test_report_fields_are_the_named_metrics():
     docked = np.array([True, True, True, True, False])
     out = metrics.classification_report(logits, labels, complexes, docked)
     assert out["val_loss"] == pytest.approx(metrics.bce_with_logits(logits, labels))
-    assert out["val_acc"] == 0.6
-    # positives {2, -1, 4} vs negatives {0.5, -3}: wins 2+1+2 of 6 pairs.
-    assert out["val_auc"] == pytest.approx(5 / 6)
+    # Docked poses only (the crystal, logit 4, excluded): predictions 1 0 1 0 vs labels 1 1 0 0.
+    assert out["val_acc"] == 0.5 and out["val_docked"] == 4
+    # positives {2, -1} vs negatives {0.5, -3}: 2 beats both, -1 beats -3: 3 of 4 pairs.
+    assert out["val_auc"] == pytest.approx(3 / 4)
+    # With the crystal: positives {2, -1, 4} vs negatives {0.5, -3}: wins 2+1+2 of 6 pairs.
+    assert out["val_acc_with_crystal"] == 0.6
+    assert out["val_auc_with_crystal"] == pytest.approx(5 / 6)
     # Docked only: complex 0 top pose (2.0) is near-native; complex 1 has no docked positive left.
     assert out["val_top1"] == 1.0
 

@@ -81,8 +81,11 @@ def test_validation_metrics_from_known_scores(data_dir, tmp_path):
         trainer.model = KnownScores(scores_by_kind(table, crystal=10.0, near_native=-1.0, decoys=(5.0, 5.0)))
         metrics = trainer.evaluate()
         assert metrics["val_top1"] == 0.0
-        assert metrics["val_acc"] == 0.25  # per complex only the crystal is on the right side of 0
-        assert metrics["val_auc"] == 0.5  # crystal above every decoy, near-native below every decoy
+        # Docked poses only: the near-native pose (-1) and both decoys (5) are on the wrong side of 0, and
+        # every decoy outranks the near-native pose. Counting the crystal would give 0.25 and 0.5.
+        assert metrics["val_acc"] == 0.0 and metrics["val_auc"] == 0.0 and metrics["val_docked"] == 6
+        assert metrics["val_acc_with_crystal"] == 0.25  # per complex only the crystal is right
+        assert metrics["val_auc_with_crystal"] == 0.5  # crystal above every decoy, near-native below every decoy
         expected_loss = (softplus(-10.0) + 2 * softplus(5.0) + softplus(1.0)) / 4
         assert metrics["val_loss"] == pytest.approx(expected_loss, rel=1e-6)
 
@@ -90,9 +93,9 @@ def test_validation_metrics_from_known_scores(data_dir, tmp_path):
         trainer.model = KnownScores(scores_by_kind(table, crystal=-1.0, near_native=3.0, decoys=(-2.0, -4.0)))
         metrics = trainer.evaluate()
         assert metrics["val_top1"] == 1.0
-        assert metrics["val_acc"] == 0.75
-        # Positives {3, 3, -1, -1} vs negatives {-2, -2, -4, -4}: every pair ranked right.
-        assert metrics["val_auc"] == 1.0
+        assert metrics["val_acc"] == 1.0 and metrics["val_acc_with_crystal"] == 0.75
+        # Positives {3, 3, -1, -1} vs negatives {-2, -2, -4, -4}: every pair ranked right, crystal or not.
+        assert metrics["val_auc"] == 1.0 and metrics["val_auc_with_crystal"] == 1.0
     finally:
         trainer.close()
 

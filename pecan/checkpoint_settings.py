@@ -1,0 +1,119 @@
+"""What a checkpoint pins about the model's inputs: every setting that shapes a sample, and the complexes the
+model was trained and validated on.
+
+Training stores both (``Trainer.state_dict``); scoring reads them back, so a checkpoint scores poses built the
+way it was trained on, and every scored complex can say whether the model has seen it.
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+import model as registry
+from pecan.data import format as fmt
+from pecan.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+DATA_KEYS = ("pocket_radius", "edge_cutoff")
+"""data.* keys that shape a sample (the pocket crop and the radius graph); io-only keys are not pinned."""
+LAYOUT_KEY = "feature_layout"
+SPLITS = ("train", "val", "test", "unseen")
+"""Values of scores.csv's split column; 'unknown' only for a checkpoint that predates the record."""
+
+
+def sample_settings(config) -> dict[str, Any]:
+    """Every config setting that shapes a sample, keyed ``section.key``: the data keys and the variant's
+    sample keys (the feature layout is the checkpoint's own ``feature_layout`` entry)."""
+    settings: dict[str, Any] = {f"data.{key}": getattr(config.data, key) for key in DATA_KEYS}
+    entry = registry.variant(config.model.name)
+    settings.update({f"model.{key}": getattr(config.model, key) for key in entry.sample_keys})
+    return settings
+
+
+def _from_run_config(saved: Any, key: str) -> Any:
+    """The value of ``section.key`` in a checkpoint's stored run config dict, or None."""
+    if not isinstance(saved, dict) or "." not in key:
+        return None
+    section, name = key.split(".", 1)
+    return (saved.get(section) or {}).get(name)
+
+
+def trained_settings(state: dict, config, path: Path) -> dict[str, Any]:
+    """The checkpoint's sample settings. A checkpoint written before they were stored gets them from its
+    stored run config, else from ``config`` and this code; a warning lists what was assumed."""
+    assumed: list[str] = []
+    stored = state.get("sample_settings")
+    settings = dict(stored) if isinstance(stored, dict) else _assumed_settings(state, config, assumed)
+    layout = state.get(LAYOUT_KEY)
+    if layout is None:
+        layout = fmt.feature_layout()
+        assumed.append(f"{LAYOUT_KEY}={layout} (this code's)")
+    settings[LAYOUT_KEY] = layout
+    if assumed:
+        log.warning("checkpoint %s predates pinned sample settings; assumed: %s", path, "; ".join(assumed))
+    return settings
+
+
+def _assumed_settings(state: dict, config, assumed: list[str]) -> dict[str, Any]:
+    """Sample settings of a checkpoint that did not store them: from its stored run config where it has one,
+    else the given config's; each assumption is appended to ``assumed``."""
+    settings = sample_settings(config)
+    for key in settings:
+        value = _from_run_config(state.get("config"), key)
+        if value is None:
+            assumed.append(f"{key}={settings[key]!r} (the given config's)")
+        else:
+            settings[key] = value
+            assumed.append(f"{key}={value!r} (its stored run config)")
+    return settings
+
+
+def check_layout(trained: dict[str, Any], path: Path) -> None:
+    """A model trained on another feature layout cannot score these shards: ConfigError naming both."""
+    layout = trained.get(LAYOUT_KEY)
+    if layout is not None and layout != fmt.feature_layout():
+        raise ConfigError(f"checkpoint {path} was trained on feature layout {layout}, but these shards have "
+                          f"{fmt.feature_layout()}: it cannot score them")
+
+
+def check_settings(trained: dict[str, Any], given: dict[str, Any], allowed: Iterable[str], path: Path) -> list[str]:
+    """Refuse a given setting that disagrees with the trained one unless its key is in ``allowed``; returns
+    the allowed keys that differ (logged as warnings). ConfigError names each key, trained and given value."""
+    allowed = set(allowed)
+    changeable = sorted(key for key in trained if key != LAYOUT_KEY)
+    unknown = sorted(allowed - set(changeable))
+    if unknown:
+        raise ConfigError(f"--allow-setting-change {', '.join(unknown)}: not a pinned setting of checkpoint "
+                          f"{path}; pinned: {', '.join(changeable)}")
+    differing = [key for key in changeable if key in given and given[key] != trained[key]]
+    refused = [key for key in differing if key not in allowed]
+    if refused:
+        listed = "; ".join(f"{key}: trained {trained[key]!r}, given {given[key]!r}" for key in refused)
+        raise ConfigError(f"checkpoint {path} was trained on samples built with other settings ({listed}); score "
+                          f"with the trained values (drop the --set or edit the config), or pass "
+                          f"--allow-setting-change KEY for each key you mean to change")
+    for key in differing:
+        log.warning("%s: scoring with %r, the model was trained with %r (--allow-setting-change)", key,
+                    given[key], trained[key])
+    return differing
+
+
+def split_record(train_frame: pd.DataFrame, val_frame: pd.DataFrame) -> dict[str, list[str]]:
+    """The complexes a run trained and validated on (stored in its checkpoints)."""
+    return {"train": sorted(set(train_frame["pdbid"])), "val": sorted(set(val_frame["pdbid"]))}
+
+
+def assign_splits(complexes: pd.Series, record: dict | None, from_test: Iterable[str]) -> np.ndarray:
+    """The split of each scored complex: train/val by the checkpoint's record, else test when it came from
+    the test inputs, else unseen; 'unknown' for every complex when the checkpoint has no record."""
+    if not isinstance(record, dict):
+        return np.full(len(complexes), "unknown", dtype=object)
+    train, val, test = set(record.get("train", ())), set(record.get("val", ())), set(from_test)
+    return np.array(["train" if c in train else "val" if c in val else "test" if c in test else "unseen"
+                     for c in complexes], dtype=object)

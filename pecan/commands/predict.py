@@ -1,0 +1,109 @@
+"""`pecan predict CHECKPOINT --data-dir D [--csv X | --shards GLOB] --out scores.csv`: score shards with a
+trained checkpoint, no YAML needed.
+
+The run config is rebuilt from the checkpoint itself (its model section, its sample settings, its label
+rule), with the inputs named on the command line as the test inputs; ``--config`` starts from a YAML instead,
+``--set`` overrides either. Scoring is read-only: no lock, no resume check, nothing of train.out_dir is read.
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from typing import Any
+
+from pecan import config as config_module
+from pecan.errors import exit_code
+
+# data.* keys a checkpoint's stored run config keeps when scoring without a YAML: how samples are found,
+# built and labelled. Locations and io settings belong to the machine that trained, so they are dropped.
+KEPT_DATA_KEYS = ("pose_group", "crystal_group", "rmsd_threshold", "pocket_radius", "edge_cutoff", "max_atoms",
+                  "max_edges", "on_bad_sample", "batch_size")
+
+
+def parse_args(argv=None, prog: str | None = None) -> argparse.Namespace:
+    """Command line: a checkpoint, the inputs, where the scores go."""
+    parser = argparse.ArgumentParser(prog=prog, description="Score docked poses in shards with a trained checkpoint.")
+    parser.add_argument("checkpoint", help="a checkpoint of a training run (e.g. RUN/checkpoints/best.pt)")
+    parser.add_argument("--data-dir", default="", help="directory of the shards; relative paths resolve here")
+    parser.add_argument("--csv", action="append", default=[], metavar="CSV", help="index CSV of the poses (repeatable)")
+    parser.add_argument("--shards", action="append", default=[], metavar="GLOB",
+                        help="shard files or globs (repeatable); default: every *.hdf5 of --data-dir")
+    parser.add_argument("--out", default="scores.csv", help="the scores CSV; the metrics JSON goes beside it")
+    parser.add_argument("--config", help="start from this YAML instead of the checkpoint's stored run config")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                        help="override a config value; the value is parsed as YAML (repeatable)")
+    parser.add_argument("--allow-setting-change", dest="allow", action="append", default=[], metavar="KEY",
+                        help="score with a pinned setting (e.g. data.edge_cutoff) that differs from the trained one")
+    parser.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N (default auto)")
+    return parser.parse_args(argv)
+
+
+def mapping_from_checkpoint(state: dict[str, Any]) -> dict[str, Any]:
+    """The run config mapping of a checkpoint's stored config, reduced to what scoring needs."""
+    saved = state.get("config") if isinstance(state.get("config"), dict) else {}
+    data = {key: value for key, value in (saved.get("data") or {}).items() if key in KEPT_DATA_KEYS}
+    model = dict(state.get("model_config") or saved.get("model") or {})
+    return {"data": data, "model": model, "train": {}}
+
+
+def build_config(args: argparse.Namespace) -> config_module.Config:
+    """The config this command scores under; the inputs on the command line are data.test_*."""
+    from pecan.predict import read_checkpoint
+
+    if args.config:
+        raw = config_module.load(args.config).to_dict()
+        source = args.config
+    else:
+        raw, source = mapping_from_checkpoint(read_checkpoint(args.checkpoint)), f"checkpoint {args.checkpoint}"
+    named = args.data_dir or args.csv or args.shards
+    if not named and not args.config:
+        raise config_module.ConfigError("pecan predict: name the poses to score: --data-dir, --csv or --shards")
+    if named:
+        # Relative inputs resolve against --data-dir, else the working directory.
+        raw.setdefault("data", {}).update(data_dir=args.data_dir or ".", test_csvs=list(args.csv),
+                                          test_fns=list(args.shards) or ([] if args.csv else ["*.hdf5"]))
+    if args.device != "auto" or not args.config:
+        raw.setdefault("train", {})["device"] = args.device
+    return config_module.load_mapping(raw, args.overrides, source)
+
+
+def main(argv=None, prog: str | None = None) -> int:
+    """Score the inputs; exit 0, 2 for a wrong invocation or checkpoint, 1 for bad data or storage."""
+    args = parse_args(argv, prog)
+    try:
+        config = build_config(args)
+    except (config_module.ConfigError, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    return score(config, args.checkpoint, args.out, tuple(args.allow))
+
+
+def score(config: config_module.Config, checkpoint: str, out: str, allow: tuple[str, ...] = ()) -> int:
+    """Set up distributed (one process or a launcher's ranks), score, clean up; the exit code (also for
+    ``main_app.py CONFIG --predict CKPT``)."""
+    from pecan.commands.train import resolve_device
+    from pecan.predict import run_predict
+    from pecan.train.distributed import cleanup_distributed, discover, init_distributed
+
+    try:
+        env = discover()
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    logging.basicConfig(level=logging.INFO if env.is_main else logging.WARNING,
+                        format=f"[pecan r{env.rank}] %(levelname)s %(message)s")
+    finished = False
+    try:
+        device = resolve_device(config.train.device, init_distributed(env), env.local_rank)
+        run_predict(config, env, device, checkpoint, out, allow)
+        finished = True
+        return 0
+    except Exception as err:
+        code = exit_code(err)
+        if code is None:
+            raise
+        logging.getLogger("pecan").error("%s", err)
+        return code
+    finally:
+        cleanup_distributed(graceful=finished)

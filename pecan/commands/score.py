@@ -1,0 +1,125 @@
+"""`pecan score CHECKPOINT --receptor R.pdb --poses poses.sdf [--crystal X.sdf] --out scored.sdf`: docking
+output in, scored poses out, no YAML and no shards to manage.
+
+The poses are converted with the converter's featurisation (``pecan.convert``, the `convert` extra) into a
+temporary directory that is removed afterwards, scored like `pecan predict` (the checkpoint's model and
+sample settings), and written back as SDF, each complex's poses sorted by score with the SD properties
+``pecan_score`` and ``pecan_rank`` (and ``rmsd``/``label`` when a crystal ligand is given). scores.csv and
+the metrics JSON go beside the SDF. ``--manifest M.csv`` scores many complexes (the converter's manifest).
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+
+from pecan import config as config_module
+from pecan.errors import ConfigError
+
+
+def parse_args(argv=None, prog: str | None = None) -> argparse.Namespace:
+    """Command line: a checkpoint, one complex's files or a manifest, where the scored poses go."""
+    parser = argparse.ArgumentParser(prog=prog, description="Score docked poses (SDF/mol2) with a checkpoint.")
+    parser.add_argument("checkpoint", help="a checkpoint of a training run (e.g. RUN/checkpoints/best.pt)")
+    parser.add_argument("--receptor", help="receptor PDB file")
+    parser.add_argument("--poses", help="docked poses: multi-record SDF or mol2")
+    parser.add_argument("--crystal", help="crystal ligand (SDF, mol2 or PDB): adds rmsd, label and metrics")
+    parser.add_argument("--complex-id", help="name of the complex (default: the poses file's stem)")
+    parser.add_argument("--score-property", default="", help="SD property holding each pose's docking score")
+    parser.add_argument("--manifest", help="converter manifest CSV: many complexes (instead of --receptor/--poses)")
+    parser.add_argument("--out", required=True, help="the scored SDF; scores.csv and metrics JSON go beside it")
+    parser.add_argument("--pocket-radius", type=float, default=8.0,
+                        help="receptor atoms kept around each pose at conversion (Angstrom, default 8)")
+    parser.add_argument("--allow-setting-change", dest="allow", action="append", default=[], metavar="KEY",
+                        help="score with a pinned setting that differs from the trained one")
+    parser.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N (default auto)")
+    return parser.parse_args(argv)
+
+
+def manifest_rows(args: argparse.Namespace) -> pd.DataFrame:
+    """The manifest to convert: the given one, or one row from --receptor/--poses/--crystal."""
+    if args.manifest:
+        if args.receptor or args.poses:
+            raise ConfigError("pecan score: give --manifest or --receptor/--poses, not both")
+        rows = pd.read_csv(args.manifest, dtype=str, keep_default_na=False)
+        base = Path(args.manifest).resolve().parent
+        for column in ("receptor", "poses", "crystal_ligand"):
+            if column in rows:  # relative paths resolve against the manifest's directory, as the converter's
+                rows[column] = [str((base / p).resolve()) if p else "" for p in rows[column]]
+        return rows
+    if not (args.receptor and args.poses):
+        raise ConfigError("pecan score: give --receptor and --poses (or --manifest)")
+    row = {"complex_id": args.complex_id or Path(args.poses).stem, "receptor": str(Path(args.receptor).resolve()),
+           "poses": str(Path(args.poses).resolve()), "score_property": args.score_property,
+           "crystal_ligand": str(Path(args.crystal).resolve()) if args.crystal else ""}
+    return pd.DataFrame([row])
+
+
+def scoring_config(state: dict, shards: Path, work: Path, device: str) -> config_module.Config:
+    """The checkpoint's scoring config over the converted shards; derived files stay in ``work``."""
+    from pecan.commands.predict import mapping_from_checkpoint
+
+    raw = mapping_from_checkpoint(state)
+    raw["data"].update(data_dir=str(shards), test_fns=["*.hdf5"], cache_dir=str(work / "cache"),
+                       index_dir=str(work / "index"))
+    raw["train"].update(device=device)
+    return config_module.load_mapping(raw, (), "pecan score")
+
+
+def convert_inputs(rows: pd.DataFrame, work: Path, options) -> Path:
+    """Convert ``rows`` (absolute paths) into shards under ``work``; logs the failures."""
+    from pecan.convert.run import convert, summary_line
+
+    manifest = work / "manifest.csv"
+    rows.to_csv(manifest, index=False)
+    summary = convert(manifest, work / "shards", options, prefix="score", progress=sys.stderr.isatty())
+    failures = pd.read_csv(summary["failures"], keep_default_na=False)
+    for failure in failures.itertuples():
+        logging.getLogger("pecan").warning("not scored: complex %s pose %s: %s", failure.complex,
+                                           failure.pose or "(all)", failure.reason)
+    print(summary_line({**summary, "failures": "the warnings above"}), flush=True)
+    if not summary["complexes"]:
+        raise ConfigError("pecan score: no pose could be converted (see the warnings above)")
+    return work / "shards"
+
+
+def main(argv=None, prog: str | None = None) -> int:
+    """Convert, score, write the scored SDF; exit 0, 2 for a wrong invocation, 1 for bad inputs."""
+    args = parse_args(argv, prog)
+    logging.basicConfig(level=logging.INFO, format="[pecan] %(levelname)s %(message)s")
+    from pecan.commands.predict import score
+    from pecan.predict import read_checkpoint
+
+    try:
+        try:
+            from pecan.convert.complexes import Options
+        except ImportError as err:
+            raise ConfigError(f"pecan score needs the convert extra (pip install -e '.[convert]'): {err}") from err
+        state = read_checkpoint(Path(args.checkpoint))
+        rows = manifest_rows(args)
+        rmsd_threshold = float(((state.get("config") or {}).get("data") or {}).get("rmsd_threshold", 2.0))
+        options = Options(pocket_radius=args.pocket_radius, rmsd_threshold=rmsd_threshold)
+    except (ConfigError, OSError, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    out = Path(args.out)
+    scores_csv = out.with_suffix(".csv")
+    with tempfile.TemporaryDirectory(prefix="pecan-score-") as tmp:
+        work = Path(tmp)
+        try:
+            shards = convert_inputs(rows, work, options)
+            config = scoring_config(state, shards, work, args.device)
+        except ConfigError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 2
+        code = score(config, args.checkpoint, str(scores_csv), tuple(args.allow))
+    if code == 0:
+        from pecan.scored_sdf import write_scored_sdf
+
+        written = write_scored_sdf(rows, pd.read_csv(scores_csv), out)
+        print(f"wrote {written} scored poses to {out}", flush=True)
+    return code
