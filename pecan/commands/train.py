@@ -22,6 +22,9 @@ def parse_args(argv=None, prog: str | None = None) -> argparse.Namespace:
     parser.add_argument("--predict", metavar="CHECKPOINT", help="score the configured poses with this checkpoint "
                                                                  "instead of training")
     parser.add_argument("--out", default="scores.csv", help="with --predict: the scores CSV (default scores.csv)")
+    parser.add_argument("--force-unlock", action="store_true",
+                        help="take over out_dir's .pecan.lock even if its owner looks alive (only when you know "
+                             "that run is gone; see docs/time-limits.md)")
     return parser.parse_args(argv)
 
 
@@ -36,12 +39,22 @@ def resolve_device(setting: str, discovered, local_rank: int):
     return torch.device(setting)
 
 
+def finished_line(config) -> str:
+    """What a rerun of a finished run says: it is done, and which key trains it further."""
+    epochs = config.train.epochs
+    return (f"run in {config.train.out_dir} is finished: all {epochs} epochs are done (checkpoints/last.pt). "
+            f"To train more, raise train.epochs (e.g. --set train.epochs={epochs + 5}) and rerun; to start over, "
+            "use a new train.out_dir")
+
+
 def main(argv=None, prog: str | None = None) -> int:
     """Load config, set up distributed, build, train, clean up."""
     args = parse_args(argv, prog)
+    from pecan.errors import CollectiveFailed, OutDirUnusable
     from pecan.fileio import StorageError
     from pecan.train.checkpoint import check_resume_compatible
     from pecan.train.distributed import cleanup_distributed, discover, init_distributed
+    from pecan.train.lifecycle import STOP_EXIT_CODE, RunStopped, StopSignals
     from pecan.train.run_dir import OutDirInUse
     from pecan.train.trainer import Trainer
 
@@ -54,9 +67,10 @@ def main(argv=None, prog: str | None = None) -> int:
         return 2
     logging.basicConfig(level=logging.INFO if env.is_main else logging.WARNING,
                         format=f"[pecan r{env.rank}] %(levelname)s %(message)s")
-    trainer, finished = None, False
+    trainer, finished, signals = None, False, None
     try:
-        device = resolve_device(config.train.device, init_distributed(env), env.local_rank)
+        device = resolve_device(config.train.device, init_distributed(env, timeout_s=config.train.collective_timeout_s),
+                                env.local_rank)
         if args.predict:
             from pecan.predict import run_predict
 
@@ -70,19 +84,33 @@ def main(argv=None, prog: str | None = None) -> int:
 
             ensure_from_config(config)
         trainer = Trainer(config, env, device)
+        trainer.force_unlock = args.force_unlock
+        signals = StopSignals(config.train.stop_signal).install()
+        trainer.lifecycle.attach(signals)
+        signals.on_abort.append(lambda: trainer.lock is not None and trainer.lock.release())
         trainer.setup()  # trainer is bound first, so a failed start still releases the out_dir lock
+        if trainer.start_epoch >= config.train.epochs and env.is_main:
+            print(finished_line(config), flush=True)
         trainer.fit()
         finished = True
         return 0
-    except OutDirInUse as err:
+    except RunStopped as stop:
+        finished = True  # every rank stopped after the same step: the closing barrier is reached by all
+        if env.is_main:
+            print(stop, flush=True)
+        return STOP_EXIT_CODE
+    except (OutDirInUse, OutDirUnusable) as err:
         logging.getLogger("pecan").error("%s", err)
         return 2
-    except (DataError, config_module.ConfigError, FileNotFoundError, StorageError, FloatingPointError) as err:
+    except (DataError, config_module.ConfigError, FileNotFoundError, StorageError, FloatingPointError,
+            CollectiveFailed) as err:
         logging.getLogger("pecan").error("%s", err)
         return 1
     finally:
         if trainer is not None:
             trainer.close()
+        if signals is not None:
+            signals.restore()
         # Drop the DDP model while the process group is still registered: if the model's reducer held the
         # last reference, the group would be torn down inside its destructor with the GIL held, which can
         # deadlock against gloo's worker thread finishing an earlier collective.
