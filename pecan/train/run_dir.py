@@ -165,8 +165,9 @@ class RunLock:
         try:
             current, _ = _read_lock(self.path)
             if current.get("token") == holder.get("token"):
-                log.warning("taking over the lock of %s (host %s, pid %s, job %s): %s", self.path.parent,
-                            holder.get("host", "?"), holder.get("pid", "?"), holder.get("job_id") or "-", reason)
+                log.warning("taking over the lock of a dead run in %s (host %s, pid %s, job %s): %s",
+                            self.path.parent, holder.get("host", "?"), holder.get("pid", "?"),
+                            holder.get("job_id") or "-", reason)
                 self.path.unlink(missing_ok=True)
         finally:
             guard.rmdir()
