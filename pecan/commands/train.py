@@ -67,10 +67,13 @@ def main(argv=None, prog: str | None = None) -> int:
         return 2
     logging.basicConfig(level=logging.INFO if env.is_main else logging.WARNING,
                         format=f"[pecan r{env.rank}] %(levelname)s %(message)s")
-    trainer, finished, signals = None, False, None
+    trainer, finished, signals, peers = None, False, None, None
     try:
         device = resolve_device(config.train.device, init_distributed(env, timeout_s=config.train.collective_timeout_s),
                                 env.local_rank)
+        from pecan.train.peers import start_peer_watch
+
+        peers = start_peer_watch(env.world_size)
         if args.predict:
             from pecan.predict import run_predict
 
@@ -111,6 +114,8 @@ def main(argv=None, prog: str | None = None) -> int:
             trainer.close()
         if signals is not None:
             signals.restore()
+        if peers is not None:
+            peers.stop()
         # Drop the DDP model while the process group is still registered: if the model's reducer held the
         # last reference, the group would be torn down inside its destructor with the GIL held, which can
         # deadlock against gloo's worker thread finishing an earlier collective.

@@ -245,8 +245,17 @@ def init_distributed(env: DistEnv, backend: str | None = None, timeout_s: float 
     device = _pick_device(env)
     backend = backend or default_backend(device.type == "cuda")
     if env.is_distributed and not dist.is_initialized():
-        dist.init_process_group(backend=backend, init_method="env://", rank=env.rank,
-                                world_size=env.world_size, timeout=datetime.timedelta(seconds=timeout_s))
+        try:
+            dist.init_process_group(backend=backend, init_method="env://", rank=env.rank,
+                                    world_size=env.world_size, timeout=datetime.timedelta(seconds=timeout_s))
+        except (RuntimeError, dist.DistError) as err:
+            from pecan.errors import CollectiveFailed
+
+            first = (str(err).strip().splitlines() or [type(err).__name__])[0][:300]
+            raise CollectiveFailed(f"collective rendezvous (init_process_group at {env.master_addr}:"
+                                   f"{env.master_port}) failed on rank {env.rank}: {first}. Not every rank arrived "
+                                   f"within train.collective_timeout_s ({timeout_s:g} s); rerun the same command "
+                                   "to resume") from err
     shown_backend = backend if env.is_distributed else "none"
     print(f"[pecan] rank {env.rank}/{env.world_size} (local {env.local_rank}) joined via {env.launcher}, "
           f"master {env.master_addr}:{env.master_port}, backend {shown_backend}, device {device}", flush=True)

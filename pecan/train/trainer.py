@@ -16,6 +16,7 @@ from tqdm import tqdm
 
 from pecan import config as config_module
 from pecan import report, tracing
+from pecan.collectives import guarded
 from pecan.config import Config
 from pecan.data import format as fmt
 from pecan.data.index import DataError
@@ -362,7 +363,7 @@ class Trainer:
 
     def forward_loss(self, batch) -> torch.Tensor:
         """Binary cross-entropy of the model's logits (computed in fp32 whatever the autocast)."""
-        with amp_context(self.device, self.config.train.amp):
+        with amp_context(self.device, self.config.train.amp), guarded("broadcast", "DDP buffers"):
             logits = self.model(batch)
         pos_weight = torch.tensor(self.pos_weight, device=logits.device) if self.pos_weight != 1.0 else None
         return F.binary_cross_entropy_with_logits(logits.float(), batch.y.float(), pos_weight=pos_weight)
