@@ -164,8 +164,8 @@ class Trainer:
                                      nn_type=self.config.model.nn_type).to(self.device)
         compiled = apply_compile(self.raw_model, self.config.train.compile)
         self.model = wrap_ddp(compiled, self.env, self.device)
-        # Evaluation runs the module inside DDP: DDP's forward syncs buffers, a collective that a rank with
-        # no validation batch never joins (a hang until the collective timeout).
+        # Evaluation runs the module DDP wraps, not DDP: DDP's forward syncs buffers, a collective that a rank
+        # with no validation batch never joins (a hang until the collective timeout).
         self.eval_model = compiled
         self.grad_clock = None
         if self.env.is_distributed and self.device.type == "cpu":
@@ -397,6 +397,7 @@ class Trainer:
             if improved:
                 ckpt.save_checkpoint(directory / "best.pt", state)
         barrier("checkpoint")
+        self.lifecycle.checkpoint_written()
 
     def reduce_counts(self, io_counts: np.ndarray) -> dict[str, int]:
         """This epoch's I/O counters summed over ranks."""

@@ -262,3 +262,18 @@ def test_out_dir_on_a_read_only_mount_exits_2_naming_path_and_errno(tmp_path, ca
     caplog.set_level("ERROR")
     assert main_app.main([str(path), "--set", f"train.out_dir={view / 'run'}"]) == 2
     assert str(view / "run") in caplog.text and "EROFS" in caplog.text
+
+
+def test_force_unlock_flag_takes_a_live_looking_lock(tmp_path, caplog):
+    import json
+
+    path, _ = tiny_run(tmp_path)
+    lock = tmp_path / "run" / ".pecan.lock"
+    lock.parent.mkdir(parents=True)
+    lock.write_text(json.dumps({"host": "node0042", "pid": 1, "job_id": "9", "token": "t"}))
+    settings = ["--set", "train.epochs=1", "--set", "train.max_steps_per_epoch=1"]
+    caplog.set_level("INFO")
+    assert main_app.main([str(path), *settings]) == 2
+    assert "node0042" in caplog.text and "--force-unlock" in caplog.text
+    assert main_app.main([str(path), *settings, "--force-unlock"]) == 0
+    assert "taking over the lock" in caplog.text and not lock.exists()

@@ -156,3 +156,23 @@ def test_two_processes_taking_over_a_stale_lock_never_both_own_it(tmp_path, stal
         owners = [out for out, _ in outputs if out.startswith("OWNER")]
         assert len(owners) == 1, (trial, outputs)
         assert owner(directory)["token"] == owners[0].split()[1]
+
+
+def test_a_takeover_decided_on_an_old_reading_never_removes_the_new_owner(tmp_path):
+    # The interleaving that gave two owners: A reads the stale lock, B takes it over and owns it, then A acts.
+    write_lock(tmp_path, host=platform.node(), pid=dead_pid())
+    stale_reading = owner(tmp_path)
+    b = RunLock(tmp_path).acquire(heartbeat=False)
+    a = RunLock(tmp_path)
+    a._take_over(stale_reading, "its process is gone")
+    assert owner(tmp_path)["token"] == b.mine["token"]
+    with pytest.raises(OutDirInUse):
+        a.acquire(heartbeat=False)  # B is alive on this host: refused
+    b.release()
+
+
+def test_a_takeover_in_progress_elsewhere_is_left_alone(tmp_path):
+    write_lock(tmp_path, host=platform.node(), pid=dead_pid())
+    (tmp_path / run_dir.TAKEOVER_NAME).mkdir()
+    RunLock(tmp_path)._take_over(owner(tmp_path), "its process is gone")
+    assert owner(tmp_path)["token"] == "old"
