@@ -45,11 +45,14 @@ def stop_line(epoch: int, step: int) -> str:
     return f"stopped at epoch {epoch} step {step}; rerun the same command to resume"
 
 
-def stop_record(epoch: int, step: int, steps: int, signal_name: str) -> dict[str, Any]:
+def stop_record(epoch: int, step: int, steps: int, signal_name: str, after_epoch: bool = False) -> dict[str, Any]:
     """The epochs.jsonl marker of a stop (readers of epoch records skip records with an ``event``)."""
+    resumes = (f"checkpoints/last.pt resumes at epoch {epoch + 1}" if after_epoch else
+               f"checkpoints/{MID_EPOCH} resumes at step {step + 1}" if step < steps else
+               f"checkpoints/{MID_EPOCH} resumes at the evaluation of epoch {epoch}")
     return {"event": "stopped", "epoch": epoch, "step": step, "steps_per_epoch": steps, "signal": signal_name,
             "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            "message": f"stopped at step {step} of epoch {epoch}; checkpoints/{MID_EPOCH} resumes at step {step + 1}"}
+            "message": f"stopped at step {step} of epoch {epoch}; {resumes}"}
 
 
 class StopSignals:

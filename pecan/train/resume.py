@@ -55,11 +55,11 @@ def save_position(trainer, position: Position) -> None:
     trainer.lifecycle.checkpoint_written()
 
 
-def stop(trainer, epoch: int, done: int) -> None:
+def stop(trainer, epoch: int, done: int, after_epoch: bool = False) -> None:
     """After the stop's checkpoint: the epochs.jsonl marker, then RunStopped (the command exits cleanly)."""
     signals = trainer.lifecycle.signals
     name = signals.name if signals is not None else ""
     steps = trainer.steps_per_epoch()
     if trainer.env.is_main:
-        trainer.files.append_epoch(stop_record(epoch + 1, done, steps, name))
+        trainer.files.append_epoch(stop_record(epoch + 1, done, steps, name, after_epoch))
     raise RunStopped(epoch + 1, done, steps, name)

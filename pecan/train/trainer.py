@@ -228,7 +228,7 @@ class Trainer:
             with tracing.span("pipeline", "epoch"):
                 records.append(self.run_epoch(epoch))
             if epoch + 1 < self.config.train.epochs and self.lifecycle.stop_agreed_now():
-                resume.stop(self, epoch, self.steps_per_epoch())  # signal during evaluation: last.pt resumes
+                resume.stop(self, epoch, self.steps_per_epoch(), after_epoch=True)  # came during evaluation
         if self.env.is_main and records:
             self.files.write_summary(self.config.train.plots)
         return records

@@ -277,3 +277,32 @@ def test_force_unlock_flag_takes_a_live_looking_lock(tmp_path, caplog):
     assert "node0042" in caplog.text and "--force-unlock" in caplog.text
     assert main_app.main([str(path), *settings, "--force-unlock"]) == 0
     assert "taking over the lock" in caplog.text and not lock.exists()
+
+
+def test_signal_during_evaluation_stops_after_that_epoch(tmp_path):
+    path, _ = tiny_run(tmp_path)
+    trainer = make_trainer(path, "train.epochs=2", f"train.out_dir={tmp_path / 'run'}")
+    signals = StopSignals("SIGUSR1").install()
+    evaluate = trainer.evaluate
+
+    def evaluate_then_signal(*args, **kwargs):
+        metrics = evaluate(*args, **kwargs)
+        os.kill(os.getpid(), signal.SIGUSR1)  # arrives after the epoch's last step
+        return metrics
+
+    trainer.evaluate = evaluate_then_signal
+    steps = trainer.steps_per_epoch()
+    try:
+        trainer.lifecycle.attach(signals)
+        with pytest.raises(RunStopped, match=f"stopped at epoch 1 step {steps};"):
+            trainer.fit()
+    finally:
+        signals.restore()
+        trainer.close()
+    records = report.read_records(tmp_path / "run" / "epochs.jsonl", events=True)
+    assert [r.get("event") for r in records] == [None, "stopped"]
+    assert "last.pt resumes at epoch 2" in records[1]["message"]
+    assert not (tmp_path / "run" / "checkpoints" / "mid_epoch.pt").exists()
+    resumed = make_trainer(path, "train.epochs=2", f"train.out_dir={tmp_path / 'run'}")
+    assert resumed.start_epoch == 1 and resumed.position is None
+    fit_closed(resumed)
