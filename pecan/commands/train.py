@@ -47,6 +47,17 @@ def finished_line(config) -> str:
             "use a new train.out_dir")
 
 
+def watch_signals(trainer, stop_signal: str):
+    """SIGTERM, SIGINT and ``stop_signal`` noted by the trainer's lifecycle (see pecan.train.lifecycle); an
+    immediate exit on a second signal releases out_dir first."""
+    from pecan.train.lifecycle import StopSignals
+
+    signals = StopSignals(stop_signal).install()
+    trainer.lifecycle.attach(signals)
+    signals.on_abort.append(lambda: trainer.lock is not None and trainer.lock.release())
+    return signals
+
+
 def main(argv=None, prog: str | None = None) -> int:
     """Load config, set up distributed, build, train, clean up."""
     args = parse_args(argv, prog)
@@ -54,7 +65,7 @@ def main(argv=None, prog: str | None = None) -> int:
     from pecan.fileio import StorageError
     from pecan.train.checkpoint import check_resume_compatible
     from pecan.train.distributed import cleanup_distributed, discover, init_distributed
-    from pecan.train.lifecycle import STOP_EXIT_CODE, RunStopped, StopSignals
+    from pecan.train.lifecycle import STOP_EXIT_CODE, RunStopped
     from pecan.train.run_dir import OutDirInUse
     from pecan.train.trainer import Trainer
 
@@ -88,9 +99,7 @@ def main(argv=None, prog: str | None = None) -> int:
             ensure_from_config(config)
         trainer = Trainer(config, env, device)
         trainer.force_unlock = args.force_unlock
-        signals = StopSignals(config.train.stop_signal).install()
-        trainer.lifecycle.attach(signals)
-        signals.on_abort.append(lambda: trainer.lock is not None and trainer.lock.release())
+        signals = watch_signals(trainer, config.train.stop_signal)
         trainer.setup()  # trainer is bound first, so a failed start still releases the out_dir lock
         if trainer.start_epoch >= config.train.epochs and env.is_main:
             print(finished_line(config), flush=True)
