@@ -169,9 +169,9 @@ class Lifecycle:
         everywhere. One all_reduce of three integers, the host sync the finite check always had."""
         flags = torch.tensor([0, *self.local_flags()], dtype=torch.int32, device=finite.device)
         flags[0] = 1 - finite.reshape(())
-        all_reduce(flags, "max", what="step_flags")
-        self.agree(flags[1:].cpu())
-        return not bool(flags[0].item())
+        values = all_reduce(flags, "max", what="step_flags").tolist()  # the step's one host sync
+        self.agreed_stop, self.agreed_due = bool(values[1]), bool(values[2])
+        return not values[0]
 
     def after_step(self, done: int) -> Optional[str]:
         """What the trainer does after ``done`` steps of the epoch: 'stop', 'checkpoint' or None."""

@@ -145,6 +145,7 @@ def test_a_killed_peer_is_named_by_the_survivor_within_the_timeout(tmp_path):
                 os.killpg(process.pid, signal.SIGKILL)
         victim.wait()
     out = "".join(lines) + rest
+    print(f"survivor exited {waited:.1f} s after the kill")
     assert survivor.returncode == 1, out[-3000:]
     assert waited < timeout_s + 20, waited
     assert "lost: rank 1 (host " in out and "rerun the same command to resume" in out, out[-3000:]
