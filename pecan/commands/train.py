@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import signal
 import sys
 
 from pecan import config as config_module
@@ -111,6 +112,9 @@ def main(argv=None, prog: str | None = None) -> int:
         if env.is_main:
             print(stop, flush=True)
         return STOP_EXIT_CODE
+    except KeyboardInterrupt:  # Ctrl-C before the stop handlers were installed: nothing trained yet
+        print("interrupted during start-up; nothing to save: rerun the same command to start", file=sys.stderr)
+        return 128 + signal.SIGINT
     except (OutDirInUse, OutDirUnusable) as err:
         logging.getLogger("pecan").error("%s", err)
         return 2
