@@ -150,6 +150,19 @@ class TrainConfig:
         "Shared directory out_dir is mirrored to (atomically, file by file) every sync_every_minutes and at "
         "exit, so out_dir can be node-local; empty: off.", "")
     sync_every_minutes: float = _doc("Minutes between syncs of out_dir to sync_dir.", 10.0)
+    checkpoint_every_steps: int = _doc(
+        "Also write checkpoints/mid_epoch.pt every this many steps of an epoch (resume continues at the next "
+        "step); 0: off.", 0)
+    checkpoint_every_minutes: float = _doc(
+        "Also write checkpoints/mid_epoch.pt when this many minutes passed since the last checkpoint; 0: off.", 0.0)
+    stop_signal: str = _doc(
+        "Early-warning signal that stops the run at the next step with a checkpoint, like SIGTERM and SIGINT "
+        "(Slurm: #SBATCH --signal=USR1@120); none: only SIGTERM and SIGINT.", "SIGUSR1")
+    collective_timeout_s: float = _doc(
+        "Seconds a rank waits in a collective for its peers before it stops with an error naming it.", 600.0)
+    lock_stale_minutes: float = _doc(
+        "A .pecan.lock whose heartbeat (refreshed every minute by its run) is older than this is stale and taken "
+        "over, whichever host wrote it.", 10.0)
     on_nonfinite_loss: Literal["error", "skip"] = _doc(
         "A NaN or infinite training loss: stop naming epoch and step, or skip that step (counted in "
         "epochs.jsonl as nonfinite_steps).", "error")

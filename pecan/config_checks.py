@@ -7,12 +7,35 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import signal
 from typing import Any, Optional
 
 import model as registry
 from pecan.config import Config, ConfigError
 
 DEVICE_PATTERN = re.compile(r"auto|cpu|cuda(:\d+)?")
+
+
+def signal_number(name: str) -> Optional[int]:
+    """The number of a signal named like SIGUSR1 or USR1 (None for 'none'); ValueError when unknown or
+    uncatchable."""
+    if name.strip().lower() == "none":
+        return None
+    text = name.strip().upper()
+    text = text if text.startswith("SIG") else f"SIG{text}"
+    number = getattr(signal, text, None)
+    if not isinstance(number, int) or text in ("SIGKILL", "SIGSTOP") or text.startswith("SIG_"):
+        raise ValueError(f"unknown or uncatchable signal {name!r}")
+    return int(number)
+
+
+def stop_signal_ok(name: str) -> bool:
+    """True when train.stop_signal names a catchable signal or none."""
+    try:
+        signal_number(name)
+    except ValueError:
+        return False
+    return True
 
 
 def _range_checks(config: Config) -> list[tuple[bool, str, str]]:
@@ -40,6 +63,12 @@ def _range_checks(config: Config) -> list[tuple[bool, str, str]]:
         (t.progress_every_seconds >= 0, "train.progress_every_seconds", "must be >= 0"),
         (t.intra_op_threads >= 0, "train.intra_op_threads", "must be >= 0 (0: automatic)"),
         (t.tensorboard_every_steps >= 1, "train.tensorboard_every_steps", "must be >= 1"),
+        (t.checkpoint_every_steps >= 0, "train.checkpoint_every_steps", "must be >= 0"),
+        (t.checkpoint_every_minutes >= 0, "train.checkpoint_every_minutes", "must be >= 0"),
+        (t.collective_timeout_s > 0, "train.collective_timeout_s", "must be > 0"),
+        (t.lock_stale_minutes > 1, "train.lock_stale_minutes", "must be > 1 (the heartbeat is refreshed every minute)"),
+        (stop_signal_ok(t.stop_signal), "train.stop_signal",
+         "must be a signal name such as SIGUSR1, SIGUSR2 or SIGHUP (not SIGKILL/SIGSTOP), or none"),
         (s.shards >= 1, "synthetic.shards", "must be >= 1"),
         (s.complexes_per_shard >= 1, "synthetic.complexes_per_shard", "must be >= 1"),
         (s.seed >= 0, "synthetic.seed", "must be >= 0"),

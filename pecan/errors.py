@@ -31,6 +31,14 @@ class OutDirInUse(RuntimeError):
     """Another live run holds the out_dir lock."""
 
 
+class OutDirUnusable(OSError):
+    """train.out_dir cannot hold a run (it is a file, or its file system is read-only); names path and errno."""
+
+
+class CollectiveFailed(RuntimeError):
+    """A collective failed or timed out: names the collective, the rank and the peers that went away."""
+
+
 class ConversionError(ValueError):
     """A complex or pose cannot be converted; the message is the reason listed in failures.csv."""
 
@@ -41,12 +49,14 @@ class ConversionError(ValueError):
 EXIT_CODES: tuple[tuple[type[BaseException], int], ...] = (
     (ConfigError, 2),
     (OutDirInUse, 2),
+    (OutDirUnusable, 2),
     (DataError, 1),
     (ConversionError, 1),
     (StorageError, 1),
     (NoWritableLocation, 1),
     (FileNotFoundError, 1),
     (FloatingPointError, 1),
+    (CollectiveFailed, 1),
 )
 
 

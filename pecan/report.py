@@ -77,9 +77,25 @@ def append_record(path: str | os.PathLike, record: dict[str, Any]) -> None:
     write_text(path, previous + json.dumps({k: _clean(v) for k, v in record.items()}) + "\n")
 
 
-def read_records(path: str | os.PathLike) -> list[dict[str, Any]]:
-    """All epoch records of a run."""
-    return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+def read_records(path: str | os.PathLike, events: bool = False) -> list[dict[str, Any]]:
+    """All epoch records of a run, read line by line; a damaged line is a DataError naming file and line.
+    Marker records (an ``event`` key, e.g. a stop) are left out unless ``events``."""
+    from pecan.errors import DataError
+
+    records = []
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except ValueError as err:
+                raise DataError(f"{path}:{number}: damaged record ({err}); repair or delete that line") from None
+            if not isinstance(record, dict):
+                raise DataError(f"{path}:{number}: damaged record (not a JSON object); repair or delete that line")
+            if events or "event" not in record:
+                records.append(record)
+    return records
 
 
 def epoch_line(record: dict[str, Any]) -> str:

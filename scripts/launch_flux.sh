@@ -9,6 +9,9 @@
 #   TASKS_PER_NODE [4]    ranks per node; set it to the GPUs per node
 #   GPUS_PER_TASK [1]     GPUs per rank; 0 for a CPU-only run
 #   EXCLUSIVE [1]         whole nodes (-x), so data loader workers may use every core
+#   TIME_LIMIT            flux duration (e.g. 4h): adds -t TIME_LIMIT --signal=STOP_SIGNAL, so the ranks
+#                         stop with a checkpoint before the limit (docs/time-limits.md)
+#   STOP_SIGNAL [USR1@2m] signal and lead time for --signal; the signal must match train.stop_signal
 #   MASTER_PORT [29500]   rendezvous port
 #   PECAN_MASTER_ADDR     rendezvous host; default: the first node of the job, resolved here
 #   PYTHON [python]       interpreter
@@ -82,6 +85,7 @@ if [[ -n $PECAN_MASTER_ADDR ]]; then task_env+=("PECAN_MASTER_ADDR=$PECAN_MASTER
 # Per-resource and per-task options cannot be mixed: only -N/-n/-g (and -x, valid with either).
 cmd=(flux run -N"$NODES" -n"$world_size")
 if (( GPUS_PER_TASK > 0 )); then cmd+=(-g"$GPUS_PER_TASK"); fi
+if [[ -n ${TIME_LIMIT:-} ]]; then cmd+=(-t "$TIME_LIMIT" --signal="${STOP_SIGNAL:-USR1@2m}"); fi
 if [[ $EXCLUSIVE == 1 ]]; then cmd+=(-x); fi
 cmd+=(${task_wrapper[@]+"${task_wrapper[@]}"} "${task_env[@]}" "$python" -u "$app" "$@")
 

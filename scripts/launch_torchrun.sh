@@ -13,6 +13,8 @@
 #   PYTHON [python]       interpreter
 #   PECAN_JEMALLOC        path of libjemalloc.so to preload into the Python processes
 #   OMP_NUM_THREADS       [physical cores per rank]
+#   STOP_SIGNAL [USR1]    torchrun ignores this signal (its default action would kill it) while the ranks
+#                         stop on it with a checkpoint; match train.stop_signal (docs/time-limits.md)
 #   PECAN_DRY_RUN=1       print the command and exit
 set -euo pipefail
 
@@ -53,4 +55,9 @@ else
 fi
 cmd+=("$app" "$@")
 
+# Slurm's --signal=USR1@120 reaches every process of the step: torchrun must survive it, the ranks install
+# their own handler (an ignored signal stays ignored across exec until a process sets a handler).
+stop_signal=${STOP_SIGNAL:-USR1}
+stop_signal=${stop_signal%%@*}
+trap '' "${stop_signal#SIG}" || die "STOP_SIGNAL='$STOP_SIGNAL' is not a signal name"
 launch "${cmd[@]}"

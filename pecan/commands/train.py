@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import signal
 import socket
 import sys
 
@@ -27,6 +28,9 @@ def parse_args(argv=None, prog: str | None = None) -> argparse.Namespace:
     parser.add_argument("--allow-setting-change", dest="allow", action="append", default=[], metavar="KEY",
                         help="with --predict: score with the config's value of a setting the checkpoint pins "
                              "(e.g. data.edge_cutoff) although it differs from the trained one (repeatable)")
+    parser.add_argument("--force-unlock", action="store_true",
+                        help="take over out_dir's .pecan.lock even if its owner looks alive (only when you know "
+                             "that run is gone; see docs/time-limits.md)")
     return parser.parse_args(argv)
 
 
@@ -72,12 +76,33 @@ def setup_logging(rank: int, is_main: bool, out_dir: str) -> None:
                                     path)
 
 
+def finished_line(config) -> str:
+    """What a rerun of a finished run says: it is done, and which key trains it further."""
+    epochs = config.train.epochs
+    return (f"run in {config.train.out_dir} is finished: all {epochs} epochs are done (checkpoints/last.pt). "
+            f"To train more, raise train.epochs (e.g. --set train.epochs={epochs + 5}) and rerun; to start over, "
+            "use a new train.out_dir")
+
+
+def watch_signals(trainer, stop_signal: str):
+    """SIGTERM, SIGINT and ``stop_signal`` noted by the trainer's lifecycle (see pecan.train.lifecycle); an
+    immediate exit on a second signal releases out_dir first."""
+    from pecan.train.lifecycle import StopSignals
+
+    signals = StopSignals(stop_signal).install()
+    trainer.lifecycle.attach(signals)
+    signals.on_abort.append(lambda: trainer.lock is not None and trainer.lock.release())
+    return signals
+
+
 def main(argv=None, prog: str | None = None) -> int:
     """Load config, set up distributed, build, train, clean up."""
     args = parse_args(argv, prog)
+    from pecan.errors import CollectiveFailed, OutDirUnusable
     from pecan.fileio import StorageError
     from pecan.train.checkpoint import check_resume_compatible
     from pecan.train.distributed import cleanup_distributed, discover, init_distributed
+    from pecan.train.lifecycle import STOP_EXIT_CODE, RunStopped
     from pecan.train.run_dir import OutDirInUse
     from pecan.train.trainer import Trainer
 
@@ -93,9 +118,13 @@ def main(argv=None, prog: str | None = None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
     setup_logging(env.rank, env.is_main, config.train.out_dir)
-    trainer, finished = None, False
+    trainer, finished, signals, peers = None, False, None, None
     try:
-        device = resolve_device(config.train.device, init_distributed(env), env.local_rank)
+        device = resolve_device(config.train.device, init_distributed(env, timeout_s=config.train.collective_timeout_s),
+                                env.local_rank)
+        from pecan.train.peers import start_peer_watch
+
+        peers = start_peer_watch(env.world_size)
         tracing.setup(config.trace.enabled, config_module.trace_dir(config), env.rank,
                       data_dir=config.data.data_dir if config.trace.posix else None)
         if config.synthetic.enabled and env.is_main:
@@ -103,19 +132,36 @@ def main(argv=None, prog: str | None = None) -> int:
 
             ensure_from_config(config)
         trainer = Trainer(config, env, device)
+        trainer.force_unlock = args.force_unlock
+        signals = watch_signals(trainer, config.train.stop_signal)
         trainer.setup()  # trainer is bound first, so a failed start still releases the out_dir lock
+        if trainer.start_epoch >= config.train.epochs and env.is_main:
+            print(finished_line(config), flush=True)
         trainer.fit()
         finished = True
         return 0
-    except OutDirInUse as err:
+    except RunStopped as stop:
+        finished = True  # every rank stopped after the same step: the closing barrier is reached by all
+        if env.is_main:
+            print(stop, flush=True)
+        return STOP_EXIT_CODE
+    except KeyboardInterrupt:  # Ctrl-C before the stop handlers were installed: nothing trained yet
+        print("interrupted during start-up; nothing to save: rerun the same command to start", file=sys.stderr)
+        return 128 + signal.SIGINT
+    except (OutDirInUse, OutDirUnusable) as err:
         logging.getLogger("pecan").error("%s", err)
         return 2
-    except (DataError, config_module.ConfigError, FileNotFoundError, StorageError, FloatingPointError) as err:
+    except (DataError, config_module.ConfigError, FileNotFoundError, StorageError, FloatingPointError,
+            CollectiveFailed) as err:
         logging.getLogger("pecan").error("%s", err)
         return 1
     finally:
         if trainer is not None:
             trainer.close()
+        if signals is not None:
+            signals.restore()
+        if peers is not None:
+            peers.stop()
         # Drop the DDP model while the process group is still registered: if the model's reducer held the
         # last reference, the group would be torn down inside its destructor with the GIL held, which can
         # deadlock against gloo's worker thread finishing an earlier collective.

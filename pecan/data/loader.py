@@ -17,7 +17,7 @@ import pandas as pd
 import torch
 from torch_geometric.data import Batch
 
-from pecan import tracing
+from pecan import collectives, tracing
 from pecan.config import DataConfig
 from pecan.data import format as fmt
 from pecan.data.index import build_index, split_by_complex
@@ -90,26 +90,15 @@ class JobData:
     staging: Optional[StageReport]
 
 
-def _distributed() -> bool:
-    return torch.distributed.is_available() and torch.distributed.is_initialized()
-
-
 def _broadcast(value: Any) -> Any:
-    if not _distributed():
-        return value
-    with tracing.span("comm", "bcast", what="index"):
-        box = [value]
-        torch.distributed.broadcast_object_list(box, src=0)
-        return box[0]
+    return collectives.broadcast_object(value, what="index")
 
 
 def _from_node_leader(value: Any, leader_rank: int) -> Any:
     """Every rank receives the value of its node's leader (local rank 0); the others pass None."""
-    if not _distributed():
+    if not collectives.active():
         return value
-    gathered: list[Any] = [None] * torch.distributed.get_world_size()
-    with tracing.span("comm", "all_gather", what="node_inputs"):
-        torch.distributed.all_gather_object(gathered, value)
+    gathered = collectives.all_gather_object(value, what="node_inputs")
     # One node's failure stops every rank (the others would otherwise wait for it in the first collective).
     failed = next((v for v in gathered if isinstance(v, Exception)), None)
     return failed if failed is not None else gathered[leader_rank]
@@ -283,11 +272,15 @@ def first_good_batch(dataset) -> Optional[Batch]:
 
 
 def make_loader(dataset, sampler, batch_size: int, num_workers: int,
-                worker_init: Optional[Callable[[int], None]] = None, pin_memory: bool = False) -> BatchLoader:
-    """A loader whose workers persist across epochs (their handles and caches survive)."""
+                worker_init: Optional[Callable[[int], None]] = None, pin_memory: bool = False,
+                seed: Optional[int] = None) -> BatchLoader:
+    """A loader whose workers persist across epochs (their handles and caches survive). With ``seed`` the
+    loader draws its worker seeds from its own generator, never from the global one, so starting a pass
+    (as a mid-epoch resume does) leaves the training RNG stream where it was."""
+    generator = torch.Generator().manual_seed(seed) if seed is not None else None
     loader = torch.utils.data.DataLoader(dataset, batch_size=batch_size, sampler=sampler, num_workers=num_workers,
                                          collate_fn=wire_collate if num_workers > 0 else passthrough_collate,
                                          persistent_workers=num_workers > 0,
                                          worker_init_fn=worker_init if num_workers > 0 else None,
-                                         pin_memory=pin_memory)
+                                         pin_memory=pin_memory, generator=generator)
     return BatchLoader(loader)

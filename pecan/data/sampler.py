@@ -26,6 +26,12 @@ class ShardAwareSampler(torch.utils.data.Sampler[int]):
         self.shard_ids = np.zeros(num_samples, dtype=np.int64) if shard_ids is None else np.asarray(shard_ids)
         self.shuffle, self.mode, self.seed, self.pad = shuffle, mode, seed, pad
         self.epoch = 0
+        self.skip = 0
+
+    def skip_next(self, count: int) -> None:
+        """The next pass starts after the first ``count`` indices of this rank's share (a mid-epoch resume);
+        ``len`` stays the full share, so step counts and schedules do not change."""
+        self.skip = count
 
     def set_epoch(self, epoch: int) -> None:
         """Select the epoch whose order to produce."""
@@ -54,7 +60,8 @@ class ShardAwareSampler(torch.utils.data.Sampler[int]):
         return order[self.rank:total:self.world_size]
 
     def __iter__(self) -> Iterator[int]:
-        return iter(self.indices().tolist())
+        skip, self.skip = self.skip, 0
+        return iter(self.indices()[skip:].tolist())
 
     def __len__(self) -> int:
         if self.pad:

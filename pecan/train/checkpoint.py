@@ -6,6 +6,7 @@ writes and reads them, and checks before a run starts that the checkpoint it res
 from __future__ import annotations
 
 import io
+import re
 import logging
 import os
 import random
@@ -79,14 +80,60 @@ def save_checkpoint(path: str | os.PathLike, payload: dict[str, Any]) -> Path:
     return path
 
 
+def _reason(err: BaseException) -> str:
+    """Why a checkpoint could not be read, in one line. torch's own text for a file holding more than
+    tensors suggests loading it with weights_only=False, which would run code from the file: never repeat it."""
+    text = str(err)
+    if "weights_only" in text or "Weights only load failed" in text:
+        found = re.search(r"WeightsUnpickler error: ([^\n]*)", text)
+        detail = f": {found.group(1).strip()}" if found else ""
+        return f"it holds objects other than tensors and plain containers{detail}"
+    return (text.strip().splitlines() or [type(err).__name__])[0][:300]
+
+
 def load_checkpoint(path: str | os.PathLike, map_location: Any = "cpu") -> dict[str, Any]:
-    """Load safely (weights_only=True: tensors and plain containers only)."""
+    """Load safely (weights_only=True: tensors and plain containers only); a damaged file is a ValueError
+    naming it."""
     try:
-        return torch.load(path, map_location=map_location, weights_only=True)
+        state = torch.load(path, map_location=map_location, weights_only=True)
     except FileNotFoundError as err:
         raise FileNotFoundError(f"checkpoint not found: {path}") from err
     except Exception as err:  # torch raises several types for truncated or foreign files
-        raise ValueError(f"cannot load checkpoint {path}: {err}") from err
+        raise ValueError(f"cannot load checkpoint {path}: damaged or not a PECAN checkpoint ({_reason(err)})") from None
+    if not isinstance(state, dict):
+        raise ValueError(f"cannot load checkpoint {path}: damaged or not a PECAN checkpoint (no state dict)")
+    return state
+
+
+# A run directory's checkpoints that ``resume: auto`` considers; on equal mtime the earlier name wins.
+RESUME_CANDIDATES = ("last.pt", "mid_epoch.pt", "best.pt")
+
+
+def newest_intact(out_dir: str | os.PathLike, warn: bool = True,
+                  map_location: Any = "cpu") -> tuple[Optional[Path], Optional[dict[str, Any]]]:
+    """The newest checkpoint of out_dir/checkpoints that loads (see the order below); a damaged one is
+    named in a warning and the next is tried. (None, None) without checkpoints; ValueError when every one
+    is damaged."""
+    directory = Path(out_dir) / "checkpoints"
+    present = [directory / name for name in RESUME_CANDIDATES if (directory / name).is_file()]
+    # last.pt or mid_epoch.pt, whichever was written later; best.pt (never ahead of last.pt) only as a fallback.
+    present.sort(key=lambda p: (p.name == "best.pt", -p.stat().st_mtime_ns))
+    damaged = []
+    for path in present:
+        try:
+            state = load_checkpoint(path, map_location)
+        except ValueError as err:
+            damaged.append(str(err))
+            if warn:
+                log.warning("%s; trying an older checkpoint", err)
+            continue
+        if damaged and warn:
+            log.warning("resuming from %s instead of the damaged newer checkpoint", path)
+        return path, state
+    if damaged:
+        raise ValueError("every checkpoint of the run is damaged (" + "; ".join(damaged) + "); remove them to "
+                         "start over, or set train.resume to a good checkpoint")
+    return None, None
 
 
 def resume_path(resume: str, out_dir: str | os.PathLike) -> Optional[Path]:
@@ -100,6 +147,16 @@ def resume_path(resume: str, out_dir: str | os.PathLike) -> Optional[Path]:
     if not path.exists():
         raise FileNotFoundError(f"train.resume: checkpoint {path} does not exist")
     return path
+
+
+def choose_resume(resume: str, out_dir: str | os.PathLike, warn: bool = True,
+                  map_location: Any = "cpu") -> tuple[Optional[Path], Optional[dict[str, Any]]]:
+    """train.resume's checkpoint and its state: auto -> the newest intact one of out_dir (see
+    ``newest_intact``), never -> (None, None), a path -> that file (ValueError naming it when damaged)."""
+    if resume == "auto":
+        return newest_intact(out_dir, warn, map_location)
+    path = resume_path(resume, out_dir)
+    return (path, load_checkpoint(path, map_location)) if path is not None else (None, None)
 
 
 def config_differences(saved: dict[str, Any], current: dict[str, Any], section: str) -> list[str]:
@@ -138,15 +195,13 @@ def check_resume_compatible(config) -> Optional[Path]:
     from pecan.config import ConfigError
 
     try:
-        path = resume_path(config.train.resume, config.train.out_dir)
+        path, state = choose_resume(config.train.resume, config.train.out_dir)
     except FileNotFoundError as err:
         raise ConfigError(str(err)) from err
-    if path is None:
-        return None
-    try:
-        state = load_checkpoint(path)
     except ValueError as err:
         raise ConfigError(f"train.resume: {err}") from err
+    if path is None:
+        return None
     saved = state.get("config")
     if not isinstance(saved, dict):
         return path  # written before configs were stored; load_state_dict still checks the shapes

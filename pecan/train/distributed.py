@@ -11,12 +11,11 @@ import datetime
 import os
 import time
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional
+from typing import Mapping, Optional
 
 import torch
 import torch.distributed as dist
 
-from pecan import tracing
 from pecan.train.hostlist import _expand_tasks_per_node, expand_hostlist  # noqa: F401 (public here)
 
 DEFAULT_MASTER_PORT = 29500
@@ -246,8 +245,17 @@ def init_distributed(env: DistEnv, backend: str | None = None, timeout_s: float 
     device = _pick_device(env)
     backend = backend or default_backend(device.type == "cuda")
     if env.is_distributed and not dist.is_initialized():
-        dist.init_process_group(backend=backend, init_method="env://", rank=env.rank,
-                                world_size=env.world_size, timeout=datetime.timedelta(seconds=timeout_s))
+        try:
+            dist.init_process_group(backend=backend, init_method="env://", rank=env.rank,
+                                    world_size=env.world_size, timeout=datetime.timedelta(seconds=timeout_s))
+        except (RuntimeError, dist.DistError) as err:
+            from pecan.errors import CollectiveFailed
+
+            first = (str(err).strip().splitlines() or [type(err).__name__])[0][:300]
+            raise CollectiveFailed(f"collective rendezvous (init_process_group at {env.master_addr}:"
+                                   f"{env.master_port}) failed on rank {env.rank}: {first}. Not every rank arrived "
+                                   f"within train.collective_timeout_s ({timeout_s:g} s); rerun the same command "
+                                   "to resume") from err
     shown_backend = backend if env.is_distributed else "none"
     print(f"[pecan] rank {env.rank}/{env.world_size} (local {env.local_rank}) joined via {env.launcher}, "
           f"master {env.master_addr}:{env.master_port}, backend {shown_backend}, device {device}", flush=True)
@@ -270,53 +278,10 @@ def cleanup_distributed(graceful: bool = True) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# Collectives (each one traced as a dftracer ``comm`` event)
+# Collectives live in pecan.collectives (data uses them too); re-exported here for the trainer.
 # ---------------------------------------------------------------------------------------------
 
-def barrier(what: str = "") -> None:
-    """Wait for every rank; a no-op without a process group."""
-    if not (dist.is_available() and dist.is_initialized()):
-        return
-    with tracing.span("comm", "barrier", what=what):
-        if dist.get_backend() == "nccl":
-            # Name the device: NCCL otherwise guesses from the rank and can pick another rank's GPU.
-            dist.barrier(device_ids=[torch.cuda.current_device()])
-        else:
-            dist.barrier()
-
-
-def gather_varlen(tensor: torch.Tensor, env: DistEnv, what: str = "") -> torch.Tensor:
-    """Concatenate a 1-D/2-D tensor of any length from every rank (rank order)."""
-    if not env.is_distributed:
-        return tensor
-    with tracing.span("comm", "all_gather", what=what, rows=int(tensor.shape[0])):
-        size = torch.tensor([tensor.shape[0]], device=tensor.device)
-        sizes = [torch.zeros_like(size) for _ in range(env.world_size)]
-        dist.all_gather(sizes, size)
-        longest = int(max(s.item() for s in sizes))
-        padded = torch.zeros((longest, *tensor.shape[1:]), dtype=tensor.dtype, device=tensor.device)
-        padded[:tensor.shape[0]] = tensor
-        pieces = [torch.zeros_like(padded) for _ in range(env.world_size)]
-        dist.all_gather(pieces, padded)
-        return torch.cat([p[:int(s.item())] for p, s in zip(pieces, sizes)])
-
-
-def all_reduce_sum(tensor: torch.Tensor, env: DistEnv, what: str = "") -> torch.Tensor:
-    """Sum a tensor over ranks (in place when distributed)."""
-    if env.is_distributed:
-        with tracing.span("comm", "all_reduce", what=what):
-            dist.all_reduce(tensor)
-    return tensor
-
-
-def broadcast_object(value: Any, env: DistEnv, what: str = "") -> Any:
-    """Rank 0's value on every rank."""
-    if not env.is_distributed:
-        return value
-    with tracing.span("comm", "bcast", what=what):
-        box = [value]
-        dist.broadcast_object_list(box, src=0)
-        return box[0]
+from pecan.collectives import all_reduce, all_reduce_sum, barrier, broadcast_object, gather_varlen  # noqa: E402,F401
 
 
 class GradCommClock:

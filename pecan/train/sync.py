@@ -11,6 +11,7 @@ import threading
 from pathlib import Path
 
 from pecan import fileio
+from pecan.train.run_dir import LOCK_NAME
 
 log = logging.getLogger(__name__)
 
@@ -21,6 +22,8 @@ def sync_tree(source: Path, destination: Path) -> int:
     for path in sorted(p for p in source.rglob("*") if p.is_file()):
         if path.name.startswith(".") and path.name.endswith(".tmp"):
             continue
+        if path.name.startswith(LOCK_NAME) and path.parent == source:
+            continue  # the lock (and its takeover guard, temp files) belong to out_dir's live run only
         target = destination / path.relative_to(source)
         try:
             stat = path.stat()

@@ -80,3 +80,26 @@ def timed_fetch(loader, timer: PhaseTimer) -> Iterator:
 def cuda_peak_mb(device: torch.device) -> float:
     """Peak CUDA memory allocated on ``device`` so far (0 on CPU)."""
     return torch.cuda.max_memory_allocated(device) / 2**20 if device.type == "cuda" else 0.0
+
+
+def timed_backward(loss: torch.Tensor, timer: PhaseTimer, grad_clock=None) -> None:
+    """Backward; with DDP on CPU the wait for the last gradient all-reduce is split off as grad_comm_s
+    (see distributed.GradCommClock) and traced as comm/all_reduce right after the compute/backward event.
+    A failure of DDP's gradient all-reduce is a CollectiveFailed naming the lost peer."""
+    from pecan.collectives import guarded
+
+    if grad_clock is None:
+        with timer.span("backward_s"), guarded("all_reduce", "gradients"):
+            loss.backward()
+        return
+    start, trace_start = time.perf_counter(), tracing.now()
+    with guarded("all_reduce", "gradients"):
+        loss.backward()
+    end = time.perf_counter()
+    wait = grad_clock.exposed_wait(end)
+    timer.add("backward_s", end - start - wait)
+    timer.add("grad_comm_s", wait)
+    units = (tracing.now() - trace_start) / max(end - start, 1e-12)  # tracer units per second
+    compute_units = round((end - start - wait) * units)
+    tracing.log_span(*PHASE_EVENTS["backward_s"], trace_start, compute_units)
+    tracing.log_span(*PHASE_EVENTS["grad_comm_s"], trace_start + compute_units, round(wait * units), what="gradients")

@@ -11,11 +11,11 @@ from typing import Any, Optional
 
 import numpy as np
 import torch
-import torch.distributed as dist
 import torch.nn.functional as F
 
 from pecan import config as config_module
 from pecan import report, tracing
+from pecan.collectives import guarded
 from pecan.config import Config
 from pecan.data import format as fmt
 from pecan.data.index import DataError
@@ -32,22 +32,17 @@ from pecan.train.components import (
     weights_in_sync,
     wrap_ddp,
 )
-from pecan.train.distributed import (
-    DistEnv,
-    GradCommClock,
-    all_reduce_sum,
-    barrier,
-    broadcast_object,
-    gather_varlen,
-)
 from pecan.checkpoint_settings import sample_settings, split_record
+from pecan.train import resume
+from pecan.train.distributed import DistEnv, GradCommClock, all_reduce_sum, barrier, gather_varlen
+from pecan.train.lifecycle import Lifecycle, Position, carried_totals
 from pecan.train.metrics import BestSelector, classification_report, resolve_pos_weight
 from pecan.train.records import RunFiles, run_info
 from pecan.train.reporting import EpochReporter
-from pecan.train.run_dir import OutDirInUse, RunLock, remove_stale_temps
+from pecan.train.run_dir import claim_out_dir
 from pecan.train.sync import OutputSync
 from pecan.train.threads import size_threads
-from pecan.train.timing import PhaseTimer, cuda_peak_mb, peak_rss_mb, timed_fetch
+from pecan.train.timing import PhaseTimer, cuda_peak_mb, peak_rss_mb, timed_backward, timed_fetch
 
 log = logging.getLogger(__name__)
 
@@ -69,8 +64,11 @@ class Trainer:
         self.staging = None
         self.output_sync: Optional[OutputSync] = None
         self.records: list[dict[str, Any]] = []  # every epoch record so far; checkpoints carry them
-        self.lock: Optional[RunLock] = None
+        self.lock = None
         self.nonfinite_steps = 0
+        self.lifecycle = Lifecycle(config.train, env.is_main, env.is_distributed)
+        self.position: Optional[Position] = None  # where a mid-epoch checkpoint resumes
+        self.force_unlock = False
         self.epochs_done, self.last_metrics = 0, {}
 
     # ------------------------------------------------------------------ build
@@ -98,18 +96,10 @@ class Trainer:
         return self
 
     def claim_out_dir(self) -> None:
-        """Rank 0 locks out_dir (one run per directory) and removes stale temp files; every rank learns
-        whether that worked, so a refused start stops all ranks instead of leaving them waiting."""
-        refusal = None
-        if self.env.is_main:
-            try:
-                self.lock = RunLock(self.out_dir).acquire()
-                remove_stale_temps(self.out_dir)
-            except OutDirInUse as err:
-                refusal = str(err)
-        refusal = broadcast_object(refusal, self.env)
-        if refusal:
-            raise OutDirInUse(refusal)
+        """Rank 0 locks out_dir (see run_dir.claim_out_dir); a refusal stops every rank."""
+        self.lock = claim_out_dir(self.out_dir, self.env.is_main, self.config.train.lock_stale_minutes,
+                                  self.force_unlock)
+
 
     def build_data(self) -> None:
         """Indexes, packs and staging through the loader's job protocol, then per-rank loaders."""
@@ -145,7 +135,7 @@ class Trainer:
         pin = self.device.type == "cuda"
         busy = COUNTER_FIELDS.index("worker_busy_ns")
         self.train_loader = make_loader(tracing.BusyDataset(self.train_set, busy), self.train_sampler,
-                                        data.batch_size, workers, worker_init, pin)
+                                        data.batch_size, workers, worker_init, pin, seed=seed)
         self.val_loader = make_loader(tracing.BusyDataset(self.val_set, busy), val_sampler, data.batch_size,
                                       workers, worker_init, pin)
         self.skipped_at_start = sum(int(frame.attrs.get("skipped", 0)) for frame in (self.train_frame, self.val_frame))
@@ -168,6 +158,9 @@ class Trainer:
                                      nn_type=self.config.model.nn_type).to(self.device)
         compiled = apply_compile(self.raw_model, self.config.train.compile)
         self.model = wrap_ddp(compiled, self.env, self.device)
+        # Evaluation runs the module DDP wraps, not DDP: DDP's forward syncs buffers, a collective that a rank
+        # with no validation batch never joins (a hang until the collective timeout).
+        self.eval_model = compiled
         self.grad_clock = None
         if self.env.is_distributed and self.device.type == "cpu":
             self.grad_clock = GradCommClock()
@@ -216,23 +209,12 @@ class Trainer:
         self.epochs_done = self.start_epoch
         self.best_auc = float(state["best_auc"])
         self.selector.load(state.get("best"), self.best_auc)
+        self.position = Position.from_state(state.get("position"))
         self.records = json.loads(state["records"]) if "records" in state else []
 
     def maybe_resume(self) -> None:
         """Continue from a checkpoint (train.resume) with model, optimiser, schedule, RNG state and records."""
-        path = ckpt.resume_path(self.config.train.resume, self.out_dir)
-        if path is None:
-            return
-        state = ckpt.load_checkpoint(path, map_location=self.device)
-        try:
-            self.load_state_dict(state)
-        except (RuntimeError, KeyError, ValueError) as err:
-            raise config_module.ConfigError(f"train.resume: checkpoint {path} does not fit this run: {err}") from err
-        if self.env.is_main:
-            ckpt.warn_changed_settings(state, self.config, path)
-            log.info("resumed from %s after epoch %d", path, self.start_epoch)
-            self.files.restore_missing(self.records)
-        self.resumed_from = str(path)
+        resume.maybe_resume(self)
 
     # ------------------------------------------------------------------ loop
 
@@ -243,6 +225,8 @@ class Trainer:
             tracing.set_context(epoch=epoch + 1, step=self.step)
             with tracing.span("pipeline", "epoch"):
                 records.append(self.run_epoch(epoch))
+            if epoch + 1 < self.config.train.epochs and self.lifecycle.stop_agreed_now():
+                resume.stop(self, epoch, self.steps_per_epoch(), after_epoch=True)  # came during evaluation
         if self.env.is_main and records:
             self.files.write_summary(self.config.train.plots)
         return records
@@ -278,12 +262,15 @@ class Trainer:
         """One pass over this rank's share of the training data."""
         self.model.train()
         self.train_sampler.set_epoch(epoch)
-        loss_sum = torch.zeros((), dtype=torch.float64, device=self.device)
-        samples = 0
         steps = self.steps_per_epoch()
-        batches = timed_fetch(self.train_loader, timer)
-        bar = self.reporter.epoch_progress(epoch, steps, self.optimizer, self.step)
-        for step_in_epoch, (batch, counts) in enumerate(batches):
+        skip, loss_sum, samples, carried = carried_totals(self.position, epoch, self.env.is_main, self.device,
+                                                          len(COUNTER_FIELDS))
+        io_counts += carried
+        self.position = None
+        self.train_sampler.skip_next(skip * self.config.data.batch_size)
+        batches = timed_fetch(self.train_loader, timer) if skip < steps else iter(())
+        bar = self.reporter.epoch_progress(epoch, steps - skip, self.optimizer, self.step)
+        for step_in_epoch, (batch, counts) in enumerate(batches, start=skip):
             tracing.set_context(step=self.step)
             io_counts += counts
             if batch.num_graphs:
@@ -295,6 +282,13 @@ class Trainer:
             elif self.env.is_distributed:
                 self.keep_in_step(timer, (epoch, step_in_epoch))
             bar.update(samples, loss_sum)
+            action = self.lifecycle.after_step(step_in_epoch + 1)
+            if action == "stop" or (action and step_in_epoch + 1 < steps):
+                resume.save_position(self, Position(epoch, step_in_epoch + 1, float(loss_sum), samples,
+                                                    io_counts.tolist()))
+            if action == "stop":
+                bar.close()
+                resume.stop(self, epoch, step_in_epoch + 1)
             if step_in_epoch + 1 >= steps:
                 break
         bar.close()
@@ -344,10 +338,8 @@ class Trainer:
     def loss_is_finite(self, loss: torch.Tensor, epoch: int, step_in_epoch: int) -> bool:
         """Stop (or count and skip) on a NaN/inf loss before it reaches the weights. This is one host sync per
         step, the price of never stepping the optimiser with a NaN gradient; ranks agree, so DDP stays in step."""
-        finite = torch.isfinite(loss.detach()).to(torch.int32).reshape(1)
-        if self.env.is_distributed:
-            dist.all_reduce(finite, op=dist.ReduceOp.MIN)
-        if bool(finite.item()):
+        # The same collective carries the stop and checkpoint-due flags: ranks agree on them for free.
+        if self.lifecycle.step_checks(torch.isfinite(loss.detach()).to(torch.int32)):
             return True
         where = f"epoch {epoch + 1}, step {step_in_epoch + 1} (global step {self.step + 1})"
         if self.config.train.on_nonfinite_loss != "skip":
@@ -358,27 +350,12 @@ class Trainer:
         return False
 
     def backward(self, loss: torch.Tensor, timer: PhaseTimer) -> None:
-        """Backward; with DDP on CPU the wait for the last gradient all-reduce is split off as grad_comm_s
-        (see GradCommClock) and traced as comm/all_reduce right after the compute/backward event."""
-        if self.grad_clock is None:
-            with timer.span("backward_s"):
-                loss.backward()
-            return
-        start, trace_start = time.perf_counter(), tracing.now()
-        loss.backward()
-        end = time.perf_counter()
-        wait = self.grad_clock.exposed_wait(end)
-        timer.add("backward_s", end - start - wait)
-        timer.add("grad_comm_s", wait)
-        units = (tracing.now() - trace_start) / max(end - start, 1e-12)  # tracer units per second
-        compute_units = round((end - start - wait) * units)
-        tracing.log_span(*report.PHASE_EVENTS["backward_s"], trace_start, compute_units)
-        tracing.log_span(*report.PHASE_EVENTS["grad_comm_s"], trace_start + compute_units, round(wait * units),
-                         what="gradients")
+        """Backward, timed (see timing.timed_backward); a peer lost in the gradient all-reduce is named."""
+        timed_backward(loss, timer, self.grad_clock)
 
     def forward_loss(self, batch) -> torch.Tensor:
         """Binary cross-entropy of the model's logits (computed in fp32 whatever the autocast)."""
-        with amp_context(self.device, self.config.train.amp):
+        with amp_context(self.device, self.config.train.amp), guarded("broadcast", "DDP buffers"):
             logits = self.model(batch)
         pos_weight = torch.tensor(self.pos_weight, device=logits.device) if self.pos_weight != 1.0 else None
         return F.binary_cross_entropy_with_logits(logits.float(), batch.y.float(), pos_weight=pos_weight)
@@ -386,7 +363,8 @@ class Trainer:
     @torch.no_grad()
     def predict(self, loader, io_counts: Optional[np.ndarray] = None) -> tuple[torch.Tensor, torch.Tensor]:
         """Logits and sample ids of this rank's share of ``loader``."""
-        return score_share(self.model, loader, self.device, self.config.train.amp, self.show_progress, io_counts)
+        model = self.eval_model if isinstance(self.model, torch.nn.parallel.DistributedDataParallel) else self.model
+        return score_share(model, loader, self.device, self.config.train.amp, self.show_progress, io_counts)
 
     def evaluate(self, io_counts: Optional[np.ndarray] = None) -> dict[str, float]:
         """Validation metrics over the gathered predictions of all ranks (equal to a 1-rank run)."""
@@ -410,6 +388,7 @@ class Trainer:
             if improved:
                 ckpt.save_checkpoint(directory / "best.pt", state)
         barrier("checkpoint")
+        self.lifecycle.checkpoint_written()
 
     def reduce_counts(self, io_counts: np.ndarray) -> dict[str, int]:
         """This epoch's I/O counters summed over ranks."""
@@ -439,15 +418,16 @@ class Trainer:
         return record
 
     def close(self) -> None:
-        """Stop loader workers (persistent workers otherwise outlive the run), release out_dir, then sync
-        out_dir a last time."""
+        """Stop loader workers (persistent workers otherwise outlive the run), sync out_dir a last time,
+        then release it (the lock is never synced)."""
         for loader in (getattr(self, "train_loader", None), getattr(self, "val_loader", None)):
             if loader is not None:
                 loader.close()
-        if self.lock is not None:
-            self.lock.release()
-        self.reporter.close()
         if self.output_sync is not None:
             self.output_sync.close()
             self.output_sync = None
+        if self.lock is not None:
+            self.lock.release()
+            self.lock = None
+        self.reporter.close()
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 from pathlib import Path
 
@@ -145,3 +146,50 @@ def test_flux_master_from_script_matches_discover(tmp_path):
     exported = dict(arg.split("=", 1) for arg in out.split() if arg.startswith("PECAN_"))
     envs = [discover({**flux_rank_env(rank, ["gpu007", "gpu008"], 2), **exported}) for rank in range(4)]
     assert {env.master_addr for env in envs} == {expand_hostlist("gpu[007-008]")[0]}
+
+
+# ---------------------------------------------------------------------------- time limits (docs/time-limits.md)
+
+def test_torchrun_ignores_the_stop_signal_its_ranks_handle(tmp_path):
+    fake_python = tmp_path / "python"
+    fake_python.write_text("#!/bin/sh\ngrep '^SigIgn' /proc/self/status\n")
+    fake_python.chmod(0o755)
+    config = tmp_path / "run.yaml"
+    config.write_text("train:\n  epochs: 1\n")
+    for stop_signal, number in (("", signal.SIGUSR1), ("SIGUSR2@90", signal.SIGUSR2)):
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path), "PYTHON": str(fake_python),
+               "NPROC_PER_NODE": "1", **({"STOP_SIGNAL": stop_signal} if stop_signal else {})}
+        done = subprocess.run([str(SCRIPTS / "launch_torchrun.sh"), str(config)], env=env, capture_output=True,
+                              text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        mask = int(done.stdout.split("SigIgn:")[1].split()[0], 16)
+        assert mask & (1 << (number - 1)), (stop_signal, hex(mask))
+
+
+def test_flux_time_limit_sends_the_stop_signal_before_it(tmp_path):
+    bin_dir = _fake_flux(tmp_path, 2, "gpu[007-008]")
+    out = _dry_run("launch_flux.sh", tmp_path, {"TIME_LIMIT": "4h", "STOP_SIGNAL": "USR1@2m"}, path_prefix=bin_dir)
+    argv = _launch_argv(out)
+    assert argv[argv.index("-t") + 1] == "4h" and "--signal=USR1@2m" in argv
+    assert argv.index("--signal=USR1@2m") < argv.index("-x")  # a flux option, before the task command
+
+
+def test_time_limits_doc_launch_lines_dry_run(tmp_path):
+    text = (REPO / "docs" / "time-limits.md").read_text()
+    lines = [line.strip() for line in text.splitlines() if "scripts/launch_" in line and ".sh configs/" in line
+             and not line.lstrip().startswith(("#", "-", "`"))]
+    assert len(lines) >= 2, lines
+    config = tmp_path / "my_run.yaml"
+    config.write_text("train:\n  epochs: 1\n")
+    for line in lines:
+        words = shlex.split(line.replace("|| break", ""))
+        assigns = dict(w.split("=", 1) for w in words if "=" in w and w.split("=", 1)[0].isupper())
+        script_at = next(i for i, w in enumerate(words) if w.startswith("scripts/launch_"))
+        argv = [str(REPO / words[script_at]), str(config), *words[script_at + 2:]]
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path), "PECAN_DRY_RUN": "1",
+               **assigns}
+        done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, (line, done.stderr)
+        command = _launch_argv(done.stdout)
+        if "TIME_LIMIT" in assigns:
+            assert f"--signal={assigns['STOP_SIGNAL']}" in command and assigns["TIME_LIMIT"] in command

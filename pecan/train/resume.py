@@ -1,0 +1,63 @@
+"""Resuming a run and writing what a stop leaves: the trainer's checkpoint restore (end-of-epoch and
+mid-epoch), checkpoints/mid_epoch.pt, and the stop marker in epochs.jsonl."""
+from __future__ import annotations
+
+import logging
+
+import torch
+
+from pecan import config as config_module
+from pecan import tracing
+from pecan.train import checkpoint as ckpt
+from pecan.train.distributed import all_reduce_sum, barrier
+from pecan.train.lifecycle import MID_EPOCH, Position, RunStopped, stop_record
+
+log = logging.getLogger(__name__)
+
+
+def maybe_resume(trainer) -> None:
+    """Load train.resume's checkpoint (auto: the newest intact one) into ``trainer``: model, optimiser,
+    schedule, RNG, records and, for a mid-epoch checkpoint, the position in the epoch."""
+    try:
+        path, state = ckpt.choose_resume(trainer.config.train.resume, trainer.out_dir, warn=False,
+                                         map_location=trainer.device)
+    except ValueError as err:
+        raise config_module.ConfigError(f"train.resume: {err}") from err
+    if path is None:
+        return
+    try:
+        trainer.load_state_dict(state)
+    except (RuntimeError, KeyError, ValueError) as err:
+        raise config_module.ConfigError(f"train.resume: checkpoint {path} does not fit this run: {err}") from err
+    main = trainer.env.is_main
+    if main:
+        ckpt.warn_changed_settings(state, trainer.config, path)
+        at = f", step {trainer.position.done} of epoch {trainer.position.epoch + 1}" if trainer.position else ""
+        log.info("resumed from %s after epoch %d%s", path, trainer.start_epoch, at)
+        trainer.files.restore_missing(trainer.records)
+    trainer.resumed_from = str(path)
+
+
+def save_position(trainer, position: Position) -> None:
+    """checkpoints/mid_epoch.pt: resumes at the next step, with the epoch's totals so far over all ranks."""
+    env, device = trainer.env, trainer.device
+    totals = all_reduce_sum(torch.tensor([position.loss_sum, position.samples], dtype=torch.float64,
+                                         device=device), env, what="position").tolist()
+    counts = all_reduce_sum(torch.tensor(position.io_counts, device=device), env, what="position_io")
+    position.loss_sum, position.samples, position.io_counts = totals[0], int(totals[1]), counts.tolist()
+    if env.is_main:
+        with tracing.span("checkpoint", "capture", what="mid_epoch"):
+            ckpt.save_checkpoint(trainer.out_dir / "checkpoints" / MID_EPOCH,
+                                 {**trainer.state_dict(), "position": position.to_state()})
+    barrier("checkpoint")
+    trainer.lifecycle.checkpoint_written()
+
+
+def stop(trainer, epoch: int, done: int, after_epoch: bool = False) -> None:
+    """After the stop's checkpoint: the epochs.jsonl marker, then RunStopped (the command exits cleanly)."""
+    signals = trainer.lifecycle.signals
+    name = signals.name if signals is not None else ""
+    steps = trainer.steps_per_epoch()
+    if trainer.env.is_main:
+        trainer.files.append_epoch(stop_record(epoch + 1, done, steps, name, after_epoch))
+    raise RunStopped(epoch + 1, done, steps, name)
