@@ -19,7 +19,7 @@ def run_to_file(tmp_path: Path, config: Path, *settings: str, pin: bool = False)
     command = [sys.executable, "-m", "pecan", "train", str(config), *(f"--set={s}" for s in settings)]
     if pin:
         command = ["taskset", "-c", "0", *command]
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OMP_", "MKL_", "PECAN_", "RANK", "WORLD_SIZE"))}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OMP_", "MKL_", "PECAN_", "RANK", "WORLD_SIZE", "LOCAL_", "MASTER_"))}
     env["PYTHONPATH"] = str(ROOT)
     log = tmp_path / "job.log"
     with open(log, "w") as out:
