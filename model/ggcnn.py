@@ -10,6 +10,7 @@ from torch_geometric.nn import MessagePassing
 
 from model.readout import graph_count, ligand_mean_max, van_der_waals, with_pose_features
 from model.settings import setting
+from pecan.data import schema
 
 
 @dataclass
@@ -73,7 +74,8 @@ class GGCNNClassifier(nn.Module):
     which makes this the geometry-light baseline.
     """
 
-    def __init__(self, cfg: GGCNNConfig, in_features: int = 19, pose_features: int = 5) -> None:
+    def __init__(self, cfg: GGCNNConfig, in_features: int = schema.N_ATOM_FEATURES,
+                 pose_features: int = schema.N_POSE_FEATURES) -> None:
         super().__init__()
         self.cfg = cfg
         width = cfg.gated_width

@@ -3,22 +3,20 @@ from __future__ import annotations
 
 import numpy as np
 
+from pecan.data import schema
+
 N_COLUMNS = 22
 COORD_COLUMNS = slice(0, 3)
 FEATURE_COLUMNS = slice(3, 22)
-N_FEATURES = 19
-MOLCODE_COLUMN = 16
-# Position of molcode inside the 19 feature columns.
-MOLCODE_FEATURE = MOLCODE_COLUMN - FEATURE_COLUMNS.start
+# The feature columns are the model's atom features (pecan.data.schema): their count and meanings live there.
+N_FEATURES = schema.N_ATOM_FEATURES
+MOLCODE_FEATURE = schema.MOLCODE_FEATURE
+MOLCODE_COLUMN = FEATURE_COLUMNS.start + MOLCODE_FEATURE
 
 # Per-atom van der Waals radius (float32 [n_atoms], same row order as `data`), written by FAST on every
 # pose and crystal group; derived from the element one-hot when a shard lacks it.
 VDW_ATTR = "van_der_waals"
-# Element one-hot inside the 19 feature columns: B, C, N, O, P, S, Se, halogen, metal.
-ELEMENT_FEATURES = slice(0, 9)
-# Bondi radii (Angstrom); halogen uses Cl, metal a typical 2.0; an atom with no element bit gets carbon's.
-VDW_RADII = (1.92, 1.70, 1.55, 1.52, 1.80, 1.80, 1.90, 1.75, 2.00)
-VDW_DEFAULT = 1.70
+ELEMENT_FEATURES, VDW_RADII, VDW_DEFAULT = schema.ELEMENT_FEATURES, schema.VDW_RADII, schema.VDW_DEFAULT
 
 DATASET_NAME = "data"
 DEFAULT_POSE_GROUP = "pybel/processed/docking"
@@ -26,7 +24,7 @@ DEFAULT_CRYSTAL_GROUP = "pybel/processed/pdbbind"
 # PECAN files name the crystal group "crystal", FAST files "pdbbind"; both are accepted.
 CRYSTAL_GROUP_NAMES = ("pdbbind", "crystal")
 
-INTERACTION_ATTRS = ("num_hbonds", "hpbond", "habond", "sbond", "pbond")
+INTERACTION_ATTRS = schema.POSE_FEATURES
 POSE_ATTRS = ("rmsd", "score", "label") + INTERACTION_ATTRS
 
 INDEX_COLUMNS = ("shard", "pdbid", "poseid", "label", "rmsd", "affinity", "score",

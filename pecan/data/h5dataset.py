@@ -19,6 +19,7 @@ from torch_geometric.data import Batch, Data
 
 from pecan import tracing
 from pecan.data import format as fmt
+from pecan.data import schema
 from pecan.data.graph import AtomGraph, build_graph, random_rotation
 from pecan.data.index import DataError
 from pecan.data.sample import ProcessLocal, SampleTable, skip_or_raise
@@ -26,15 +27,10 @@ from pecan.data.sample import ProcessLocal, SampleTable, skip_or_raise
 log = logging.getLogger(__name__)
 
 
-def graph_to_data(graph: AtomGraph, label: float, pose_features: np.ndarray, complex_id: int,
-                  sample_id: int) -> Data:
-    """Wrap a graph and its sample scalars as a PyG Data object (the model's input contract)."""
-    x = torch.from_numpy(graph.x)
-    return Data(x=x, pos=torch.from_numpy(graph.pos), vdw=torch.from_numpy(graph.vdw), edge_index=torch.from_numpy(graph.edge_index),
-                edge_type=torch.from_numpy(graph.edge_type).long(), is_ligand=x[:, fmt.MOLCODE_FEATURE] > 0,
-                y=torch.tensor([label], dtype=torch.float32),
-                pose_features=torch.from_numpy(np.asarray(pose_features, dtype=np.float32)).view(1, -1),
-                complex_id=torch.tensor([complex_id]), sample_id=torch.tensor([sample_id]))
+def graph_to_data(graph: AtomGraph, values: dict[str, np.ndarray]) -> Data:
+    """One sample as a PyG Data object of the contract's fields (pecan.data.schema): the graph's arrays and the
+    sample's per-graph ``values`` (SampleTable.graph_values)."""
+    return Data(**schema.tensors({**schema.graph_values(graph), **values}, num_graphs=1))
 
 
 def rotate_data(data: Data) -> Data:
@@ -189,7 +185,8 @@ class Dataset_PDB(ProcessLocal, torch.utils.data.Dataset):  # noqa: N801 - publi
             self.counters.add("skipped")
             return None
         self.counters.add("samples")
-        data = graph_to_data(graph, label, features, int(self.table.complex_id[i]), i)
+        values = {**self.table.graph_values(np.array([i])), "y": np.array([label]), "pose_features": features}
+        data = graph_to_data(graph, values)
         return rotate_data(data) if self.augment else data
 
     def __getitems__(self, indices: list[int]) -> Batch:

@@ -20,6 +20,7 @@ from torch_geometric.data import Batch
 from pecan import tracing
 from pecan.config import DataConfig
 from pecan.data import format as fmt
+from pecan.data import schema
 from pecan.data.index import build_index, split_by_complex
 from pecan.data.packed import PackedDataset, PackParams, pack_is_valid, source_fingerprint
 from pecan.data.packing import ensure_packed, pack_shard_at
@@ -201,8 +202,8 @@ def make_sampler(dataset, cfg: DataConfig, *, train: bool, rank: int, world_size
                              shuffle=train, mode=cfg.shuffle, seed=seed, pad=train)
 
 
-WIRE_FIELDS = ("x", "pos", "vdw", "edge_index", "edge_type", "is_ligand", "y", "pose_features", "complex_id",
-               "sample_id", "batch", "ptr", "io_counts")
+# The contract's fields (pecan.data.schema), PyG's bookkeeping and the worker's I/O counters.
+WIRE_FIELDS = (*schema.NAMES, *schema.BATCH_VECTORS, "io_counts")
 WIRE_ALIGN = 16
 
 
