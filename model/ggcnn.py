@@ -19,7 +19,8 @@ class GGCNNConfig:
 
     gated_width: int = setting("Node state width of the gated graph convolution.", 64)
     gated_steps: int = setting("Propagation steps (one shared GRU, one weight matrix per edge type).", 3)
-    edge_types: int = setting("Edge labels: 0 ligand-ligand, 1 ligand-protein, 2 protein-protein.", 3)
+    edge_types: int = setting("Edge labels: 0 ligand-ligand, 1 ligand-protein, 2 protein-protein.",
+                              schema.N_EDGE_TYPES)
     use_vdw: bool = setting("Append the per-atom van der Waals radius to the node features.", False)
     use_pose_features: bool = setting("Feed the 5 interaction counts to the classifier head.", True)
     dropout: float = setting("Dropout in the classifier head.", 0.0)

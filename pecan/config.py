@@ -17,6 +17,7 @@ from typing import Any, Literal, Optional, Union
 
 import yaml
 
+from pecan.config_checks import check_device, check_values
 from pecan.data import format as shard_format
 from model.egnn_config import EGNNConfig
 
@@ -422,15 +423,11 @@ def apply_env(config: Config, environ: Optional[dict[str, str]] = None) -> Confi
 
 def validate(config: Config, source: str = "<config>") -> None:
     """Value checks that types alone cannot express; each error names the key (see pecan.config_checks)."""
-    from pecan.config_checks import check_values
-
     check_values(config, source)
 
 
 def check_device_available(config: Config, source: str = "<config>") -> None:
     """A CUDA device named in train.device must exist in this build and on this machine."""
-    from pecan.config_checks import check_device
-
     check_device(config, source)
 
 

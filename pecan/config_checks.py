@@ -2,14 +2,19 @@
 names and availability, the model variant, and compatibility with the checkpoint a run resumes from.
 
 Every error is a ConfigError naming the key (main_app exits 2 on it, before anything is written).
+The checks read the config by attribute and import no part of ``pecan.config``, which calls them: the two
+modules form no cycle.
 """
 from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
-from pecan.config import Config, ConfigError
+from pecan.errors import ConfigError
+
+if TYPE_CHECKING:
+    from pecan.config import Config
 
 DEVICE_PATTERN = re.compile(r"auto|cpu|cuda(:\d+)?")
 
@@ -45,9 +50,7 @@ def _range_checks(config: Config) -> list[tuple[bool, str, str]]:
 
 def _model_ranges(m: Any, config: Config) -> list[tuple[bool, str, str]]:
     """The EGNN section's ranges, or the problems a variant's own config dataclass reports."""
-    from pecan.config import ModelConfig
-
-    if isinstance(m, ModelConfig):
+    if not hasattr(m, "problems"):  # the app's own EGNN section (ModelConfig)
         return [(m.hidden >= 1, "model.hidden", "must be >= 1"),
                 (m.layers >= 1, "model.layers", "must be >= 1"),
                 (0.0 <= m.dropout < 1.0, "model.dropout", "must be in [0, 1)"),

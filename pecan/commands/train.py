@@ -10,7 +10,7 @@ import sys
 
 from pecan import config as config_module
 from pecan import tracing
-from pecan.data.index import DataError
+from pecan.errors import exit_code
 
 
 def parse_args(argv=None, prog: str | None = None) -> argparse.Namespace:
@@ -39,17 +39,15 @@ def resolve_device(setting: str, discovered, local_rank: int):
 def main(argv=None, prog: str | None = None) -> int:
     """Load config, set up distributed, build, train, clean up."""
     args = parse_args(argv, prog)
-    from pecan.fileio import StorageError
     from pecan.train.checkpoint import check_resume_compatible
     from pecan.train.distributed import cleanup_distributed, discover, init_distributed
-    from pecan.train.run_dir import OutDirInUse
     from pecan.train.trainer import Trainer
 
     try:
         config = config_module.load(args.config, args.overrides)
         check_resume_compatible(config)
         env = discover()
-    except (config_module.ConfigError, ValueError) as err:
+    except ValueError as err:  # any bad value before the run starts is a wrong invocation (ConfigError included)
         print(f"error: {err}", file=sys.stderr)
         return 2
     logging.basicConfig(level=logging.INFO if env.is_main else logging.WARNING,
@@ -74,12 +72,12 @@ def main(argv=None, prog: str | None = None) -> int:
         trainer.fit()
         finished = True
         return 0
-    except OutDirInUse as err:
+    except Exception as err:  # noqa: BLE001 - an expected error type exits with its code (pecan.errors.EXIT_CODES)
+        code = exit_code(err)
+        if code is None:
+            raise
         logging.getLogger("pecan").error("%s", err)
-        return 2
-    except (DataError, config_module.ConfigError, FileNotFoundError, StorageError, FloatingPointError) as err:
-        logging.getLogger("pecan").error("%s", err)
-        return 1
+        return code
     finally:
         if trainer is not None:
             trainer.close()

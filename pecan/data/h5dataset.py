@@ -21,8 +21,8 @@ from pecan import tracing
 from pecan.data import format as fmt
 from pecan.data import schema
 from pecan.data.graph import AtomGraph, build_graph, random_rotation
-from pecan.data.index import DataError
 from pecan.data.sample import ProcessLocal, SampleTable, skip_or_raise
+from pecan.errors import DataError
 
 log = logging.getLogger(__name__)
 

@@ -32,8 +32,8 @@ from pecan import tracing
 from pecan.data import format as fmt
 from pecan.data import locations, schema
 from pecan.data.graph import random_rotation
-from pecan.data.index import DataError
 from pecan.data.sample import ProcessLocal, SampleTable, skip_or_raise
+from pecan.errors import DataError
 
 log = logging.getLogger(__name__)
 

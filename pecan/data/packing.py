@@ -15,10 +15,10 @@ from pecan import fileio
 from pecan.data import format as fmt
 from pecan.data import locations, schema
 from pecan.data.graph import build_graph
-from pecan.data.index import DataError
-from pecan.data.sample import skip_or_raise
 from pecan.data.packed import (ALIGN, ARRAY_DTYPES, MAGIC, PACK_VERSION, SCALAR_COLUMNS, PackParams, _data_start,
                                find_valid_pack, pack_locations, pack_name, source_fingerprint)
+from pecan.data.sample import skip_or_raise
+from pecan.errors import DataError
 
 log = logging.getLogger(__name__)
 

@@ -83,3 +83,14 @@ def test_models_import_only_the_contract_of_pecan():
     assert "h5py" not in loaded
     # (pandas is loaded by torch_geometric itself, not by PECAN.)
     assert {m for m in loaded if m.startswith("pecan")} == {"pecan", "pecan.data", "pecan.data.schema"}
+
+
+def test_graph_builder_imports_no_pandas_and_no_index():
+    loaded = imported_after("import pecan.data.graph")
+    assert not loaded & {"pandas", "h5py", "pecan.data.index"}
+
+
+def test_no_hidden_import_cycles():
+    # Each pair was a cycle hidden by function-local imports: the lower module now imports none of the upper.
+    assert "pecan.config" not in imported_after("import pecan.config_checks")
+    assert "pecan.data.index" not in imported_after("import pecan.data.validation")
