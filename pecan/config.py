@@ -19,6 +19,7 @@ import yaml
 
 from pecan.config_checks import check_device, check_values
 from pecan.data import format as shard_format
+from pecan.data import io_modes
 from model.egnn_config import EGNNConfig
 
 
@@ -63,7 +64,7 @@ class DataConfig:
     num_workers: int = _doc(
         "DataLoader workers per rank; -1 (auto): 0 for io_mode packed (its in-process gather is cheaper than "
         "a worker hand-over), else physical cores per rank minus one.", -1)
-    io_mode: Literal[shard_format.IO_MODES] = _doc(
+    io_mode: Literal[io_modes.NAMES] = _doc(
         "Data path level: reopen (naive baseline), handle_cache, hoist, decode_cache, packed "
         "(memory-mapped flat copy, zero HDF5 calls per sample).", "packed")
     cache_dir: str = _doc(

@@ -33,9 +33,6 @@ REQUIRED_INDEX_COLUMNS = ("shard", "pdbid", "poseid")
 
 SHARD_SUFFIXES = (".hdf5", ".hdf", ".h5")
 
-# Data path levels, cheapest last; every level but "packed" reads HDF5 per sample.
-IO_MODES = ("reopen", "handle_cache", "hoist", "decode_cache", "packed")
-H5_LEVELS = IO_MODES[:-1]
 
 
 def crystal_candidates(crystal_group: str) -> list[str]:

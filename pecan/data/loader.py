@@ -19,8 +19,7 @@ from torch_geometric.data import Batch
 
 from pecan import tracing
 from pecan.config import DataConfig
-from pecan.data import format as fmt
-from pecan.data import schema
+from pecan.data import io_modes, schema
 from pecan.data.index import build_index, split_by_complex
 from pecan.data.packed import PackedDataset, PackParams, pack_is_valid, source_fingerprint
 from pecan.data.packing import ensure_packed, pack_shard_at
@@ -133,7 +132,7 @@ def _node_inputs(cfg: DataConfig, frames: tuple[pd.DataFrame, pd.DataFrame], pac
 def _rank0_inputs(cfg: DataConfig, processes: int, progress: bool,
                   build_frames: Optional[Callable[[], tuple[pd.DataFrame, pd.DataFrame]]]):
     frames = build_frames() if build_frames is not None else load_split_frames(cfg, progress)
-    packs = prepare_packs(cfg, list(frames), processes, progress) if cfg.io_mode == "packed" else None
+    packs = prepare_packs(cfg, list(frames), processes, progress) if io_modes.uses_packs(cfg.io_mode) else None
     return frames, packs
 
 
@@ -180,12 +179,10 @@ def make_dataset(cfg: DataConfig, frame: pd.DataFrame, packs: Optional[dict[str,
     """The dataset for one split at the configured I/O level."""
     mode = io_mode or cfg.io_mode
     augment = cfg.augment if augment is None else augment
-    if mode == "packed":
+    if io_modes.uses_packs(mode):
         if packs is None:
             packs = prepare_packs(cfg, [frame])
         return PackedDataset(frame, packs, on_bad_sample=cfg.on_bad_sample, augment=augment)
-    if mode not in fmt.H5_LEVELS:
-        raise ValueError(f"data.io_mode {mode!r} is not one of {', '.join(fmt.IO_MODES)}")
     from pecan.data.h5dataset import Dataset_PDB  # the packed path never loads the HDF5 dataset module
 
     return Dataset_PDB(frame, pose_group=cfg.pose_group, crystal_group=cfg.crystal_group,
