@@ -1,5 +1,11 @@
-"""Shard layout constants (LLNL FAST/PECAN ML-HDF): group names, columns, attribute names."""
+"""Shard layout (LLNL FAST/PECAN ML-HDF): group names, columns, attribute names, the walk over a shard's
+samples, and the one shard writer (used by the converter and the synthetic generator)."""
 from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Optional
 
 import numpy as np
 
@@ -100,3 +106,57 @@ def scalar(attrs, name: str) -> float:
     if value is None:
         return np.nan
     return float(np.asarray(value).reshape(-1)[0])
+
+
+# ---------------------------------------------------------------------------- writing a shard
+# The one writer of the layout above, shared by pecan.convert and pecan.synthetic; h5py is imported only here,
+# when a shard is written, so that the config (which reads the constants above) never loads it.
+
+@dataclass
+class ShardSample:
+    """One pose (or crystal pose) to write: its [n_atoms, 22] rows, its attributes and, when known, the
+    per-atom van der Waals radii (written as the ``van_der_waals`` attribute, as FAST does)."""
+
+    name: str
+    atoms: np.ndarray
+    attrs: dict = field(default_factory=dict)
+    vdw: Optional[np.ndarray] = None
+
+
+@dataclass
+class ShardComplex:
+    """One complex to write: its docked poses, its crystal pose if any, and its affinity (NaN: none)."""
+
+    pdbid: str
+    poses: list[ShardSample]
+    crystal: Optional[ShardSample] = None
+    affinity: float = math.nan
+
+
+def _write_sample(parent, name: str, sample: ShardSample, compression: Optional[str]) -> None:
+    group = parent.create_group(name)
+    group.create_dataset(DATASET_NAME, data=np.asarray(sample.atoms, dtype=np.float32), compression=compression)
+    if sample.vdw is not None:
+        group.attrs[VDW_ATTR] = np.asarray(sample.vdw, dtype=np.float32)  # on the pose group, as FAST writes it
+    for key, value in sample.attrs.items():
+        group.attrs[key] = value
+
+
+def write_shard(path: str | Path, complexes: Iterable[ShardComplex], pose_group: str = DEFAULT_POSE_GROUP,
+                crystal_group: str = DEFAULT_CRYSTAL_GROUP, compression: Optional[str] = None) -> None:
+    """Write ``complexes`` as one shard in this layout, atomically (a temp file beside ``path``, then renamed).
+    The crystal pose goes to ``crystal_group`` under its complex, whatever its sample's name."""
+    import h5py
+
+    from pecan.fileio import atomic_path
+
+    with atomic_path(Path(path)) as temporary, h5py.File(temporary, "w") as h5:
+        for item in complexes:
+            group = h5.create_group(item.pdbid)
+            if not math.isnan(item.affinity):
+                group.attrs["affinity"] = item.affinity
+            docking = group.create_group(pose_group)
+            for sample in item.poses:
+                _write_sample(docking, sample.name, sample, compression)
+            if item.crystal is not None:
+                _write_sample(group, crystal_group, item.crystal, compression)
