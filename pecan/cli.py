@@ -12,6 +12,10 @@ import sys
 # name -> (module with main(argv, prog), one-line help). Order is the order of `pecan --help`.
 COMMANDS: dict[str, tuple[str, str]] = {
     "train": ("pecan.commands.train", "train a model from a YAML config (same as python main_app.py CONFIG)"),
+    "convert": ("pecan.commands.convert", "docking output listed in a manifest CSV -> shards (convert extra)"),
+    "pack": ("pecan.commands.pack", "build the packs of a run's shards ahead of time"),
+    "synth": ("pecan.commands.synth", "write a deterministic synthetic data set (shards + index CSV)"),
+    "config": ("pecan.commands.config", "print the resolved config of CONFIG, or --keys: every key with its doc"),
 }
 
 

@@ -18,7 +18,6 @@ from typing import Any, Literal, Optional, Union
 import yaml
 
 from pecan.config_checks import check_device, check_values
-from pecan.data import format as shard_format
 from pecan.data import io_modes
 from model.egnn_config import EGNNConfig
 
