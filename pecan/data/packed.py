@@ -157,7 +157,7 @@ def gather_batch(packs: list[dict[str, np.ndarray]], pack_ids: np.ndarray, local
 
     Per-sample slices of plain ndarray views plus one vectorised edge shift: measured 4x faster than grouping
     the batch by pack and fancy-indexing each group (137k vs 34k samples/s at batch 32 under a global shuffle,
-    173k vs 94k when every sample shares one pack; scripts/bench_gather.py).
+    173k vs 94k when every sample shares one pack; benchmarks/bench_gather.py).
     """
     node_fields = [f.name for f in schema.graph_arrays("node")]
     edge_fields = ["edge_src", "edge_dst"] + [f.name for f in schema.graph_arrays("edge")]
