@@ -56,11 +56,6 @@ def available() -> list[str]:
     return [variant.name for variant in _VARIANTS]
 
 
-def known() -> list[str]:
-    """Names of all registered variants."""
-    return [variant.name for variant in _VARIANTS]
-
-
 def table() -> str:
     """The markdown table of names, legacy numbers, modules and summaries (as in this module's docstring)."""
     lines = ["| name | nn_type | module | what it is |", "|---|---|---|---|"]
@@ -80,10 +75,10 @@ def resolve_name(name: str | None = None, nn_type: int | None = None) -> str:
             raise ValueError(f"unknown nn_type {nn_type!r}; valid: {numbers}")
         return _BY_NN_TYPE[nn_type].name
     if name is None:
-        raise ValueError(f"no model selected: give a name ({', '.join(known())}) or an nn_type")
+        raise ValueError(f"no model selected: give a name ({', '.join(available())}) or an nn_type")
     key = name.strip().lower()
     if key not in _BY_NAME:
-        raise ValueError(f"unknown model {name!r}; valid: {', '.join(known())}")
+        raise ValueError(f"unknown model {name!r}; valid: {', '.join(available())}")
     return key
 
 

@@ -305,7 +305,7 @@ def _build_model_section(raw: Any, source: str) -> Any:
     for key in raw:
         if key in names:
             continue
-        owners = [v for v in registry.known() if key in {f.name for f in dataclasses.fields(model_section_class(v))}]
+        owners = [v for v in registry.available() if key in {f.name for f in dataclasses.fields(model_section_class(v))}]
         if owners:
             raise ConfigError(f"{source}: 'model.{key}' is a key of the {' and '.join(owners)} variant, not of "
                               f"{variant} (the selected model); {variant} keys: {', '.join(sorted(names))}")

@@ -37,7 +37,7 @@ def rotate_data(data: Data) -> Data:
     return data
 
 
-class Dataset_PDB(ProcessLocal, torch.utils.data.Dataset):  # noqa: N801 - public name kept from the PECAN code base
+class H5PoseDataset(ProcessLocal, torch.utils.data.Dataset):
     """Pose graphs read from HDF5 shards; ``io_mode`` picks how much HDF5 work each sample costs."""
 
     def __init__(self, index: pd.DataFrame, *, pose_group: str = fmt.DEFAULT_POSE_GROUP,
@@ -198,3 +198,6 @@ class Dataset_PDB(ProcessLocal, torch.utils.data.Dataset):  # noqa: N801 - publi
         batch.io_counts = self.counters.take()
         return batch
 
+
+# The PECAN code base's name of this class, kept for code that imports it.
+Dataset_PDB = H5PoseDataset

@@ -183,13 +183,13 @@ def make_dataset(cfg: DataConfig, frame: pd.DataFrame, packs: Optional[dict[str,
         if packs is None:
             packs = prepare_packs(cfg, [frame])
         return PackedDataset(frame, packs, on_bad_sample=cfg.on_bad_sample, augment=augment)
-    from pecan.data.h5dataset import Dataset_PDB  # the packed path never loads the HDF5 dataset module
+    from pecan.data.h5dataset import H5PoseDataset  # the packed path never loads the HDF5 dataset module
 
-    return Dataset_PDB(frame, pose_group=cfg.pose_group, crystal_group=cfg.crystal_group,
-                       pocket_radius=cfg.pocket_radius, edge_cutoff=cfg.edge_cutoff,
-                       rmsd_threshold=cfg.rmsd_threshold, io_mode=mode, on_bad_sample=cfg.on_bad_sample,
-                       augment=augment, decode_cache=cfg.decode_cache, max_atoms=cfg.max_atoms,
-                       max_edges=cfg.max_edges)
+    return H5PoseDataset(frame, pose_group=cfg.pose_group, crystal_group=cfg.crystal_group,
+                         pocket_radius=cfg.pocket_radius, edge_cutoff=cfg.edge_cutoff,
+                         rmsd_threshold=cfg.rmsd_threshold, io_mode=mode, on_bad_sample=cfg.on_bad_sample,
+                         augment=augment, decode_cache=cfg.decode_cache, max_atoms=cfg.max_atoms,
+                         max_edges=cfg.max_edges)
 
 
 def make_sampler(dataset, cfg: DataConfig, *, train: bool, rank: int, world_size: int,

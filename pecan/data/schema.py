@@ -93,11 +93,6 @@ def graph_values(graph) -> dict[str, np.ndarray]:
     return {f.name: getattr(graph, f.name) for f in FIELDS if f.source == "graph"}
 
 
-def sample_fields() -> tuple[Field, ...]:
-    """Per-graph fields the index supplies."""
-    return tuple(f for f in FIELDS if f.source == "sample")
-
-
 def torch_dtype(field: Field):
     """The field's dtype as a torch.dtype."""
     import torch
