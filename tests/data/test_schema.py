@@ -6,9 +6,9 @@ import sys
 import pytest
 import torch
 
-from pecan.config import DataConfig
 from pecan.data import schema
-from pecan.data.loader import WireBatch, load_split_frames, make_dataset, prepare_packs, take_counts
+from pecan.data.loader import WireBatch, make_dataset, take_counts
+from tests.data.test_datasets import setup  # noqa: F401 - the fixture: the tiny data set, its index and packs
 
 READERS = ["reopen", "handle_cache", "hoist", "decode_cache", "packed"]
 # Written out by hand, so that a field added to or dropped from the table without thought fails here.
@@ -19,13 +19,9 @@ EXPECTED = {"x": (torch.float32, (19,)), "pos": (torch.float32, (3,)), "vdw": (t
 
 
 @pytest.fixture
-def batches(tiny_dataset, tmp_path):
+def batches(setup):
     """One batch of the same 4 samples from every reader."""
-    data_dir, _, _ = tiny_dataset
-    cfg = DataConfig(data_dir=str(data_dir), train_csvs=["index.csv"], val_fraction=0.0,
-                     cache_dir=str(tmp_path / "cache"))
-    frame, _ = load_split_frames(cfg)
-    packs = prepare_packs(cfg, [frame])
+    cfg, frame, packs = setup
     return {mode: take_counts(make_dataset(cfg, frame, packs, io_mode=mode).__getitems__([3, 0, 5, 1]))[0]
             for mode in READERS}
 
