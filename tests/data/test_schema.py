@@ -8,7 +8,6 @@ import torch
 
 from pecan.data import schema
 from pecan.data.loader import WireBatch, make_dataset, take_counts
-from tests.data.test_datasets import setup  # noqa: F401 - the fixture: the tiny data set, its index and packs
 
 READERS = ["reopen", "handle_cache", "hoist", "decode_cache", "packed"]
 # Written out by hand, so that a field added to or dropped from the table without thought fails here.
@@ -19,7 +18,7 @@ EXPECTED = {"x": (torch.float32, (19,)), "pos": (torch.float32, (3,)), "vdw": (t
 
 
 @pytest.fixture
-def batches(setup):
+def batches(setup):  # setup: tests/data/conftest.py
     """One batch of the same 4 samples from every reader."""
     cfg, frame, packs = setup
     return {mode: take_counts(make_dataset(cfg, frame, packs, io_mode=mode).__getitems__([3, 0, 5, 1]))[0]
