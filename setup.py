@@ -23,7 +23,7 @@ setup(
         "pyg-ext": ["torch-scatter", "torch-sparse"],
         "dev": ["pytest>=7"],
         "plots": ["matplotlib>=3.5", "tensorboard>=2.10"],
-        # Structure conversion (scripts/convert_structures.py); never imported by training.
+        # Structure conversion (pecan convert); never imported by training.
         "convert": ["rdkit>=2023.9", "prolif>=2.0"],
         "mutation": ["mutmut>=3.3,<4"],
     },

@@ -74,11 +74,6 @@ def available() -> list[str]:
     return [variant.name for variant in _VARIANTS]
 
 
-def known() -> list[str]:
-    """Names of all registered variants."""
-    return [variant.name for variant in _VARIANTS]
-
-
 def table() -> str:
     """The markdown table of names, legacy numbers, modules and summaries (as in this module's docstring)."""
     lines = ["| name | nn_type | module | what it is |", "|---|---|---|---|"]

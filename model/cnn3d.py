@@ -16,7 +16,7 @@ from torch_geometric.utils import scatter
 
 from model.readout import graph_count, van_der_waals, with_pose_features
 from model.settings import setting
-from pecan.data import format as fmt
+from pecan.data import schema
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +51,7 @@ class CNN3DConfig:
             out.append(("model.dropout", "must be in [0, 1)"))
         return out
 
-    def grid_bytes(self, batch_size: int, channels: int = fmt.N_FEATURES) -> int:
+    def grid_bytes(self, batch_size: int, channels: int = schema.N_ATOM_FEATURES) -> int:
         """Memory of one batch's float32 input grid."""
         return batch_size * channels * self.grid_size ** 3 * 4
 
@@ -91,7 +91,7 @@ def voxelize(local: Tensor, features: Tensor, radii: Tensor, graph: Tensor, num_
     u = local / resolution + half
     outside = ((u < -0.5) | (u > grid_size - 0.5)).any(dim=-1).sum()
     cutoff = 1.5 * radius_scale * radii                                  # [N]
-    reach = math.ceil(1.5 * radius_scale * max(fmt.VDW_RADII) / resolution + 0.5)
+    reach = math.ceil(1.5 * radius_scale * max(schema.VDW_RADII) / resolution + 0.5)
     steps = torch.arange(-reach, reach + 1, device=local.device)
     offsets = torch.stack(torch.meshgrid(steps, steps, steps, indexing="ij"), dim=-1).reshape(-1, 3)
     voxel = torch.round(u).long().unsqueeze(1) + offsets                 # [N, K, 3]
@@ -116,7 +116,8 @@ class CNN3DClassifier(nn.Module):
     ``atoms_seen`` count, since construction, the atoms whose centre fell outside the box.
     """
 
-    def __init__(self, cfg: CNN3DConfig, in_features: int = fmt.N_FEATURES, pose_features: int = 5) -> None:
+    def __init__(self, cfg: CNN3DConfig, in_features: int = schema.N_ATOM_FEATURES,
+                 pose_features: int = schema.N_POSE_FEATURES) -> None:
         super().__init__()
         self.cfg = cfg
         layers, width = [], in_features

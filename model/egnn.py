@@ -10,6 +10,7 @@ from torch import Tensor, nn
 
 from model.egnn_config import EGNNConfig, config_fields  # noqa: F401 - re-exported: model.egnn.EGNNConfig
 from model.readout import graph_count
+from pecan.data.schema import input_sizes  # noqa: F401 - the data's input sizes (re-exported: model.egnn.input_sizes)
 
 
 class GaussianDistanceExpansion(nn.Module):
@@ -383,18 +384,6 @@ def ligand_pool(h: Tensor, is_ligand: Tensor, graph: Tensor, num_graphs: int) ->
     )
     maximum = torch.where(ligand_count > 0, maximum, torch.zeros_like(maximum))
     return torch.cat([mean, maximum], dim=-1)
-
-
-def input_sizes() -> dict[str, int]:
-    """Input sizes fixed by the data: feature columns, edge types and pose interaction counts."""
-    from pecan.data import format as shard_format
-    from pecan.data import graph
-
-    return {
-        "in_features": shard_format.N_FEATURES,
-        "edge_types": max(graph.LIGAND_LIGAND, graph.LIGAND_PROTEIN, graph.PROTEIN_PROTEIN) + 1,
-        "pose_features": len(shard_format.INTERACTION_ATTRS),
-    }
 
 
 def build(cfg) -> EGNNClassifier:

@@ -10,6 +10,7 @@ from torch_geometric.nn import MessagePassing
 
 from model.readout import graph_count, ligand_mean_max, van_der_waals, with_pose_features
 from model.settings import setting
+from pecan.data import schema
 
 
 @dataclass
@@ -18,7 +19,8 @@ class GGCNNConfig:
 
     gated_width: int = setting("Node state width of the gated graph convolution.", 64)
     gated_steps: int = setting("Propagation steps (one shared GRU, one weight matrix per edge type).", 3)
-    edge_types: int = setting("Edge labels: 0 ligand-ligand, 1 ligand-protein, 2 protein-protein.", 3)
+    edge_types: int = setting("Edge labels: 0 ligand-ligand, 1 ligand-protein, 2 protein-protein.",
+                              schema.N_EDGE_TYPES)
     use_vdw: bool = setting("Append the per-atom van der Waals radius to the node features.", False)
     use_pose_features: bool = setting("Feed the 5 interaction counts to the classifier head.", True)
     dropout: float = setting("Dropout in the classifier head.", 0.0)
@@ -73,7 +75,8 @@ class GGCNNClassifier(nn.Module):
     which makes this the geometry-light baseline.
     """
 
-    def __init__(self, cfg: GGCNNConfig, in_features: int = 19, pose_features: int = 5) -> None:
+    def __init__(self, cfg: GGCNNConfig, in_features: int = schema.N_ATOM_FEATURES,
+                 pose_features: int = schema.N_POSE_FEATURES) -> None:
         super().__init__()
         self.cfg = cfg
         width = cfg.gated_width

@@ -6,7 +6,7 @@ import torch
 from torch import Tensor
 from torch_geometric.utils import scatter, softmax
 
-from pecan.data import format as fmt
+from pecan.data import schema
 
 
 def graph_count(batch) -> int:
@@ -24,10 +24,10 @@ def van_der_waals(batch) -> Tensor:
     if vdw is not None:
         return vdw.float()
     x = batch.x.float()
-    radii = torch.tensor(fmt.VDW_RADII, dtype=x.dtype, device=x.device)
-    elements = x[:, fmt.ELEMENT_FEATURES]
+    radii = torch.tensor(schema.VDW_RADII, dtype=x.dtype, device=x.device)
+    elements = x[:, schema.ELEMENT_FEATURES]
     known = elements.sum(dim=-1)
-    return elements @ radii + (1.0 - known.clamp(max=1.0)) * fmt.VDW_DEFAULT
+    return elements @ radii + (1.0 - known.clamp(max=1.0)) * schema.VDW_DEFAULT
 
 
 def ligand_mean_max(h: Tensor, is_ligand: Tensor, graph: Tensor, num_graphs: int) -> Tensor:

@@ -11,6 +11,7 @@ from torch_geometric.nn import MessagePassing
 
 from model.readout import graph_count, ligand_attention, van_der_waals, with_pose_features
 from model.settings import setting
+from pecan.data import schema
 
 
 @dataclass
@@ -101,7 +102,8 @@ class SGCNNClassifier(nn.Module):
     ``is_ligand``, ``batch``, ``pose_features`` and optionally ``vdw``. Output: float32 logits [B].
     """
 
-    def __init__(self, cfg: SGCNNConfig, in_features: int = 19, pose_features: int = 5) -> None:
+    def __init__(self, cfg: SGCNNConfig, in_features: int = schema.N_ATOM_FEATURES,
+                 pose_features: int = schema.N_POSE_FEATURES) -> None:
         super().__init__()
         self.cfg = cfg
         inputs = in_features + (1 if cfg.use_vdw else 0)

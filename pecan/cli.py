@@ -15,6 +15,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "predict": ("pecan.commands.predict", "score docked poses in shards with a checkpoint (no YAML needed)"),
     "score": ("pecan.commands.score", "score a receptor + SDF of poses (or a manifest); poses back as SDF"),
     "runs": ("pecan.commands.runs", "compare, plot, report or trace run directories (pecan runs --help)"),
+    "convert": ("pecan.commands.convert", "docking output listed in a manifest CSV -> shards (convert extra)"),
+    "pack": ("pecan.commands.pack", "build the packs of a run's shards ahead of time"),
+    "synth": ("pecan.commands.synth", "write a deterministic synthetic data set (shards + index CSV)"),
+    "config": ("pecan.commands.config", "print the resolved config of CONFIG, or --keys: every key with its doc"),
 }
 
 

@@ -18,7 +18,10 @@ from typing import Any, Literal, Optional, Union
 import yaml
 
 import model as registry
-from pecan.data import format as shard_format
+from pecan.config_checks import check_device, check_values
+from pecan.data import io_modes
+
+
 from pecan.errors import ConfigError  # noqa: F401  (re-exported: pecan.config.ConfigError)
 
 
@@ -58,7 +61,7 @@ class DataConfig:
     num_workers: int = _doc(
         "DataLoader workers per rank; -1 (auto): 0 for io_mode packed (its in-process gather is cheaper than "
         "a worker hand-over), else physical cores per rank minus one.", -1)
-    io_mode: Literal[shard_format.IO_MODES] = _doc(
+    io_mode: Literal[io_modes.NAMES] = _doc(
         "Data path level: reopen (naive baseline), handle_cache, hoist, decode_cache, packed "
         "(memory-mapped flat copy, zero HDF5 calls per sample).", "packed")
     cache_dir: str = _doc(
@@ -317,7 +320,7 @@ def build_model_section(raw: Any, source: str) -> Any:
     for key in raw:
         if key in names:
             continue
-        owners = [v for v in registry.known() if key in {f.name for f in dataclasses.fields(model_section_class(v))}]
+        owners = [v for v in registry.available() if key in {f.name for f in dataclasses.fields(model_section_class(v))}]
         if owners:
             raise ConfigError(f"{source}: 'model.{key}' is a key of the {' and '.join(owners)} variant, not of "
                               f"{variant} (the selected model); {variant} keys: {', '.join(sorted(names))}")
@@ -442,15 +445,11 @@ def apply_env(config: Config, environ: Optional[dict[str, str]] = None) -> Confi
 
 def validate(config: Config, source: str = "<config>") -> None:
     """Value checks that types alone cannot express; each error names the key (see pecan.config_checks)."""
-    from pecan.config_checks import check_values
-
     check_values(config, source)
 
 
 def check_device_available(config: Config, source: str = "<config>") -> None:
     """A CUDA device named in train.device must exist in this build and on this machine."""
-    from pecan.config_checks import check_device
-
     check_device(config, source)
 
 

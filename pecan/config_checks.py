@@ -2,16 +2,21 @@
 names and availability, the model variant, and compatibility with the checkpoint a run resumes from.
 
 Every error is a ConfigError naming the key (main_app exits 2 on it, before anything is written).
+The checks read the config by attribute and import no part of ``pecan.config``, which calls them: the two
+modules form no cycle.
 """
 from __future__ import annotations
 
 import dataclasses
 import re
 import signal
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import model as registry
-from pecan.config import Config, ConfigError
+from pecan.errors import ConfigError
+
+if TYPE_CHECKING:
+    from pecan.config import Config
 
 DEVICE_PATTERN = re.compile(r"auto|cpu|cuda(:\d+)?")
 

@@ -11,37 +11,49 @@ from pecan.config import Config, _type_name
 from pecan.fileio import write_text
 
 
+def reference_rows() -> list[tuple[str, str, str, str, str]]:
+    """(key, variant or "", type, default, documentation) of every option; a variant's own keys follow the
+    model section's (this imports every variant's module)."""
+    rows = []
+    hints = typing.get_type_hints(Config)
+    for section in dataclasses.fields(Config):
+        rows += _rows(hints[section.name], section.name)
+        if section.name == "model":
+            for variant in registry_names():  # the default variant's keys are the section's own rows
+                rows += _rows(_variant_class(variant), "model", variant)
+    return rows
+
+
+def _rows(cls: type, section: str, variant: str = "") -> list[tuple[str, str, str, str, str]]:
+    hints = typing.get_type_hints(cls)
+    rows = []
+    for f in dataclasses.fields(cls):
+        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
+        rows.append((f"{section}.{f.name}", variant, _type_name(hints[f.name]), repr(default),
+                     f.metadata.get("doc", "")))
+    return rows
+
+
+def registry_names() -> list[str]:
+    """Names of the registered model variants."""
+    import model as registry
+
+    return [name for name in registry.available() if name != registry.DEFAULT]
+
+
+def _variant_class(variant: str):
+    import model as registry
+
+    return registry.config_class(variant)
+
+
 def describe() -> str:
     """Markdown reference of every option (the table of docs/configuration.md)."""
     lines = ["| key | type | default | meaning |", "|---|---|---|---|"]
-    hints = typing.get_type_hints(Config)
-    for section in dataclasses.fields(Config):
-        cls = hints[section.name]
-        section_hints = typing.get_type_hints(cls)
-        for f in dataclasses.fields(cls):
-            default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
-            lines.append(f"| `{section.name}.{f.name}` | {_type_name(section_hints[f.name])} | "
-                         f"`{default!r}` | {f.metadata.get('doc', '')} |")
-        if section.name == "model":
-            lines += _variant_rows()
+    for key, variant, kind, default, doc in reference_rows():
+        name = f"`{key}` ({variant})" if variant else f"`{key}`"
+        lines.append(f"| {name} | {kind} | `{default}` | {doc} |")
     return "\n".join(lines)
-
-
-def _variant_rows() -> list[str]:
-    """Reference rows of the keys each non-default model variant adds, from the config class the registry
-    names (imports every variant's module); the default variant's keys are the model section's own rows."""
-    import model as registry
-
-    rows = []
-    for variant in registry.available():
-        if variant == registry.DEFAULT:
-            continue
-        cls = registry.config_class(variant)
-        hints = typing.get_type_hints(cls)
-        for f in dataclasses.fields(cls):
-            rows.append(f"| `model.{f.name}` ({variant}) | {_type_name(hints[f.name])} | `{f.default!r}` | "
-                        f"{f.metadata.get('doc', '')} |")
-    return rows
 
 
 MARKERS = ("<!-- config-reference:start -->", "<!-- config-reference:end -->")

@@ -109,13 +109,6 @@ def atomic_write(path: str | os.PathLike, mode: str = "wb") -> Iterator[IO]:
         yield out
 
 
-def write_bytes(path: str | os.PathLike, data: bytes) -> Path:
-    """Atomically replace ``path`` with ``data``."""
-    with atomic_write(path, "wb") as out:
-        out.write(data)
-    return Path(path)
-
-
 def write_text(path: str | os.PathLike, text: str) -> Path:
     """Atomically replace ``path`` with ``text``."""
     with atomic_write(path, "w") as out:

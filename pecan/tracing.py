@@ -17,7 +17,7 @@ import functools
 import logging
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
@@ -233,18 +233,6 @@ def traced(category: str, name: str) -> Callable:
         return wrapper
 
     return decorate
-
-
-def iterate(iterable, category: str, name: str) -> Iterator:
-    """Wrap an iterator so the wait for each item is one event (e.g. dataloader/fetch)."""
-    iterator = iter(iterable)
-    while True:
-        with span(category, name):
-            try:
-                item = next(iterator)
-            except StopIteration:
-                return
-        yield item
 
 
 class BusyDataset:

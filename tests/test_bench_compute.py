@@ -1,17 +1,9 @@
-"""scripts/bench_compute.py: the textbook baseline is a proper EGNN and the CPU path runs end to end."""
-import importlib.util
+"""benchmarks/bench_compute.py: the textbook baseline is a proper EGNN and the CPU path runs end to end."""
 import json
-from pathlib import Path
 
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-spec = importlib.util.spec_from_file_location("bench_compute", ROOT / "scripts" / "bench_compute.py")
-bench_compute = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(bench_compute)
-spec = importlib.util.spec_from_file_location("bench_aggregation", ROOT / "scripts" / "bench_aggregation.py")
-bench_aggregation = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(bench_aggregation)
+from benchmarks import bench_aggregation, bench_compute
 
 
 def test_random_graphs_have_the_requested_density():

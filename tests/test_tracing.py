@@ -25,7 +25,6 @@ def test_disabled_is_a_no_op(tmp_path):
     assert double(3) == 6
     with tracing.span("data", "item"):
         pass
-    assert list(tracing.iterate([1, 2], "dataloader", "fetch")) == [1, 2]
     assert not any(tmp_path.iterdir())
 
 

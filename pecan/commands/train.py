@@ -13,7 +13,7 @@ import sys
 
 from pecan import config as config_module
 from pecan import tracing
-from pecan.data.index import DataError
+from pecan.errors import exit_code
 
 
 def parse_args(argv=None, prog: str | None = None) -> argparse.Namespace:
@@ -98,12 +98,9 @@ def watch_signals(trainer, stop_signal: str):
 def main(argv=None, prog: str | None = None) -> int:
     """Load config, set up distributed, build, train, clean up."""
     args = parse_args(argv, prog)
-    from pecan.errors import CollectiveFailed, OutDirUnusable
-    from pecan.fileio import StorageError
     from pecan.train.checkpoint import check_resume_compatible
     from pecan.train.distributed import cleanup_distributed, discover, init_distributed
     from pecan.train.lifecycle import STOP_EXIT_CODE, RunStopped
-    from pecan.train.run_dir import OutDirInUse
     from pecan.train.trainer import Trainer
 
     try:
@@ -114,7 +111,7 @@ def main(argv=None, prog: str | None = None) -> int:
             return score(config, args.predict, args.out, tuple(args.allow))
         check_resume_compatible(config)
         env = discover()
-    except (config_module.ConfigError, ValueError) as err:
+    except ValueError as err:  # any bad value before the run starts is a wrong invocation (ConfigError included)
         print(f"error: {err}", file=sys.stderr)
         return 2
     setup_logging(env.rank, env.is_main, config.train.out_dir)
@@ -148,13 +145,12 @@ def main(argv=None, prog: str | None = None) -> int:
     except KeyboardInterrupt:  # Ctrl-C before the stop handlers were installed: nothing trained yet
         print("interrupted during start-up; nothing to save: rerun the same command to start", file=sys.stderr)
         return 128 + signal.SIGINT
-    except (OutDirInUse, OutDirUnusable) as err:
+    except Exception as err:  # noqa: BLE001 - an expected error type exits with its code (pecan.errors.EXIT_CODES)
+        code = exit_code(err)
+        if code is None:
+            raise
         logging.getLogger("pecan").error("%s", err)
-        return 2
-    except (DataError, config_module.ConfigError, FileNotFoundError, StorageError, FloatingPointError,
-            CollectiveFailed) as err:
-        logging.getLogger("pecan").error("%s", err)
-        return 1
+        return code
     finally:
         if trainer is not None:
             trainer.close()

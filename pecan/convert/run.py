@@ -9,14 +9,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Optional
 
-import h5py
-import numpy as np
 import pandas as pd
 
 from pecan.convert.complexes import ComplexEntry, ConvertedComplex, Options, convert_complex, read_manifest
 from pecan.data import format as fmt
 from pecan.data.index import derive_index
-from pecan.fileio import atomic_path, write_csv, write_text
+from pecan.fileio import write_csv, write_text
 from pecan.progress import Progress
 
 log = logging.getLogger(__name__)
@@ -45,28 +43,17 @@ class ShardJob:
         return self.path.with_name(f".{self.path.stem}.done.json")
 
 
-def _write_sample(parent: h5py.Group, name: str, sample) -> None:
-    group = parent.create_group(name)
-    group.create_dataset(fmt.DATASET_NAME, data=sample.data.astype(np.float32), compression="lzf")
-    group.attrs[fmt.VDW_ATTR] = sample.vdw.astype(np.float32)  # on the pose group, as FAST writes it
-    for key, value in sample.attrs.items():
-        group.attrs[key] = value
+def _shard_sample(sample, name: Optional[str] = None) -> fmt.ShardSample:
+    return fmt.ShardSample(name or sample.pose_id, sample.data, sample.attrs, sample.vdw)
 
 
 def write_shard(path: Path, complexes: Iterable[ConvertedComplex], crystal_group: str = fmt.DEFAULT_CRYSTAL_GROUP,
                 pose_group: str = fmt.DEFAULT_POSE_GROUP) -> None:
-    """The shard layout of docs/shard-format.md, written to a temp file beside ``path`` and renamed."""
-    with atomic_path(path) as tmp, h5py.File(tmp, "w") as h5:
-        for item in complexes:
-            group = h5.create_group(item.complex_id)
-            if not np.isnan(item.affinity):
-                group.attrs["affinity"] = item.affinity
-            docking = group.create_group(pose_group)
-            for sample in item.poses:
-                _write_sample(docking, sample.pose_id, sample)
-            if item.crystal is not None:
-                parent, _, name = crystal_group.rpartition("/")
-                _write_sample(group.require_group(parent) if parent else group, name, item.crystal)
+    """Converted complexes as one shard (pecan.data.format.write_shard, lzf-compressed)."""
+    items = (fmt.ShardComplex(item.complex_id, [_shard_sample(s) for s in item.poses],
+                              _shard_sample(item.crystal) if item.crystal is not None else None, item.affinity)
+             for item in complexes)
+    fmt.write_shard(path, items, pose_group=pose_group, crystal_group=crystal_group, compression="lzf")
 
 
 def _write_json(path: Path, payload: dict) -> None:

@@ -1,24 +1,28 @@
-"""Shard layout constants (LLNL FAST/PECAN ML-HDF): group names, columns, attribute names."""
+"""Shard layout (LLNL FAST/PECAN ML-HDF): group names, columns, attribute names, the walk over a shard's
+samples, and the one shard writer (used by the converter and the synthetic generator)."""
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Optional
+
 import numpy as np
+
+from pecan.data import schema
 
 N_COLUMNS = 22
 COORD_COLUMNS = slice(0, 3)
 FEATURE_COLUMNS = slice(3, 22)
-N_FEATURES = 19
-MOLCODE_COLUMN = 16
-# Position of molcode inside the 19 feature columns.
-MOLCODE_FEATURE = MOLCODE_COLUMN - FEATURE_COLUMNS.start
+# The feature columns are the model's atom features (pecan.data.schema): their count and meanings live there.
+N_FEATURES = schema.N_ATOM_FEATURES
+MOLCODE_FEATURE = schema.MOLCODE_FEATURE
+MOLCODE_COLUMN = FEATURE_COLUMNS.start + MOLCODE_FEATURE
 
 # Per-atom van der Waals radius (float32 [n_atoms], same row order as `data`), written by FAST on every
 # pose and crystal group; derived from the element one-hot when a shard lacks it.
 VDW_ATTR = "van_der_waals"
-# Element one-hot inside the 19 feature columns: B, C, N, O, P, S, Se, halogen, metal.
-ELEMENT_FEATURES = slice(0, 9)
-# Bondi radii (Angstrom); halogen uses Cl, metal a typical 2.0; an atom with no element bit gets carbon's.
-VDW_RADII = (1.92, 1.70, 1.55, 1.52, 1.80, 1.80, 1.90, 1.75, 2.00)
-VDW_DEFAULT = 1.70
+ELEMENT_FEATURES, VDW_RADII, VDW_DEFAULT = schema.ELEMENT_FEATURES, schema.VDW_RADII, schema.VDW_DEFAULT
 
 DATASET_NAME = "data"
 DEFAULT_POSE_GROUP = "pybel/processed/docking"
@@ -26,7 +30,7 @@ DEFAULT_CRYSTAL_GROUP = "pybel/processed/pdbbind"
 # PECAN files name the crystal group "crystal", FAST files "pdbbind"; both are accepted.
 CRYSTAL_GROUP_NAMES = ("pdbbind", "crystal")
 
-INTERACTION_ATTRS = ("num_hbonds", "hpbond", "habond", "sbond", "pbond")
+INTERACTION_ATTRS = schema.POSE_FEATURES
 POSE_ATTRS = ("rmsd", "score", "label") + INTERACTION_ATTRS
 
 INDEX_COLUMNS = ("shard", "pdbid", "poseid", "label", "rmsd", "affinity", "score",
@@ -35,9 +39,6 @@ REQUIRED_INDEX_COLUMNS = ("shard", "pdbid", "poseid")
 
 SHARD_SUFFIXES = (".hdf5", ".hdf", ".h5")
 
-# Data path levels, cheapest last; every level but "packed" reads HDF5 per sample.
-IO_MODES = ("reopen", "handle_cache", "hoist", "decode_cache", "packed")
-H5_LEVELS = IO_MODES[:-1]
 
 
 def crystal_candidates(crystal_group: str) -> list[str]:
@@ -105,3 +106,57 @@ def scalar(attrs, name: str) -> float:
     if value is None:
         return np.nan
     return float(np.asarray(value).reshape(-1)[0])
+
+
+# ---------------------------------------------------------------------------- writing a shard
+# The one writer of the layout above, shared by pecan.convert and pecan.synthetic; h5py is imported only here,
+# when a shard is written, so that the config (which reads the constants above) never loads it.
+
+@dataclass
+class ShardSample:
+    """One pose (or crystal pose) to write: its [n_atoms, 22] rows, its attributes and, when known, the
+    per-atom van der Waals radii (written as the ``van_der_waals`` attribute, as FAST does)."""
+
+    name: str
+    atoms: np.ndarray
+    attrs: dict = field(default_factory=dict)
+    vdw: Optional[np.ndarray] = None
+
+
+@dataclass
+class ShardComplex:
+    """One complex to write: its docked poses, its crystal pose if any, and its affinity (NaN: none)."""
+
+    pdbid: str
+    poses: list[ShardSample]
+    crystal: Optional[ShardSample] = None
+    affinity: float = math.nan
+
+
+def _write_sample(parent, name: str, sample: ShardSample, compression: Optional[str]) -> None:
+    group = parent.create_group(name)
+    group.create_dataset(DATASET_NAME, data=np.asarray(sample.atoms, dtype=np.float32), compression=compression)
+    if sample.vdw is not None:
+        group.attrs[VDW_ATTR] = np.asarray(sample.vdw, dtype=np.float32)  # on the pose group, as FAST writes it
+    for key, value in sample.attrs.items():
+        group.attrs[key] = value
+
+
+def write_shard(path: str | Path, complexes: Iterable[ShardComplex], pose_group: str = DEFAULT_POSE_GROUP,
+                crystal_group: str = DEFAULT_CRYSTAL_GROUP, compression: Optional[str] = None) -> None:
+    """Write ``complexes`` as one shard in this layout, atomically (a temp file beside ``path``, then renamed).
+    The crystal pose goes to ``crystal_group`` under its complex, whatever its sample's name."""
+    import h5py
+
+    from pecan.fileio import atomic_path
+
+    with atomic_path(Path(path)) as temporary, h5py.File(temporary, "w") as h5:
+        for item in complexes:
+            group = h5.create_group(item.pdbid)
+            if not math.isnan(item.affinity):
+                group.attrs["affinity"] = item.affinity
+            docking = group.create_group(pose_group)
+            for sample in item.poses:
+                _write_sample(docking, sample.name, sample, compression)
+            if item.crystal is not None:
+                _write_sample(group, crystal_group, item.crystal, compression)

@@ -8,12 +8,13 @@ import numpy as np
 import torch
 
 from pecan.data import format as fmt
-from pecan.data.index import DataError
+from pecan.data import schema
+from pecan.errors import DataError
 
 # Rows of the distance matrix computed at once; bounds memory at ~CHUNK x n floats for huge pockets.
 CHUNK_ROWS = 4096
 
-LIGAND_LIGAND, LIGAND_PROTEIN, PROTEIN_PROTEIN = 0, 1, 2
+LIGAND_LIGAND, LIGAND_PROTEIN, PROTEIN_PROTEIN = schema.LIGAND_LIGAND, schema.LIGAND_PROTEIN, schema.PROTEIN_PROTEIN
 
 
 @dataclass

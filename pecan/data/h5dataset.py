@@ -1,10 +1,6 @@
-"""Dataset_PDB: HDF5 shard reads at a chosen I/O level, with per-worker handle and decode caches.
+"""The HDF5 reader: shard reads at a chosen I/O level, with per-worker handle and decode caches.
 
-Levels (``io_mode``), each including the previous one:
-  reopen        open the shard, walk to the pose, read data + attributes, close - every sample (baseline)
-  handle_cache  per-worker open handles, created lazily inside the worker and dropped across fork
-  hoist         labels and the 5 interaction counts come from the index, not from HDF5 attributes
-  decode_cache  per-worker cache of decoded graphs keyed by sample; off under augmentation
+What each level (``io_mode``) does is the table in ``pecan.data.io_modes``; this reader follows its flags.
 The zero-HDF5 level, ``packed``, lives in ``pecan.data.packed``.
 """
 from __future__ import annotations
@@ -19,22 +15,18 @@ from torch_geometric.data import Batch, Data
 
 from pecan import tracing
 from pecan.data import format as fmt
+from pecan.data import io_modes, schema
 from pecan.data.graph import AtomGraph, build_graph, random_rotation
-from pecan.data.index import DataError
 from pecan.data.sample import ProcessLocal, SampleTable, skip_or_raise
+from pecan.errors import DataError
 
 log = logging.getLogger(__name__)
 
 
-def graph_to_data(graph: AtomGraph, label: float, pose_features: np.ndarray, complex_id: int,
-                  sample_id: int) -> Data:
-    """Wrap a graph and its sample scalars as a PyG Data object (the model's input contract)."""
-    x = torch.from_numpy(graph.x)
-    return Data(x=x, pos=torch.from_numpy(graph.pos), vdw=torch.from_numpy(graph.vdw), edge_index=torch.from_numpy(graph.edge_index),
-                edge_type=torch.from_numpy(graph.edge_type).long(), is_ligand=x[:, fmt.MOLCODE_FEATURE] > 0,
-                y=torch.tensor([label], dtype=torch.float32),
-                pose_features=torch.from_numpy(np.asarray(pose_features, dtype=np.float32)).view(1, -1),
-                complex_id=torch.tensor([complex_id]), sample_id=torch.tensor([sample_id]))
+def graph_to_data(graph: AtomGraph, values: dict[str, np.ndarray]) -> Data:
+    """One sample as a PyG Data object of the contract's fields (pecan.data.schema): the graph's arrays and the
+    sample's per-graph ``values`` (SampleTable.graph_values)."""
+    return Data(**schema.tensors({**schema.graph_values(graph), **values}, num_graphs=1))
 
 
 def rotate_data(data: Data) -> Data:
@@ -45,7 +37,7 @@ def rotate_data(data: Data) -> Data:
     return data
 
 
-class Dataset_PDB(ProcessLocal, torch.utils.data.Dataset):  # noqa: N801 - public name kept from the PECAN code base
+class H5PoseDataset(ProcessLocal, torch.utils.data.Dataset):
     """Pose graphs read from HDF5 shards; ``io_mode`` picks how much HDF5 work each sample costs."""
 
     def __init__(self, index: pd.DataFrame, *, pose_group: str = fmt.DEFAULT_POSE_GROUP,
@@ -53,14 +45,15 @@ class Dataset_PDB(ProcessLocal, torch.utils.data.Dataset):  # noqa: N801 - publi
                  edge_cutoff: float = 4.5, rmsd_threshold: float = 2.0, io_mode: str = "handle_cache",
                  on_bad_sample: str = "error", augment: bool = False, decode_cache: bool = True,
                  max_atoms: int = 0, max_edges: int = 0) -> None:
-        if io_mode not in fmt.H5_LEVELS:
-            raise ValueError(f"io_mode {io_mode!r} is not an HDF5 level ({', '.join(fmt.H5_LEVELS)})")
+        self.mode = io_modes.get(io_mode)
+        if self.mode.packed:
+            raise ValueError(f"io_mode {io_mode!r} is not an HDF5 level ({', '.join(io_modes.H5_LEVELS)})")
         self.table = SampleTable.from_frame(index)
         self.pose_group, self.crystal_group = pose_group, crystal_group
         self.pocket_radius, self.edge_cutoff, self.rmsd_threshold = pocket_radius, edge_cutoff, rmsd_threshold
         self.io_mode, self.on_bad_sample, self.augment = io_mode, on_bad_sample, augment
         self.max_atoms, self.max_edges = max_atoms, max_edges
-        self.use_decode_cache = io_mode == "decode_cache" and decode_cache_allowed(augment, decode_cache)
+        self.use_decode_cache = self.mode.decode_cache and io_modes.decode_cache_allowed(augment, decode_cache)
         self._start_process_state()
 
     def __len__(self) -> int:
@@ -97,7 +90,7 @@ class Dataset_PDB(ProcessLocal, torch.utils.data.Dataset):  # noqa: N801 - publi
         return handle
 
     def _handle(self, shard_id: int):
-        if self.io_mode == "reopen":
+        if not self.mode.keeps_handles:
             return self._open(shard_id)
         handle = self._handles.get(shard_id)
         if handle is None:
@@ -137,7 +130,7 @@ class Dataset_PDB(ProcessLocal, torch.utils.data.Dataset):  # noqa: N801 - publi
         try:
             label, features = float(self.table.label[i]), self.table.pose_features[i]
             path = self._group_path(i)
-            if self.io_mode in ("reopen", "handle_cache"):
+            if not self.mode.attrs_from_index:
                 group = handle.get(path)
                 self.counters.add("h5_object_opens")
                 if group is None:
@@ -149,7 +142,7 @@ class Dataset_PDB(ProcessLocal, torch.utils.data.Dataset):  # noqa: N801 - publi
             self.counters.add("h5_object_opens")
             if dataset is None:
                 raise DataError(f"{self.table.where(i)}: dataset '{path}/{fmt.DATASET_NAME}' not found")
-            if self.io_mode not in ("reopen", "handle_cache"):
+            if self.mode.attrs_from_index:
                 group = dataset.parent
                 self.counters.add("h5_object_opens")
             vdw = self._read_vdw(group)
@@ -158,7 +151,7 @@ class Dataset_PDB(ProcessLocal, torch.utils.data.Dataset):  # noqa: N801 - publi
             self.counters.add("bytes_read", atoms.nbytes)
             return atoms, label, features, vdw
         finally:
-            if self.io_mode == "reopen":
+            if not self.mode.keeps_handles:
                 handle.close()
 
     def _graph(self, i: int) -> tuple[AtomGraph, float, np.ndarray]:
@@ -189,7 +182,8 @@ class Dataset_PDB(ProcessLocal, torch.utils.data.Dataset):  # noqa: N801 - publi
             self.counters.add("skipped")
             return None
         self.counters.add("samples")
-        data = graph_to_data(graph, label, features, int(self.table.complex_id[i]), i)
+        values = {**self.table.graph_values(np.array([i])), "y": np.array([label]), "pose_features": features}
+        data = graph_to_data(graph, values)
         return rotate_data(data) if self.augment else data
 
     def __getitems__(self, indices: list[int]) -> Batch:
@@ -205,7 +199,5 @@ class Dataset_PDB(ProcessLocal, torch.utils.data.Dataset):  # noqa: N801 - publi
         return batch
 
 
-def decode_cache_allowed(augment: bool, enabled: bool = True) -> bool:
-    """The decode cache is off under augmentation (cached samples would repeat one transform) or when
-    data.decode_cache (env PECAN_DECODE_CACHE) says so."""
-    return enabled and not augment
+# The PECAN code base's name of this class, kept for code that imports it.
+Dataset_PDB = H5PoseDataset

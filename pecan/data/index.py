@@ -19,6 +19,7 @@ from pecan import fileio
 from pecan.data import format as fmt
 from pecan.data import locations
 from pecan.data.sample import skip_or_raise
+from pecan.data.validation import FIRST_DATA_LINE, check_csv_cells, drop_repeated_shards, validate_index
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +99,6 @@ def read_index_csv(path: str | os.PathLike, data_dir: str, rmsd_threshold: float
     path = Path(path)
     if not path.is_absolute() and data_dir and not path.exists():
         path = Path(data_dir) / path
-    from pecan.data.validation import FIRST_DATA_LINE, check_csv_cells
 
     try:
         if path.exists() and not path.is_file():
@@ -261,8 +261,6 @@ def build_index(csvs: list[str], fns: list[str], data_dir: str, *, pose_group: s
     else derived from the shard list (and saved in the first writable location); then validated as a whole
     (pecan.data.validation). A CSV that reads but is wrong is an error, never a fallback. Poses without a
     label or rmsd are errors unless ``labels_optional`` (scoring new poses)."""
-    from pecan.data.validation import drop_repeated_shards, validate_index
-
     if csvs:
         try:
             frames = [read_index_csv(p, data_dir, rmsd_threshold, labels_optional) for p in csvs]

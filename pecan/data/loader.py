@@ -19,7 +19,7 @@ from torch_geometric.data import Batch
 
 from pecan import collectives, tracing
 from pecan.config import DataConfig
-from pecan.data import format as fmt
+from pecan.data import io_modes, schema
 from pecan.data.index import build_index, split_by_complex
 from pecan.data.packed import PackedDataset, PackParams, pack_is_valid, source_fingerprint
 from pecan.data.packing import ensure_packed, pack_shard_at
@@ -121,7 +121,7 @@ def _node_inputs(cfg: DataConfig, frames: tuple[pd.DataFrame, pd.DataFrame], pac
 def _rank0_inputs(cfg: DataConfig, processes: int, progress: bool,
                   build_frames: Optional[Callable[[], tuple[pd.DataFrame, pd.DataFrame]]]):
     frames = build_frames() if build_frames is not None else load_split_frames(cfg, progress)
-    packs = prepare_packs(cfg, list(frames), processes, progress) if cfg.io_mode == "packed" else None
+    packs = prepare_packs(cfg, list(frames), processes, progress) if io_modes.uses_packs(cfg.io_mode) else None
     return frames, packs
 
 
@@ -168,19 +168,17 @@ def make_dataset(cfg: DataConfig, frame: pd.DataFrame, packs: Optional[dict[str,
     """The dataset for one split at the configured I/O level."""
     mode = io_mode or cfg.io_mode
     augment = cfg.augment if augment is None else augment
-    if mode == "packed":
+    if io_modes.uses_packs(mode):
         if packs is None:
             packs = prepare_packs(cfg, [frame])
         return PackedDataset(frame, packs, on_bad_sample=cfg.on_bad_sample, augment=augment)
-    if mode not in fmt.H5_LEVELS:
-        raise ValueError(f"data.io_mode {mode!r} is not one of {', '.join(fmt.IO_MODES)}")
-    from pecan.data.h5dataset import Dataset_PDB  # the packed path never loads the HDF5 dataset module
+    from pecan.data.h5dataset import H5PoseDataset  # the packed path never loads the HDF5 dataset module
 
-    return Dataset_PDB(frame, pose_group=cfg.pose_group, crystal_group=cfg.crystal_group,
-                       pocket_radius=cfg.pocket_radius, edge_cutoff=cfg.edge_cutoff,
-                       rmsd_threshold=cfg.rmsd_threshold, io_mode=mode, on_bad_sample=cfg.on_bad_sample,
-                       augment=augment, decode_cache=cfg.decode_cache, max_atoms=cfg.max_atoms,
-                       max_edges=cfg.max_edges)
+    return H5PoseDataset(frame, pose_group=cfg.pose_group, crystal_group=cfg.crystal_group,
+                         pocket_radius=cfg.pocket_radius, edge_cutoff=cfg.edge_cutoff,
+                         rmsd_threshold=cfg.rmsd_threshold, io_mode=mode, on_bad_sample=cfg.on_bad_sample,
+                         augment=augment, decode_cache=cfg.decode_cache, max_atoms=cfg.max_atoms,
+                         max_edges=cfg.max_edges)
 
 
 def make_sampler(dataset, cfg: DataConfig, *, train: bool, rank: int, world_size: int,
@@ -190,8 +188,8 @@ def make_sampler(dataset, cfg: DataConfig, *, train: bool, rank: int, world_size
                              shuffle=train, mode=cfg.shuffle, seed=seed, pad=train)
 
 
-WIRE_FIELDS = ("x", "pos", "vdw", "edge_index", "edge_type", "is_ligand", "y", "pose_features", "complex_id",
-               "sample_id", "batch", "ptr", "io_counts")
+# The contract's fields (pecan.data.schema), PyG's bookkeeping and the worker's I/O counters.
+WIRE_FIELDS = (*schema.NAMES, *schema.BATCH_VECTORS, "io_counts")
 WIRE_ALIGN = 16
 
 

@@ -13,12 +13,12 @@ import numpy as np
 
 from pecan import fileio
 from pecan.data import format as fmt
-from pecan.data import locations
+from pecan.data import locations, schema
 from pecan.data.graph import build_graph
-from pecan.data.index import DataError
-from pecan.data.sample import skip_or_raise
 from pecan.data.packed import (ALIGN, ARRAY_DTYPES, MAGIC, PACK_VERSION, SCALAR_COLUMNS, PackParams, _data_start,
                                find_valid_pack, pack_locations, pack_name, source_fingerprint)
+from pecan.data.sample import skip_or_raise
+from pecan.errors import DataError
 
 log = logging.getLogger(__name__)
 
@@ -82,20 +82,19 @@ def _read_sample(group, params: PackParams, where: str):
 
 
 def _flatten(graphs, scalars) -> dict[str, np.ndarray]:
+    """The pack's arrays: every per-node and per-edge array of the contract (pecan.data.schema), the local
+    edge ends, the offsets and the scalars."""
     atom_counts = np.array([g.num_nodes for g in graphs], dtype=np.int64)
     edge_counts = np.array([g.edge_index.shape[1] for g in graphs], dtype=np.int64)
-    empty_edges = np.zeros((2, 0), dtype=np.int64)
-    edges = np.concatenate([g.edge_index for g in graphs], axis=1) if graphs else empty_edges
-    return {
-        "x": np.concatenate([g.x for g in graphs]) if graphs else np.zeros((0, fmt.N_FEATURES), np.float32),
-        "pos": np.concatenate([g.pos for g in graphs]) if graphs else np.zeros((0, 3), np.float32),
-        "vdw": np.concatenate([g.vdw for g in graphs]) if graphs else np.zeros(0, np.float32),
-        "atom_offsets": np.concatenate([[0], np.cumsum(atom_counts)]),
-        "edge_src": edges[0].astype(np.int32), "edge_dst": edges[1].astype(np.int32),
-        "edge_type": np.concatenate([g.edge_type for g in graphs]) if graphs else np.zeros(0, np.int8),
-        "edge_offsets": np.concatenate([[0], np.cumsum(edge_counts)]),
-        "scalars": np.asarray(scalars, dtype=np.float32).reshape(-1, len(SCALAR_COLUMNS)),
-    }
+    edges = np.concatenate([g.edge_index for g in graphs], axis=1) if graphs else np.zeros((2, 0), dtype=np.int64)
+    arrays = {}
+    for field in schema.graph_arrays("node") + schema.graph_arrays("edge"):
+        empty = np.zeros((0, *field.width), dtype=ARRAY_DTYPES[field.name])
+        arrays[field.name] = np.concatenate([getattr(g, field.name) for g in graphs]) if graphs else empty
+    return {**arrays, "atom_offsets": np.concatenate([[0], np.cumsum(atom_counts)]),
+            "edge_src": edges[0].astype(np.int32), "edge_dst": edges[1].astype(np.int32),
+            "edge_offsets": np.concatenate([[0], np.cumsum(edge_counts)]),
+            "scalars": np.asarray(scalars, dtype=np.float32).reshape(-1, len(SCALAR_COLUMNS))}
 
 
 def _write_pack(path: Path, header: dict, arrays: dict[str, np.ndarray]) -> None:

@@ -71,6 +71,12 @@ class SampleTable:
     def __len__(self) -> int:
         return len(self.shard_id)
 
+    def graph_values(self, rows: np.ndarray) -> dict[str, np.ndarray]:
+        """The contract's "sample" fields (pecan.data.schema) of index rows ``rows``."""
+        rows = np.asarray(rows, dtype=np.int64)
+        return {"y": self.label[rows], "pose_features": self.pose_features[rows],
+                "complex_id": self.complex_id[rows], "sample_id": rows}
+
     def where(self, i: int) -> str:
         """Human-readable location of sample i for error messages."""
         return f"shard {self.shards[self.shard_id[i]]}, pose {self.pdbid[i]}/{self.poseid[i]}"

@@ -14,8 +14,8 @@ import numpy as np
 import pandas as pd
 
 from pecan.data import format as fmt
-from pecan.data.index import DataError
 from pecan.data.sample import skip_or_raise
+from pecan.errors import DataError
 
 log = logging.getLogger(__name__)
 

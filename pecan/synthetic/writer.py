@@ -5,7 +5,6 @@ from __future__ import annotations
 import csv
 import pathlib
 
-import h5py
 import numpy as np
 
 from pecan.data import format as shard_format
@@ -25,21 +24,12 @@ MARKER_NAME = ".synthetic.json"  # written by pecan.synthetic.cache; stale once 
 
 # ---------------------------------------------------------------- files
 
-def _write_pose(parent, name, data, attrs):
-    group = parent.create_group(name)
-    group.create_dataset(shard_format.DATASET_NAME, data=data)
-    for key, value in attrs.items():
-        group.attrs[key] = value
-
-
-def _write_complex(h5, record, with_crystal):
-    group = h5.create_group(record.pdbid)
-    group.attrs["affinity"] = record.affinity
-    docking = group.create_group(DOCKING_GROUP)
-    for k, attrs in enumerate(record.pose_attrs):
-        _write_pose(docking, record.pose_id(k), record.poses[k], attrs)
-    if with_crystal:
-        _write_pose(group, CRYSTAL_GROUP, record.crystal, record.crystal_attrs)
+def _shard_complex(record, with_crystal):
+    """A generated complex in the shard writer's terms (pecan.data.format.write_shard)."""
+    poses = [shard_format.ShardSample(record.pose_id(k), record.poses[k], attrs)
+             for k, attrs in enumerate(record.pose_attrs)]
+    crystal = shard_format.ShardSample(CRYSTAL_POSE_ID, record.crystal, record.crystal_attrs) if with_crystal else None
+    return shard_format.ShardComplex(record.pdbid, poses, crystal, record.affinity)
 
 
 def _index_rows(shard_name, record, with_crystal):
@@ -70,6 +60,15 @@ def _check_range(name, bounds, minimum):
     return int(lo), int(hi)
 
 
+def _shard_complexes(shard, shard_name, complexes_per_shard, settings, with_crystal, rows, bar):
+    """Generate one shard's complexes in order, appending their index rows to ``rows`` as they are written."""
+    for j in range(complexes_per_shard):
+        record = generate_complex(shard * complexes_per_shard + j, **settings)
+        rows.extend(_index_rows(shard_name, record, with_crystal))
+        bar.update()
+        yield _shard_complex(record, with_crystal)
+
+
 def generate_dataset(out_dir, n_shards=2, complexes_per_shard=10, poses_per_complex=(10, 30),
                      pocket_atoms=(300, 900), ligand_atoms=(15, 60), with_crystal=True,
                      rmsd_threshold=2.0, seed=0, index_name="index.csv", progress=True):
@@ -90,12 +89,9 @@ def generate_dataset(out_dir, n_shards=2, complexes_per_shard=10, poses_per_comp
     with Progress(n_shards * complexes_per_shard, "synthetic", "complex", progress) as bar:
         for shard in range(n_shards):
             path = out_dir / SHARD_NAME.format(shard)
-            with atomic_path(path) as temporary, h5py.File(temporary, "w") as h5:
-                for j in range(complexes_per_shard):
-                    record = generate_complex(shard * complexes_per_shard + j, **settings)
-                    _write_complex(h5, record, with_crystal)
-                    rows.extend(_index_rows(path.name, record, with_crystal))
-                    bar.update()
+            shard_format.write_shard(path, _shard_complexes(shard, path.name, complexes_per_shard, settings,
+                                                            with_crystal, rows, bar),
+                                     pose_group=DOCKING_GROUP, crystal_group=CRYSTAL_GROUP)
             shards.append(path)
     _write_index(out_dir / index_name, rows)
     return shards

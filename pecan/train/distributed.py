@@ -16,6 +16,7 @@ from typing import Mapping, Optional
 import torch
 import torch.distributed as dist
 
+from pecan.data import io_modes
 from pecan.train.hostlist import _expand_tasks_per_node, expand_hostlist  # noqa: F401 (public here)
 
 DEFAULT_MASTER_PORT = 29500
@@ -394,7 +395,7 @@ def plan_threads(local_world_size: int, num_workers: int, io_mode: str,
     environ = os.environ if environ is None else environ
     share = max(1, physical_cores() // max(local_world_size, 1))
     if num_workers < 0:
-        num_workers = 0 if io_mode == "packed" else loader_workers_per_rank(local_world_size)
+        num_workers = io_modes.auto_workers(io_mode, loader_workers_per_rank(local_world_size))
     if any(environ.get(name, "").strip() for name in THREAD_ENV):
         return ThreadPlan(torch.get_num_threads(), num_workers, share, "env")
     return ThreadPlan(max(1, share - num_workers), num_workers, share, "cores")

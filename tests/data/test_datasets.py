@@ -21,15 +21,6 @@ FIELDS = ["x", "pos", "edge_index", "edge_type", "is_ligand", "y", "pose_feature
           "batch"]
 
 
-@pytest.fixture
-def setup(tiny_dataset, tmp_path):
-    data_dir, shards, csv = tiny_dataset
-    cfg = DataConfig(data_dir=str(data_dir), train_csvs=["index.csv"], val_fraction=0.0,
-                     cache_dir=str(tmp_path / "cache"))
-    frame, _ = load_split_frames(cfg)
-    return cfg, frame, prepare_packs(cfg, [frame])
-
-
 def counts(batch):
     return counters_to_dict(batch.io_counts)
 

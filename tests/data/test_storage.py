@@ -102,8 +102,8 @@ def test_failed_write_leaves_nothing_and_keeps_the_old_file(tmp_path):
 
 def test_disk_full_names_path_and_leaves_no_temp(tmp_path, mounts):
     full = mounts.tmpfs(tmp_path / "tiny", size="64k")
-    with pytest.raises(fileio.StorageError) as caught:
-        fileio.write_bytes(full / "big.bin", b"\0" * 256 * 1024)
+    with pytest.raises(fileio.StorageError) as caught, fileio.atomic_write(full / "big.bin", "wb") as out:
+        out.write(b"\0" * 256 * 1024)
     assert caught.value.errno == errno.ENOSPC
     assert "disk full" in str(caught.value) and str(full / "big.bin") in str(caught.value)
     assert os.listdir(full) == []

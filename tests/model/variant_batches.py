@@ -37,12 +37,18 @@ def tiny_atoms(seed: int) -> np.ndarray:
     return atoms
 
 
+def sample_values(label: float, pose_features: np.ndarray, complex_id: int, sample_id: int) -> dict:
+    """One sample's per-graph contract values, as SampleTable.graph_values gives them."""
+    return {"y": np.array([label]), "pose_features": pose_features, "complex_id": np.array([complex_id]),
+            "sample_id": np.array([sample_id])}
+
+
 def tiny_batch(graphs: int = 3, seed: int = 0, edge_cutoff: float = 4.5) -> Batch:
     """A Batch of ``graphs`` small poses, shaped exactly like the loaders' batches."""
     items = []
     for k in range(graphs):
         graph = build_graph(tiny_atoms(seed + k), pocket_radius=100.0, edge_cutoff=edge_cutoff)
-        items.append(graph_to_data(graph, float(k % 2), np.arange(5, dtype=np.float32), k, k))
+        items.append(graph_to_data(graph, sample_values(float(k % 2), np.arange(5, dtype=np.float32), k, k)))
     return Batch.from_data_list(items)
 
 
@@ -50,7 +56,7 @@ def graph_from_arrays(x: np.ndarray, pos: np.ndarray, edge_cutoff: float = 4.5) 
     """A one-graph Batch from explicit features and positions (no pocket crop)."""
     atoms = np.concatenate([pos, x], axis=1).astype(np.float32)
     graph = build_graph(atoms, pocket_radius=1e6, edge_cutoff=edge_cutoff)
-    return Batch.from_data_list([graph_to_data(graph, 1.0, np.zeros(5, np.float32), 0, 0)])
+    return Batch.from_data_list([graph_to_data(graph, sample_values(1.0, np.zeros(5, np.float32), 0, 0))])
 
 
 def features(n: int, n_ligand: int, seed: int = 0) -> np.ndarray:

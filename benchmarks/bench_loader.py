@@ -1,10 +1,10 @@
 """Loader benchmark: every I/O level plus an in-RAM gather, side by side on one generated data set.
 
-    python scripts/bench_loader.py --data /tmp/pecan-bench --workers 0 1 2 --samples 4000 --repeats 3 \
+    python -m benchmarks.bench_loader --data /tmp/pecan-bench --workers 0 1 2 --samples 4000 --repeats 3 \
         --out bench_loader.json
 
 Stages:
-  1. generate (once) >= 100k poses of ~500 atoms with scripts/make_synthetic.py's library; pack (once, timed)
+  1. generate (once) >= 100k poses of ~500 atoms with the synthetic generator (pecan synth); pack (once, timed)
   2. for each worker count: one persistent DataLoader per level, one warm-up pass over a fixed random subset
      (fills handle/decode caches, maps packs), then ``repeats`` timed passes, levels interleaved round-robin
      so machine noise hits all of them alike; medians and ratios
@@ -24,18 +24,16 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+import torch
+
+from pecan.config import DataConfig
+from pecan.data.sample import COUNTER_FIELDS, counters_to_dict
+from pecan.data.loader import load_split_frames, make_dataset, make_loader, prepare_packs
+from pecan.data.packed import PackedDataset
+from pecan.report import io_ratios
+
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-
-from pecan.config import DataConfig  # noqa: E402
-from pecan.data.sample import COUNTER_FIELDS, counters_to_dict  # noqa: E402
-from pecan.data.loader import load_split_frames, make_dataset, make_loader, prepare_packs  # noqa: E402
-from pecan.data.packed import PackedDataset  # noqa: E402
-from pecan.report import io_ratios  # noqa: E402
 
 LEVELS = ("reopen", "handle_cache", "hoist", "decode_cache", "packed", "in_ram")
 

@@ -1,6 +1,6 @@
 """Gather and sum by edge index: PyTorch's index ops (what the EGNN layer uses) against CSR sparse products.
 
-    python scripts/bench_aggregation.py --threads 2 --out benchmarks/bench_aggregation.json
+    python -m benchmarks.bench_aggregation --threads 2 --out benchmarks/bench_aggregation.json
 
 The two per-edge primitives of a message-passing step, each timed forward + backward on the shapes of the compute
 benchmark (3,200 nodes, ~47k edges, 64 features):

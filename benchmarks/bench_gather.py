@@ -4,7 +4,7 @@
   views     the packed gather over plain ndarray views of the mapping vs np.memmap slices
   grouped   per-sample slices + one vectorised shift (pecan) vs grouping the batch by pack and fancy-indexing
 
-    python scripts/bench_gather.py --data /tmp/pecan-bench-gather
+    python -m benchmarks.bench_gather --data /tmp/pecan-bench-gather
 """
 from __future__ import annotations
 
@@ -15,17 +15,15 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+import torch
+
+from pecan.config import DataConfig
+from pecan.data import packed
+from pecan.data.loader import load_split_frames, prepare_packs
+from pecan.synthetic import ensure_dataset
+
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-
-from pecan.config import DataConfig  # noqa: E402
-from pecan.data import packed  # noqa: E402
-from pecan.data.loader import load_split_frames, prepare_packs  # noqa: E402
-from pecan.synthetic import ensure_dataset  # noqa: E402
 
 BUFFER_BYTES = 1_300_000  # about one batch of 32 packed samples
 

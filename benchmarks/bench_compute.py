@@ -1,7 +1,7 @@
 """Compute benchmark: PECAN's EGNN training step against a textbook EGNN, fp32 / bf16 / bf16 + compile.
 
-    python scripts/bench_compute.py --threads 2 --out benchmarks/bench_compute.json
-    python scripts/bench_compute.py --device cuda --out benchmarks/bench_compute_cuda.json
+    python -m benchmarks.bench_compute --threads 2 --out benchmarks/bench_compute.json
+    python -m benchmarks.bench_compute --device cuda --out benchmarks/bench_compute_cuda.json
 
 Graphs: random radius graphs (default 8 graphs x 400 atoms, cutoff 4.5 A, ~14.7 edges per atom, 10% ligand
 atoms; edges built by PECAN's graph builder, so sorted by target like the data path's batches; ``--edge-order``
@@ -34,19 +34,17 @@ import tempfile
 import time
 from pathlib import Path
 
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch_geometric.data import Batch, Data
+
+from model import egnn
+from pecan.data.graph import radius_edges
+from pecan import config as config_module
+from pecan.train.components import amp_context
+
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-import torch  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
-from torch import nn  # noqa: E402
-from torch_geometric.data import Batch, Data  # noqa: E402
-
-from model import egnn  # noqa: E402
-from pecan.data.graph import radius_edges  # noqa: E402
-from pecan import config as config_module  # noqa: E402
-from pecan.train.components import amp_context  # noqa: E402
 
 MODES = ("fp32", "bf16", "bf16_compile")
 EDGE_ORDERS = {"target": "sorted by target (PECAN's graph builder and packs)", "source": "sorted by source",

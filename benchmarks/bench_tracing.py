@@ -1,6 +1,6 @@
 """Tracing overhead: the same small training run with tracing off, on, and on with POSIX events, interleaved.
 
-    python scripts/bench_tracing.py --work /tmp/pecan-bench-trace --repeats 2 --out benchmarks/bench_tracing.json
+    python -m benchmarks.bench_tracing --work /tmp/pecan-bench-trace --repeats 2 --out benchmarks/bench_tracing.json
 
 Each variant runs ``main_app.py`` for ``--epochs`` epochs on one rank with one loader worker, in each of
 ``--io-modes`` (default: HDF5 ``reopen``, where every sample records its own worker events and POSIX events
@@ -10,7 +10,8 @@ modes are interleaved within each repeat. On short epochs run-to-run scatter (ab
 so the run level also reports an accounting: the events the traced runs wrote per epoch (from their trace files)
 times the measured cost of one event, as a share of the untraced epoch.
 
-    python scripts/bench_tracing.py --work /tmp/pecan-bench-trace --inprocess --out benchmarks/bench_tracing_inprocess.json
+    python -m benchmarks.bench_tracing --work /tmp/pecan-bench-trace --inprocess \
+        --out benchmarks/bench_tracing_inprocess.json
 
 measures inside one process instead (less exposed to a noisy machine): the per-sample cost of a loader
 worker's batch (HDF5 reopen mode: data/item, h5_read, graph build, collate and batch events) with tracing
@@ -115,7 +116,6 @@ def main(argv=None) -> int:
     parser.add_argument("--account", type=Path, metavar="RUN_DIR",
                         help="only the accounting of an existing traced run (its traces/ and epochs.jsonl)")
     args = parser.parse_args(argv)
-    sys.path.insert(0, str(ROOT))
     if args.account:
         result = account(args.account)
         print(json.dumps(result, indent=1))

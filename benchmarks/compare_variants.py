@@ -1,6 +1,6 @@
 """Train every model variant on the same split for the same epochs and tabulate AUC, top-1 and s/epoch.
 
-    python scripts/compare_variants.py --epochs 3 --json benchmarks/variants_demo.json
+    python -m benchmarks.compare_variants --epochs 3 --json benchmarks/variants_demo.json
 
 Each variant runs ``main_app.py`` on its config (egnn: configs/demo.yaml, others: configs/<name>.yaml) with
 the same data overrides, seed and epochs, one after the other, into ``<out>/<name>``. The table reports the
@@ -18,12 +18,10 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+from pecan import config as config_module
+from pecan.report import read_records
 
-from pecan import config as config_module  # noqa: E402
-from pecan.report import read_records  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 CONFIGS = {"egnn": "configs/demo.yaml", "sgcnn": "configs/sgcnn.yaml", "ggcnn": "configs/ggcnn.yaml",
            "cnn3d": "configs/cnn3d.yaml"}
@@ -93,7 +91,8 @@ def main(argv=None) -> int:
     if args.json:
         path = ROOT / args.json
         path.parent.mkdir(parents=True, exist_ok=True)
-        payload = {"command": "python scripts/compare_variants.py " + " ".join(sys.argv[1:] if argv is None else argv),
+        arguments = sys.argv[1:] if argv is None else argv
+        payload = {"command": "python -m benchmarks.compare_variants " + " ".join(arguments),
                    "overrides": overrides, "top1_chance": chance, "rows": rows, "table": table}
         tmp = path.with_name(f".{path.name}.tmp")
         tmp.write_text(json.dumps(payload, indent=2))
