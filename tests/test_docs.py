@@ -121,9 +121,9 @@ def test_models_import_no_pandas_h5py_training_or_tracing():
     offending = {f"{relative(p)}: {name}" for p in python_files("model") for name in imported_modules(p)
                  if name.startswith(forbidden)}
     assert not offending
-    # architecture.md: the models use the shard-layout constants and (the EGNN's builder) the graph module.
+    # architecture.md: the models take their input sizes from the model-input contract and nothing else of pecan.
     pecan_modules = {name for p in python_files("model") for name in imported_modules(p) if name.startswith("pecan")}
-    assert pecan_modules - {"pecan.data"} <= {"pecan.data.format", "pecan.data.graph"}
+    assert {name.split(".input_sizes")[0] for name in pecan_modules} - {"pecan.data"} <= {"pecan.data.schema"}
 
 
 def test_data_never_imports_train():
