@@ -21,7 +21,7 @@ from pecan import tracing
 from pecan.config import DataConfig
 from pecan.data import format as fmt
 from pecan.data.index import build_index, split_by_complex
-from pecan.data.packed import PackedDataset, PackParams, pack_is_valid, source_fingerprint
+from pecan.data.packed import PackedDataset, PackParams, pack_is_valid
 from pecan.data.packing import ensure_packed, pack_shard_at
 from pecan.data.sample import passthrough_collate
 from pecan.data.sampler import ShardAwareSampler
@@ -74,7 +74,7 @@ def confirm_packs(cfg: DataConfig, packs: dict[str, Path]) -> dict[str, Path]:
     for shard, path in packs.items():
         if path is None:  # rank 0 could not pack it: its samples are skipped everywhere
             continue
-        if not pack_is_valid(Path(path), source_fingerprint(Path(shard))):
+        if not pack_is_valid(Path(path), Path(shard)):
             log.info("pack %s is not on this node; building it there", path)
             pack_shard_at(Path(shard), params, Path(path))
     return packs
