@@ -382,8 +382,8 @@ def build_index(csvs: list[str], fns: list[str], data_dir: str, *, pose_group: s
             frame = pd.concat(frames, ignore_index=True)
             source = ", ".join(map(str, csvs))
             frame = drop_duplicate_shard_rows(frame, f"index CSV(s) {source}", on_bad_sample)
-            if not use_crystal:
-                frame = frame[frame["is_crystal"] == 0].reset_index(drop=True)
+            if not use_crystal:  # rows that are neither 0 nor 1 stay, for validate_index to name
+                frame = frame[frame["is_crystal"] != 1].reset_index(drop=True)
             log_shard_dirs(frame, f"index CSV(s) {source}")
             return validate_index(frame, source, on_bad_sample, labels_optional)
         except IndexUnreadable as err:
