@@ -158,7 +158,7 @@ def resolve_index_csv(path: str | os.PathLike, data_dir: str) -> Path:
         return locations.absolute(path)
     in_data, here = locations.absolute(Path(data_dir) / path), locations.absolute(path)
     if not in_data.exists():
-        return here
+        return here if here.exists() else in_data  # missing from both: named where it was looked for first
     if here.exists() and here != in_data and not _same_file_or_bytes(in_data, here):
         raise DataError(f"index CSV {str(path)!r} is ambiguous: {in_data} (in data.data_dir) and {here} (in the "
                         "working directory) both exist and differ; relative CSV paths resolve against data_dir, "
