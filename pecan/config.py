@@ -37,7 +37,9 @@ class DataConfig:
     """Where the shards are, how samples become graphs, and how they are loaded."""
 
     data_dir: str = _doc("Directory holding the shards; relative shard paths in index CSVs resolve here.", "")
-    train_csvs: list[str] = _doc("Index CSVs of the training split (relative to data_dir or absolute).", factory=list)
+    train_csvs: list[str] = _doc(
+        "Index CSVs of the training split: absolute, or relative to data_dir first, then to the working directory "
+        "(found in both and different: an error).", factory=list)
     train_fns: list[str] = _doc(
         "Training shard files (globs allowed); the index is derived from the shards when no CSV is given "
         "or the CSV cannot be read.", factory=list)

@@ -24,6 +24,7 @@ from pecan.config import DataConfig
 from pecan.data import identity, packed
 from pecan.data.index import split_by_complex
 from pecan.data.loader import pack_params
+from pecan.errors import DataError
 from tests.shards import write_dataset
 from tests.test_bad_inputs import ROOT, derive, edit_csv, first_pose, records, run
 
@@ -143,6 +144,29 @@ def test_derived_index_rederived_when_shard_edited_in_place(tmp_path, data_dir, 
     assert "derived index" in text and "is stale" in text
     derived = pd.read_csv(data_dir / "pecan_all.csv", dtype={"poseid": str})
     assert derived.loc[derived["poseid"] == "c000_pose0", "score"].item() == -99.5
+
+
+def test_stale_pack_where_nothing_is_writable_is_an_error_naming_the_shard(tmp_path, mounts, monkeypatch):
+    from pecan.data import locations
+    from pecan.data.packing import ensure_packed
+    from tests.shards import write_shard
+
+    (tmp_path / "data").mkdir()
+    write_shard(tmp_path / "data" / "s.hdf5")
+    shard = mounts.read_only(tmp_path / "data", tmp_path / "ro-data") / "s.hdf5"
+    params = pack_params(DataConfig())
+    [built] = ensure_packed([shard], params, str(tmp_path / "cache"))
+    for name in ("cache", "xdg-cache", "tmp"):
+        (tmp_path / name).mkdir(exist_ok=True)
+        mounts.read_only(tmp_path / name, tmp_path / f"ro-{name}")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "ro-xdg-cache"))
+    monkeypatch.setattr(locations.tempfile, "tempdir", str(tmp_path / "ro-tmp"))
+    cache = str(tmp_path / "ro-cache")
+    assert ensure_packed([shard], params, cache) == [tmp_path / "ro-cache" / built.name]  # valid: used read-only
+    edit_in_place(tmp_path / "data" / "s.hdf5", lambda h: h["c000/pybel/processed/docking/c000_pose0/data"].
+                  write_direct(np.zeros((1, 22), np.float32) + 1, dest_sel=np.s_[0:1]))
+    with pytest.raises(DataError, match=f"{shard}: .*packs"):
+        ensure_packed([shard], params, cache)
 
 
 # ---------------------------------------------------------------------------- geometry that cannot be a pose
