@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Optional
 
 from pecan import fileio
-from pecan.data.locations import absolute
 from pecan.data.identity import stat_record
+from pecan.data.locations import absolute
 
 log = logging.getLogger(__name__)
 
