@@ -8,7 +8,6 @@ from its receptor (another frame).
 from __future__ import annotations
 
 import numpy as np
-import torch
 
 from pecan.data import format as fmt
 from pecan.errors import DataError
@@ -28,6 +27,9 @@ FEATURE_RANGES = {
     16: (-1.0, 1.0),   # molcode (checked exactly in graph.validate_atoms)
     **{c: (0.0, 1.0) for c in range(17, 22)},  # hydrophobic, aromatic, acceptor, donor, in ring
 }
+_COLUMNS = np.array(sorted(FEATURE_RANGES))
+_LOW = np.array([FEATURE_RANGES[c][0] for c in _COLUMNS], dtype=np.float32)
+_HIGH = np.array([FEATURE_RANGES[c][1] for c in _COLUMNS], dtype=np.float32)
 
 
 def as_float32(values: np.ndarray, where: str, what: str = "'data'") -> np.ndarray:
@@ -42,12 +44,14 @@ def as_float32(values: np.ndarray, where: str, what: str = "'data'") -> np.ndarr
 
 def check_features(atoms: np.ndarray, where: str) -> None:
     """Every feature column within FEATURE_RANGES; the error names the column and the first bad value."""
-    for column, (low, high) in FEATURE_RANGES.items():
-        values = atoms[:, column]
-        bad = (values < low) | (values > high)
-        if bad.any():
-            raise DataError(f"{where}: 'data' column {column} must lie in [{low:g}, {high:g}]; {int(bad.sum())} "
-                            f"row(s) do not, e.g. {float(values[bad][0]):g}")
+    values = atoms[:, _COLUMNS]
+    bad = (values < _LOW) | (values > _HIGH)
+    if not bad.any():
+        return
+    k = int(np.flatnonzero(bad.any(axis=0))[0])
+    column, low, high = int(_COLUMNS[k]), float(_LOW[k]), float(_HIGH[k])
+    raise DataError(f"{where}: 'data' column {column} must lie in [{low:g}, {high:g}]; {int(bad[:, k].sum())} "
+                    f"row(s) do not, e.g. {float(values[bad[:, k], k][0]):g}")
 
 
 def _extent(coords: np.ndarray) -> float:
@@ -66,9 +70,10 @@ def check_geometry(atoms: np.ndarray, where: str) -> None:
                         "one point")
     if len(ligand) < 2:
         return
-    distances = torch.cdist(torch.from_numpy(ligand), torch.from_numpy(ligand))
-    distances.fill_diagonal_(float("inf"))
-    median = float(distances.min(dim=1).values.median())
+    # A ligand is tens of atoms: the full pairwise matrix in numpy is cheaper than any library call overhead.
+    distances = np.sqrt(((ligand[:, None, :] - ligand[None, :, :]) ** 2).sum(axis=-1))
+    np.fill_diagonal(distances, np.inf)
+    median = float(np.median(distances.min(axis=1)))
     low, high = BOND_RANGE
     if median < low:
         raise DataError(f"{where}: coordinates look like nm, not Angstrom: ligand heavy atoms are {median:.3g} A "
