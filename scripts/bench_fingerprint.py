@@ -8,6 +8,7 @@ before (first + last 256 KiB), for comparison. The page cache is warm for every 
 
     python scripts/bench_fingerprint.py --data /tmp/pecan-bench-fp --shards 10 --pack-shards 2 --processes 1 \
         --out benchmarks/bench_fingerprint.json
+    python scripts/bench_fingerprint.py ... --reuse-packs --repeats 5 --out benchmarks/bench_fingerprint_reopen.json
 """
 from __future__ import annotations
 
@@ -40,6 +41,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--pack-shards", type=int, default=0,
                         help="time the first open and re-opens on only the first N shards (0: all)")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--reuse-packs", action="store_true",
+                        help="keep the packs of an earlier run (no first-open figure): re-open figures only")
     parser.add_argument("--out", default="")
     return parser.parse_args(argv)
 
@@ -78,8 +81,10 @@ def main(argv=None) -> int:
     shards = shards[:args.pack_shards] if args.pack_shards else shards
     total = sum(s.stat().st_size for s in shards)
     params, cache_dir = pack_params(DataConfig()), str(Path(args.data) / "packs")
-    shutil.rmtree(cache_dir, ignore_errors=True)
-    first_open = timed(lambda: ensure_packed(shards, params, cache_dir, processes=args.processes))
+    first_open = None
+    if not args.reuse_packs:
+        shutil.rmtree(cache_dir, ignore_errors=True)
+        first_open = timed(lambda: ensure_packed(shards, params, cache_dir, processes=args.processes))
     runs = {"hash_all": [], "sampled_hash_all": [], "reopen_stat_hit": [], "reopen_rehash": []}
     for _ in range(args.repeats):
         runs["hash_all"].append(timed(lambda: [identity.content_hash(s) for s in shards]))
@@ -92,7 +97,7 @@ def main(argv=None) -> int:
     median = {k: statistics.median(v) for k, v in runs.items()}
     result = {"command": sys.argv, "load_average_1min": os.getloadavg()[0], "shards": len(shards), "bytes": total, "first_open_s": first_open, "runs": runs, "median": median,
               "hash_gb_per_s": total / 1e9 / median["hash_all"],
-              "hash_share_of_first_open": median["hash_all"] / first_open}
+              "hash_share_of_first_open": median["hash_all"] / first_open if first_open else None}
     print(json.dumps(result, indent=1))
     if args.out:
         Path(args.out).write_text(json.dumps(result, indent=1) + "\n")

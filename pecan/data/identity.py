@@ -4,16 +4,20 @@ A shard's fingerprint is its stat record (device, inode, size, mtime, ctime) plu
 whole file. The hash is what decides; the stat record is the shortcut that avoids re-reading an unchanged
 file: the kernel updates ctime on every write and on every ``utime`` call, and a copy (``cp -p``, ``rsync
 -t``, a restore from backup) is a new inode, so an equal stat record means equal bytes. When any stat field
-differs, the file is hashed again and only a different hash makes a pack or derived index stale.
+differs, the file is hashed again and only a different hash makes a pack or derived index stale; a hash
+that still matches is noted (with the new stat record) in a small ``.verified.json`` beside the pack or
+index, so a ``touch`` or ``chmod`` costs one re-hash, not one per start.
 """
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from pecan import fileio
 from pecan.errors import DataError
 
 log = logging.getLogger(__name__)
@@ -49,18 +53,48 @@ def fingerprint(path: Path) -> dict:
     return {**stat_record(path), "blake2b": content_hash(path)}
 
 
-def still_matches(path: Path, recorded: dict) -> bool:
+def still_matches(path: Path, recorded: dict, confirmed: Path | None = None) -> bool:
     """Whether ``path`` still holds the bytes ``recorded`` (a ``fingerprint``) was taken from: an equal stat
-    record answers without reading; otherwise the size and then the content hash decide."""
+    record (or one ``confirmed`` noted after an earlier re-hash) answers without reading; otherwise the size
+    and then the content hash decide, and a match is noted in ``confirmed`` when it is writable."""
     if not isinstance(recorded, dict) or "blake2b" not in recorded:
         return False
     try:
         now = stat_record(path)
         if all(now[k] == recorded.get(k) for k in STAT_FIELDS):
             return True
-        return now["size"] == recorded.get("size") and content_hash(path) == recorded["blake2b"]
+        if now["size"] != recorded.get("size"):
+            return False
+        seen = {**now, "blake2b": recorded["blake2b"]}
+        if confirmed is not None and _read_confirmed(confirmed).get(str(path)) == seen:
+            return True
+        if content_hash(path) != recorded["blake2b"]:
+            return False
     except OSError:
         return False
+    if confirmed is not None:
+        _note_confirmed(confirmed, path, seen)
+    return True
+
+
+def confirmed_path(derived: Path) -> Path:
+    """Where the stat records of re-hashed, unchanged sources of a pack or index are noted."""
+    return derived.with_name(derived.name + ".verified.json")
+
+
+def _read_confirmed(confirmed: Path) -> dict:
+    try:
+        value = json.loads(confirmed.read_text())
+        return value if isinstance(value, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def _note_confirmed(confirmed: Path, path: Path, seen: dict) -> None:
+    try:
+        fileio.write_text(confirmed, json.dumps({**_read_confirmed(confirmed), str(path): seen}))
+    except OSError:  # read-only beside a shared pack: the next start hashes again, still correct
+        pass
 
 
 def _describe(path: Path, names: dict[Path, str]) -> str:

@@ -227,13 +227,13 @@ def derivation_key(shards: list[Path], params: dict) -> dict:
     return {"shards": [[str(s), identity.fingerprint(s)] for s in shards], "params": params}
 
 
-def key_still_matches(saved: dict, shards: list[Path], params: dict) -> bool:
+def key_still_matches(saved: dict, shards: list[Path], params: dict, confirmed: Optional[Path] = None) -> bool:
     """Whether a sidecar's key describes these shards, unchanged in content, and these settings."""
     try:
         recorded = saved["shards"]
         if saved["params"] != json.loads(json.dumps(params)) or [p for p, _ in recorded] != [str(s) for s in shards]:
             return False
-        return all(identity.still_matches(Path(p), fp) for p, fp in recorded)
+        return all(identity.still_matches(Path(p), fp, confirmed) for p, fp in recorded)
     except (KeyError, TypeError, ValueError):
         return False
 
@@ -275,7 +275,7 @@ def find_derived_index(shard_dir: Path, prefix: str, index_dir: str, shards: lis
             saved = json.loads(_sidecar(path).read_text())
         except (OSError, ValueError):
             continue
-        if key_still_matches(saved, shards, params):
+        if key_still_matches(saved, shards, params, identity.confirmed_path(path)):
             return path
         log.info("derived index %s is stale (a shard's content or the settings changed); passing over it", path)
     return None

@@ -105,7 +105,8 @@ def pack_is_valid(path: Path, shard: Path) -> bool:
         header = read_header(path)
     except (OSError, ValueError, DataError):
         return False
-    return header.get("version") == PACK_VERSION and identity.still_matches(shard, header.get("source"))
+    return header.get("version") == PACK_VERSION and identity.still_matches(shard, header.get("source"),
+                                                                             identity.confirmed_path(path))
 
 
 def find_valid_pack(shard: Path, params: PackParams, cache_dir: str = "") -> Optional[Path]:

@@ -51,3 +51,19 @@ def test_a_touch_alone_rehashes_and_still_matches(tmp_path):
     assert identity.stat_record(shard)["mtime_ns"] != recorded["mtime_ns"]
     assert identity.still_matches(shard, recorded)
     assert not identity.still_matches(shard, {"size": 30})  # an old-style record without a hash
+
+
+def test_a_rehash_that_matches_is_noted_so_the_next_check_reads_nothing(tmp_path, monkeypatch):
+    shard = write(tmp_path / "s.hdf5", b"abc" * 10)
+    recorded = identity.fingerprint(shard)
+    os.chmod(shard, 0o600)  # ctime moves, the bytes do not
+    confirmed = identity.confirmed_path(tmp_path / "s.pecanpack")
+    assert identity.still_matches(shard, recorded, confirmed) and confirmed.exists()
+
+    def no_reading(path):
+        raise AssertionError("hashed again")
+
+    monkeypatch.setattr(identity, "content_hash", no_reading)
+    assert identity.still_matches(shard, recorded, confirmed)
+    with pytest.raises(AssertionError, match="hashed again"):  # without the note it must read
+        identity.still_matches(shard, recorded)
