@@ -9,7 +9,6 @@ import dataclasses
 import hashlib
 import json
 import os
-import re
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +22,9 @@ from pecan.data import io_modes
 
 
 from pecan.errors import ConfigError  # noqa: F401  (re-exported: pecan.config.ConfigError)
+from pecan.config_parse import YAML12_FLOAT, safe_load_strict  # noqa: F401  (re-exported)
+from pecan.config_parse import coerce as _coerce
+from pecan.config_parse import type_name as _type_name  # noqa: F401  (pecan.config_docs renders types with it)
 
 
 def _doc(text: str, default: Any = dataclasses.MISSING, factory: Any = dataclasses.MISSING) -> Any:
@@ -36,7 +38,9 @@ class DataConfig:
     """Where the shards are, how samples become graphs, and how they are loaded."""
 
     data_dir: str = _doc("Directory holding the shards; relative shard paths in index CSVs resolve here.", "")
-    train_csvs: list[str] = _doc("Index CSVs of the training split (relative to data_dir or absolute).", factory=list)
+    train_csvs: list[str] = _doc(
+        "Index CSVs of the training split: absolute, or relative to data_dir first, then to the working directory "
+        "(found in both and different: an error).", factory=list)
     train_fns: list[str] = _doc(
         "Training shard files (globs allowed); the index is derived from the shards when no CSV is given "
         "or the CSV cannot be read.", factory=list)
@@ -55,6 +59,14 @@ class DataConfig:
         "pybel/processed/pdbbind")
     use_crystal: bool = _doc("Include crystal poses (label 1, rmsd 0) as samples when the shards have them.", True)
     rmsd_threshold: float = _doc("A pose with RMSD below this (Angstrom) is near-native (label 1).", 2.0)
+    label_source: Literal["auto", "stored", "rmsd"] = _doc(
+        "Where labels come from: stored (the label column/attribute; rmsd fills missing ones), rmsd (rmsd < "
+        "rmsd_threshold for every pose), auto (stored, checked against rmsd; see label_conflict).", "auto")
+    label_conflict: Literal["error", "warn"] = _doc(
+        "Under label_source auto, stored labels that contradict rmsd at rmsd_threshold: stop naming the first "
+        "pose and the count, or warn with the count and train on the stored labels.", "error")
+    allow_single_class: bool = _doc("Train even when every training label is the same class (else an error).",
+                                    False)
     pocket_radius: float = _doc("Keep protein atoms within this distance (Angstrom) of any ligand atom.", 6.0)
     edge_cutoff: float = _doc("Connect atoms closer than this (Angstrom).", 4.5)
     batch_size: int = _doc("Graphs per batch per rank.", 8)
@@ -221,69 +233,6 @@ class Config:
 
 # ---------------------------------------------------------------------------- parsing
 
-def _type_name(tp: Any) -> str:
-    origin = typing.get_origin(tp)
-    if origin is Literal:
-        return " | ".join(repr(a) for a in typing.get_args(tp))
-    if origin is typing.Union:
-        return " or ".join(_type_name(a) for a in typing.get_args(tp))
-    if origin is list:
-        return f"list of {_type_name(typing.get_args(tp)[0])}"
-    return getattr(tp, "__name__", str(tp))
-
-
-YAML12_FLOAT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
-
-
-def _coerce(value: Any, tp: Any, key: str, source: str) -> Any:
-    """Check ``value`` against the annotation ``tp``; ints widen to floats, a lone string to a list."""
-    origin = typing.get_origin(tp)
-    bad = ConfigError(f"{source}: '{key}' must be {_type_name(tp)}, got {value!r}")
-    if origin is Literal:
-        if value not in typing.get_args(tp):
-            raise bad
-        return value
-    if origin is typing.Union:
-        args = typing.get_args(tp)
-        if value is None and type(None) in args:
-            return None
-        for arg in args:
-            if arg is type(None):
-                continue
-            try:
-                return _coerce(value, arg, key, source)
-            except ConfigError:
-                pass
-        raise bad
-    if origin is list:
-        if value is None:  # `train_csvs: null` means none
-            return []
-        if isinstance(value, str):
-            value = [value]
-        if not isinstance(value, list):
-            raise bad
-        return [_coerce(v, typing.get_args(tp)[0], key, source) for v in value]
-    if tp is bool:
-        if not isinstance(value, bool):
-            raise bad
-        return value
-    if tp is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise bad
-        return value
-    if tp is float:
-        if isinstance(value, str) and YAML12_FLOAT.fullmatch(value.strip()):
-            value = float(value)  # PyYAML (YAML 1.1) reads 1e-3 as a string
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise bad
-        return float(value)
-    if tp is str:
-        if not isinstance(value, (str, int, float)) or isinstance(value, bool):
-            raise bad
-        return str(value)
-    raise bad
-
-
 def _section_types(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls)
 
@@ -370,10 +319,7 @@ def load(path: str | os.PathLike | None, overrides: list[str] | tuple[str, ...] 
             text = Path(path).read_text()
         except OSError as err:
             raise ConfigError(f"cannot read config file {path}: {err.strerror or err}") from err
-        try:
-            raw = yaml.safe_load(text) or {}
-        except yaml.YAMLError as err:
-            raise ConfigError(f"{path}: not valid YAML ({err})") from err
+        raw = safe_load_strict(text, str(path)) or {}
         if not isinstance(raw, dict):
             raise ConfigError(f"{path}: top level must be a mapping of sections")
     return load_mapping(raw, overrides, source)

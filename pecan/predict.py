@@ -129,7 +129,8 @@ def scoring_frame(config: Config, progress: bool) -> pd.DataFrame:
         frame = build_index(data.test_csvs, data.test_fns, data.data_dir, pose_group=data.pose_group,
                             crystal_group=data.crystal_group, use_crystal=False, rmsd_threshold=data.rmsd_threshold,
                             index_prefix=f"{data.index_prefix}_test", on_bad_sample=data.on_bad_sample,
-                            progress=progress, index_dir=data.index_dir, labels_optional=True)
+                            progress=progress, index_dir=data.index_dir, labels_optional=True,
+                            label_source=data.label_source, label_conflict=data.label_conflict)
     else:
         frame = pd.concat(load_split_frames(data, progress), ignore_index=True)
     frame = frame[frame["is_crystal"] == 0].reset_index(drop=True)

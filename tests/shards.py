@@ -12,9 +12,18 @@ from pecan.data import format as fmt
 
 
 def make_atoms(rng: np.random.Generator, n_ligand: int = 6, n_protein: int = 20, shift: float = 0.0) -> np.ndarray:
-    """A [n, 22] array: ligand rows (molcode +1) near the origin, protein rows around them."""
+    """A [n, 22] array: ligand rows (molcode +1) near the origin, protein rows around them.
+
+    The ligand is a chain of 1.5 A steps (a bond length: the geometry checks reject points closer or
+    farther apart than bonded atoms), centred on the origin plus ``shift``."""
     atoms = np.zeros((n_ligand + n_protein, fmt.N_COLUMNS), dtype=np.float32)
-    atoms[:n_ligand, :3] = rng.normal(0, 1.5, (n_ligand, 3)) + shift
+    steps = rng.normal(0, 1.5, (n_ligand, 3))
+    steps /= np.linalg.norm(steps, axis=1, keepdims=True)
+    for k in range(1, n_ligand):  # never turn back by more than 90 degrees: no two atoms closer than a bond
+        if steps[k] @ steps[k - 1] < 0:
+            steps[k] = -steps[k]
+    chain = np.cumsum(1.5 * steps, axis=0)
+    atoms[:n_ligand, :3] = chain - chain.mean(axis=0) + shift
     direction = rng.normal(size=(n_protein, 3))
     direction /= np.linalg.norm(direction, axis=1, keepdims=True)
     atoms[n_ligand:, :3] = direction * rng.uniform(3.0, 8.0, (n_protein, 1))

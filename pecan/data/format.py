@@ -31,6 +31,8 @@ DEFAULT_CRYSTAL_GROUP = "pybel/processed/pdbbind"
 CRYSTAL_GROUP_NAMES = ("pdbbind", "crystal")
 
 INTERACTION_ATTRS = schema.POSE_FEATURES
+# Largest magnitude accepted for an interaction count (hydrogen bonds, contacts, ... of one pose).
+POSE_FEATURE_LIMIT = 1e4
 POSE_ATTRS = ("rmsd", "score", "label") + INTERACTION_ATTRS
 
 INDEX_COLUMNS = ("shard", "pdbid", "poseid", "label", "rmsd", "affinity", "score",

@@ -8,7 +8,7 @@ import numpy as np
 import torch
 
 from pecan.data import format as fmt
-from pecan.data import schema
+from pecan.data import geometry, schema
 from pecan.errors import DataError
 
 # Rows of the distance matrix computed at once; bounds memory at ~CHUNK x n floats for huge pockets.
@@ -34,7 +34,8 @@ class AtomGraph:
 
 
 def validate_atoms(atoms: np.ndarray, where: str) -> np.ndarray:
-    """Check shape, finiteness and ligand presence; ``where`` names shard and pose in the error."""
+    """Check shape, finiteness (before and after the cast to float32) and ligand presence; ``where`` names
+    shard and pose in the error."""
     if not isinstance(atoms, np.ndarray) or atoms.dtype.kind not in "fiu":
         raise DataError(f"{where}: 'data' is not a numeric array (got {type(atoms).__name__} "
                         f"{getattr(atoms, 'dtype', '')})")
@@ -50,7 +51,7 @@ def validate_atoms(atoms: np.ndarray, where: str) -> np.ndarray:
                         f"(protein); {int(odd.sum())} row(s) have other values, e.g. {float(molcode[odd][0]):g}")
     if not (molcode > 0).any():
         raise DataError(f"{where}: pose has no ligand atoms (no row with molcode +1)")
-    return atoms.astype(np.float32, copy=False)
+    return geometry.as_float32(atoms, where)
 
 
 def crop_pocket(atoms: np.ndarray, pocket_radius: float) -> np.ndarray:
@@ -121,11 +122,13 @@ def build_graph(atoms: np.ndarray, pocket_radius: float, edge_cutoff: float, whe
     """Validated 22-column atoms (and their optional per-atom van der Waals radii) -> cropped graph with
     radius edges; radii are derived from the element one-hot when the shard has none. A pocket over
     ``max_atoms`` atoms or ``max_edges`` edges (when > 0) is a DataError naming the pose, raised before the
-    edges are allocated."""
+    edges are allocated; so is a pose that fails pecan.data.geometry's checks."""
     atoms = validate_atoms(atoms, where)
+    geometry.check_pose(atoms, where)
     vdw = validate_vdw(vdw, len(atoms), where)
     keep = pocket_mask(atoms, pocket_radius)
     atoms = atoms[keep]
+    geometry.check_pocket(int((atoms[:, fmt.MOLCODE_COLUMN] < 0).sum()), pocket_radius, where)
     if max_atoms and len(atoms) > max_atoms:
         raise DataError(f"{where}: {len(atoms)} atoms within {pocket_radius} A of the ligand, more than "
                         f"data.max_atoms={max_atoms}; raise it or skip such poses with on_bad_sample: skip")

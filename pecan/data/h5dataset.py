@@ -16,6 +16,7 @@ from torch_geometric.data import Batch, Data
 from pecan import tracing
 from pecan.data import format as fmt
 from pecan.data import io_modes, schema
+from pecan.data.geometry import check_pose_features
 from pecan.data.graph import AtomGraph, build_graph, random_rotation
 from pecan.data.sample import ProcessLocal, SampleTable, skip_or_raise
 from pecan.errors import DataError
@@ -115,8 +116,8 @@ class H5PoseDataset(ProcessLocal, torch.utils.data.Dataset):
             label = float(values["rmsd"] < self.rmsd_threshold)
         else:
             label = float(self.table.label[i])  # the CSV supplied it
-        features = np.array([values.get(n, 0.0) for n in fmt.INTERACTION_ATTRS], dtype=np.float32)
-        return label, features
+        features = np.array([values.get(n, 0.0) for n in fmt.INTERACTION_ATTRS], dtype=np.float64)
+        return label, check_pose_features(features, self.table.where(i))
 
     def _read_vdw(self, group) -> Optional[np.ndarray]:
         """The group's per-atom ``van_der_waals`` radii when the shard has them (FAST writes them)."""

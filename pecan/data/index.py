@@ -5,6 +5,7 @@ so the per-sample read path never touches HDF5 attributes.
 """
 from __future__ import annotations
 
+import filecmp
 import glob
 import json
 import logging
@@ -17,7 +18,7 @@ import pandas as pd
 
 from pecan import fileio
 from pecan.data import format as fmt
-from pecan.data import locations
+from pecan.data import identity, locations
 from pecan.data.sample import skip_or_raise
 from pecan.data.validation import FIRST_DATA_LINE, check_csv_cells, drop_repeated_shards, validate_index
 
@@ -57,15 +58,51 @@ def resolve_shards(patterns: Iterable[str], data_dir: str = "") -> list[Path]:
 
 # ---------------------------------------------------------------------------- normalising rows
 
-def _label_from(label: pd.Series, rmsd: pd.Series, threshold: float) -> pd.Series:
+LABEL_SOURCES = ("auto", "stored", "rmsd")
+
+
+def _first_pose(frame: pd.DataFrame, bad: pd.Series) -> str:
+    row = frame[bad].iloc[0]
+    return f"pose {row['pdbid']}/{row['poseid']} in shard {row['shard']}"
+
+
+def assign_labels(frame: pd.DataFrame, threshold: float, source: str, label_source: str = "auto",
+                  label_conflict: str = "error") -> pd.Series:
+    """The label of every row under data.label_source: ``rmsd`` derives it from rmsd < threshold; ``stored``
+    takes the stored label (rmsd fills only missing ones); ``auto`` does the same but compares both where
+    both exist: a contradiction is an error, or under data.label_conflict: warn a logged count."""
+    stored, rmsd = frame["label"], frame["rmsd"]
     derived = (rmsd < threshold).astype("float64").where(rmsd.notna())
-    return label.where(label.notna(), derived)
+    if label_source == "rmsd":
+        no_rmsd = rmsd.isna() & stored.notna()
+        if no_rmsd.any():
+            raise DataError(f"{source}: {_first_pose(frame, no_rmsd)} has a label but no rmsd, and "
+                            f"data.label_source: rmsd derives every label from rmsd ({int(no_rmsd.sum())} such "
+                            "rows); use label_source: stored for these data")
+        return derived
+    if label_source == "auto":
+        # A pose exactly at the threshold is left to its stored label: producers differ on < and <=.
+        conflict = stored.isin([0, 1]) & derived.notna() & (stored != derived) & (rmsd != threshold)
+        if conflict.any():
+            row = frame[conflict].iloc[0]
+            message = (f"{source}: {_first_pose(frame, conflict)} has label {_plain_label(row['label'])} but rmsd "
+                       f"{row['rmsd']:g} (data.rmsd_threshold {threshold:g} says {int(row['rmsd'] < threshold)}); "
+                       f"{int(conflict.sum())} of {int(derived.notna().sum())} labelled rows contradict their rmsd")
+            if label_conflict != "warn":
+                raise DataError(message + "; set data.label_source to stored or rmsd to choose one, or "
+                                "data.label_conflict: warn to train on the stored labels")
+            log.warning("%s; training on the stored labels (data.label_conflict: warn)", message)
+    return stored.where(stored.notna(), derived)
 
 
-def normalise(frame: pd.DataFrame, rmsd_threshold: float, source: str,
-              labels_optional: bool = False) -> pd.DataFrame:
-    """Fill optional columns, derive missing labels from rmsd, and reject rows with neither (unless
-    ``labels_optional``: poses to score need no answer, their label stays empty)."""
+def _plain_label(value) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def normalise(frame: pd.DataFrame, rmsd_threshold: float, source: str, labels_optional: bool = False,
+              label_source: str = "auto", label_conflict: str = "error") -> pd.DataFrame:
+    """Fill optional columns, assign labels (assign_labels), and reject rows with neither a label nor an rmsd
+    (unless ``labels_optional``: poses to score need no answer, their label stays empty)."""
     missing = [c for c in fmt.REQUIRED_INDEX_COLUMNS if c not in frame.columns]
     if missing:
         raise DataError(f"{source}: index is missing required column(s) {', '.join(missing)}")
@@ -76,11 +113,12 @@ def normalise(frame: pd.DataFrame, rmsd_threshold: float, source: str,
         frame[column] = pd.to_numeric(frame[column], errors="coerce")
     for column in fmt.INTERACTION_ATTRS:
         frame[column] = pd.to_numeric(frame[column], errors="coerce").fillna(0.0) if column in frame else 0.0
-    frame["is_crystal"] = (pd.to_numeric(frame["is_crystal"], errors="coerce").fillna(0).astype(int)
+    # Kept as read (not truncated to int): validate_index requires 0 or 1.
+    frame["is_crystal"] = (pd.to_numeric(frame["is_crystal"], errors="coerce").fillna(0)
                            if "is_crystal" in frame else 0)
     frame["pdbid"] = frame["pdbid"].astype(str)
     frame["poseid"] = frame["poseid"].astype(str)
-    frame["label"] = _label_from(frame["label"], frame["rmsd"], rmsd_threshold)
+    frame["label"] = assign_labels(frame, rmsd_threshold, source, label_source, label_conflict)
     unlabeled = frame[frame["label"].isna()]
     if len(unlabeled) and not labels_optional:
         row = unlabeled.iloc[0]
@@ -91,14 +129,50 @@ def normalise(frame: pd.DataFrame, rmsd_threshold: float, source: str,
     return frame
 
 
+def check_both_classes(frame: pd.DataFrame, allow_single_class: bool, source: str = "training data") -> None:
+    """A training index whose labels are all one class trains a constant: an error unless allowed."""
+    classes = sorted(frame["label"].dropna().unique().tolist())
+    if len(classes) >= 2:
+        return
+    message = (f"{source}: every one of its {len(frame)} samples has label {classes[0] if classes else '?'}; "
+               "a single-class training set cannot learn to tell poses apart (check data.rmsd_threshold and "
+               "data.label_source)")
+    if not allow_single_class:
+        raise DataError(message + "; set data.allow_single_class: true to train anyway")
+    log.warning("%s (allowed by data.allow_single_class)", message)
+
+
 # ---------------------------------------------------------------------------- CSV
 
-def read_index_csv(path: str | os.PathLike, data_dir: str, rmsd_threshold: float,
-                   labels_optional: bool = False) -> pd.DataFrame:
-    """Read one index CSV; shard paths resolve against ``data_dir`` (else the CSV's directory)."""
+def _same_file_or_bytes(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b) or filecmp.cmp(a, b, shallow=False)
+    except OSError:
+        return False
+
+
+def resolve_index_csv(path: str | os.PathLike, data_dir: str) -> Path:
+    """Where a CSV named in the config is: absolute as given; a relative one in data_dir first, else in the
+    working directory. Found in both places and different is an error naming both (never a silent pick)."""
     path = Path(path)
-    if not path.is_absolute() and data_dir and not path.exists():
-        path = Path(data_dir) / path
+    if path.is_absolute() or not data_dir:
+        return locations.absolute(path)
+    in_data, here = locations.absolute(Path(data_dir) / path), locations.absolute(path)
+    if not in_data.exists():
+        return here if here.exists() else in_data  # missing from both: named where it was looked for first
+    if here.exists() and here != in_data and not _same_file_or_bytes(in_data, here):
+        raise DataError(f"index CSV {str(path)!r} is ambiguous: {in_data} (in data.data_dir) and {here} (in the "
+                        "working directory) both exist and differ; relative CSV paths resolve against data_dir, "
+                        "so give the other one as an absolute path, or remove one")
+    return in_data
+
+
+def read_index_csv(path: str | os.PathLike, data_dir: str, rmsd_threshold: float,
+                   labels_optional: bool = False, label_source: str = "auto",
+                   label_conflict: str = "error") -> pd.DataFrame:
+    """Read one index CSV (resolve_index_csv); shard paths resolve against ``data_dir`` (else the CSV's
+    directory)."""
+    path = resolve_index_csv(path, data_dir)
 
     try:
         if path.exists() and not path.is_file():
@@ -108,9 +182,10 @@ def read_index_csv(path: str | os.PathLike, data_dir: str, rmsd_threshold: float
         raise IndexUnreadable(f"cannot read index CSV {path}: {err}") from err
     except (pd.errors.ParserError, UnicodeDecodeError, pd.errors.EmptyDataError) as err:
         raise DataError(f"index CSV {path} is not a valid CSV: {err}") from err
+    log.info("reading index CSV %s", path)
     check_csv_cells(frame, path)
     frame["_line"] = np.arange(len(frame)) + FIRST_DATA_LINE
-    frame = normalise(frame, rmsd_threshold, str(path), labels_optional)
+    frame = normalise(frame, rmsd_threshold, str(path), labels_optional, label_source, label_conflict)
     base = Path(data_dir) if data_dir else path.parent
     frame["shard"] = [str(p if Path(p).is_absolute() else locations.absolute(os.path.normpath(base / p)))
                       for p in frame["shard"]]
@@ -121,6 +196,25 @@ def read_index_csv(path: str | os.PathLike, data_dir: str, rmsd_threshold: float
     return frame
 
 
+def drop_duplicate_shard_rows(frame: pd.DataFrame, source: str, on_bad_sample: str) -> pd.DataFrame:
+    """Rows of a shard reached under two names (symlink, copy, another spelling) are an error naming both,
+    or under skip dropped (counted in ``attrs["skipped"]``); pecan.data.identity decides sameness."""
+    shards = [Path(s) for s in frame["shard"].unique()]
+    kept = {str(s) for s in identity.distinct_shards(shards, on_bad_sample, source)}
+    drop = ~frame["shard"].isin(kept)
+    if drop.any():
+        skipped = int(frame.attrs.get("skipped", 0)) + int(drop.sum())
+        frame = frame[~drop].reset_index(drop=True)
+        frame.attrs["skipped"] = skipped
+    return frame
+
+
+def log_shard_dirs(frame: pd.DataFrame, what: str) -> None:
+    """Name every directory the samples come from, absolute, once."""
+    directories = sorted({str(Path(s).parent) for s in frame["shard"].unique()})
+    log.info("%s: shards from %s", what, ", ".join(directories))
+
+
 def index_locations(shard_dir: Path, index_dir: str = "") -> list[locations.Location]:
     """Where a derived CSV may live, in order: data.index_dir, beside the shards, per-user cache, temp."""
     subdir = f"index/{locations.dataset_slug(shard_dir)}"
@@ -128,9 +222,20 @@ def index_locations(shard_dir: Path, index_dir: str = "") -> list[locations.Loca
 
 
 def derivation_key(shards: list[Path], params: dict) -> dict:
-    """What a derived index depends on: each shard's path, size and mtime, and the derivation settings."""
-    stats = [(str(s), s.stat().st_size, s.stat().st_mtime_ns) for s in shards]
-    return {"shards": stats, "params": params}
+    """What a derived index depends on: each shard's path and fingerprint (stat record and content hash,
+    pecan.data.identity), taken before the shards are read, and the derivation settings."""
+    return {"shards": [[str(s), identity.fingerprint(s)] for s in shards], "params": params}
+
+
+def key_still_matches(saved: dict, shards: list[Path], params: dict, confirmed: Optional[Path] = None) -> bool:
+    """Whether a sidecar's key describes these shards, unchanged in content, and these settings."""
+    try:
+        recorded = saved["shards"]
+        if saved["params"] != json.loads(json.dumps(params)) or [p for p, _ in recorded] != [str(s) for s in shards]:
+            return False
+        return all(identity.still_matches(Path(p), fp, confirmed) for p, fp in recorded)
+    except (KeyError, TypeError, ValueError):
+        return False
 
 
 def _sidecar(csv: Path) -> Path:
@@ -160,15 +265,19 @@ def write_derived_index(frame: pd.DataFrame, shard_dir: Path, prefix: str, data_
     return path
 
 
-def find_derived_index(shard_dir: Path, prefix: str, index_dir: str, key: dict) -> Optional[Path]:
-    """A derived CSV in the location chain whose sidecar matches ``key`` (same shards, same settings)."""
+def find_derived_index(shard_dir: Path, prefix: str, index_dir: str, shards: list[Path],
+                       params: dict) -> Optional[Path]:
+    """A derived CSV in the location chain whose sidecar matches the shards (same content) and settings; a
+    stale one is passed over and derived again."""
     for location in index_locations(shard_dir, index_dir):
         path = location.directory / f"{prefix}_all.csv"
         try:
-            if json.loads(_sidecar(path).read_text()) == json.loads(json.dumps(key)):
-                return path
+            saved = json.loads(_sidecar(path).read_text())
         except (OSError, ValueError):
             continue
+        if key_still_matches(saved, shards, params, identity.confirmed_path(path)):
+            return path
+        log.info("derived index %s is stale (a shard's content or the settings changed); passing over it", path)
     return None
 
 
@@ -226,7 +335,8 @@ def _shard_rows(shard: Path, pose_group: str, crystal_group: str, use_crystal: b
 
 def derive_index(shards: Iterable[Path], pose_group: str, crystal_group: str, use_crystal: bool,
                  rmsd_threshold: float, on_bad_sample: str = "error", progress: bool = False,
-                 labels_optional: bool = False) -> pd.DataFrame:
+                 labels_optional: bool = False, label_source: str = "auto",
+                 label_conflict: str = "error") -> pd.DataFrame:
     """Walk each shard once and build the index (attributes hoisted); errors name shard and complex."""
     from pecan.progress import track
 
@@ -246,7 +356,7 @@ def derive_index(shards: Iterable[Path], pose_group: str, crystal_group: str, us
     if not rows:
         raise DataError(f"no samples found in {len(shards)} shard(s): {', '.join(str(s) for s in shards[:3])}")
     frame = normalise(pd.DataFrame(rows, columns=list(fmt.INDEX_COLUMNS)), rmsd_threshold,
-                      f"shards under {Path(shards[0]).parent}", labels_optional)
+                      f"shards under {Path(shards[0]).parent}", labels_optional, label_source, label_conflict)
     frame.attrs["skipped"] = skipped
     return frame
 
@@ -256,39 +366,49 @@ def derive_index(shards: Iterable[Path], pose_group: str, crystal_group: str, us
 def build_index(csvs: list[str], fns: list[str], data_dir: str, *, pose_group: str, crystal_group: str,
                 use_crystal: bool, rmsd_threshold: float, index_prefix: str, on_bad_sample: str = "error",
                 progress: bool = False, write_csv: bool = True, index_dir: str = "",
-                labels_optional: bool = False) -> pd.DataFrame:
-    """One split's index: from CSVs when readable, else from a derived CSV that still matches the shards,
-    else derived from the shard list (and saved in the first writable location); then validated as a whole
-    (pecan.data.validation). A CSV that reads but is wrong is an error, never a fallback. Poses without a
-    label or rmsd are errors unless ``labels_optional`` (scoring new poses)."""
+                labels_optional: bool = False, label_source: str = "auto",
+                label_conflict: str = "error") -> pd.DataFrame:
+    """One split's index: from CSVs when readable, else from a derived CSV that still matches the shards'
+    content, else derived from the shard list (and saved in the first writable location); then validated as
+    a whole (pecan.data.validation). A CSV that reads but is wrong is an error, never a fallback. Poses
+    without a label or rmsd are errors unless ``labels_optional`` (scoring new poses). One shard under two
+    names (pecan.data.identity) is an error, or dropped under skip."""
+
+    labels = dict(labels_optional=labels_optional, label_source=label_source, label_conflict=label_conflict)
     if csvs:
         try:
-            frames = [read_index_csv(p, data_dir, rmsd_threshold, labels_optional) for p in csvs]
+            frames = [read_index_csv(p, data_dir, rmsd_threshold, **labels) for p in csvs]
             frame = pd.concat(frames, ignore_index=True)
-            if not use_crystal:
-                frame = frame[frame["is_crystal"] == 0].reset_index(drop=True)
-            return validate_index(frame, ", ".join(map(str, csvs)), on_bad_sample, labels_optional)
+            source = ", ".join(map(str, csvs))
+            frame = drop_duplicate_shard_rows(frame, f"index CSV(s) {source}", on_bad_sample)
+            if not use_crystal:  # rows that are neither 0 nor 1 stay, for validate_index to name
+                frame = frame[frame["is_crystal"] != 1].reset_index(drop=True)
+            log_shard_dirs(frame, f"index CSV(s) {source}")
+            return validate_index(frame, source, on_bad_sample, labels_optional)
         except IndexUnreadable as err:
             if not fns:
                 raise
             log.warning("%s; deriving the index from data.train_fns/val_fns instead", err)
     patterns = fns if fns else [data_dir]
     shards = drop_repeated_shards(resolve_shards(patterns, data_dir), list(patterns), on_bad_sample)
-    key = derivation_key(shards, {"pose_group": pose_group, "crystal_group": crystal_group, "use_crystal": use_crystal,
-                                  "rmsd_threshold": rmsd_threshold, "on_bad_sample": on_bad_sample,
-                                  "labels_optional": labels_optional})
+    shards = identity.distinct_shards(shards, on_bad_sample, f"shards {list(patterns)}")
+    params = {"pose_group": pose_group, "crystal_group": crystal_group, "use_crystal": use_crystal,
+              "rmsd_threshold": rmsd_threshold, "on_bad_sample": on_bad_sample, **labels}
     if write_csv:
-        saved = find_derived_index(shards[0].parent, index_prefix, index_dir, key)
+        saved = find_derived_index(shards[0].parent, index_prefix, index_dir, shards, params)
         if saved is not None:
             try:
-                frame = read_index_csv(saved, data_dir, rmsd_threshold, labels_optional)
-                log.info("reusing the derived index %s (its shards are unchanged)", saved)
+                frame = read_index_csv(saved, data_dir, rmsd_threshold, **labels)
+                log.info("reusing the derived index %s (its shards' content is unchanged)", saved)
+                log_shard_dirs(frame, f"derived index {saved}")
                 return validate_index(frame, str(saved), on_bad_sample, labels_optional)
             except DataError as err:
                 log.warning("%s; deriving the index again", err)
+    key = derivation_key(shards, params) if write_csv else None
     frame = derive_index(shards, pose_group, crystal_group, use_crystal, rmsd_threshold, on_bad_sample, progress,
-                         labels_optional)
+                         **labels)
     frame = validate_index(frame, f"shards {patterns}", on_bad_sample, labels_optional)
+    log_shard_dirs(frame, f"shards {patterns}")
     if write_csv:
         write_derived_index(frame, shards[0].parent, index_prefix, data_dir, index_dir, key)
     return frame

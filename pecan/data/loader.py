@@ -20,8 +20,8 @@ from torch_geometric.data import Batch
 from pecan import collectives, tracing
 from pecan.config import DataConfig
 from pecan.data import io_modes, schema
-from pecan.data.index import build_index, split_by_complex
-from pecan.data.packed import PackedDataset, PackParams, pack_is_valid, source_fingerprint
+from pecan.data.index import build_index, check_both_classes, split_by_complex
+from pecan.data.packed import PackedDataset, PackParams, pack_is_valid
 from pecan.data.packing import ensure_packed, pack_shard_at
 from pecan.data.sample import passthrough_collate
 from pecan.data.sampler import ShardAwareSampler
@@ -34,7 +34,7 @@ def load_split_frames(cfg: DataConfig, progress: bool = False) -> tuple[pd.DataF
     """Train and validation indexes: separate CSVs/shard lists, or a seeded complex-level split."""
     common = dict(pose_group=cfg.pose_group, crystal_group=cfg.crystal_group, use_crystal=cfg.use_crystal,
                   rmsd_threshold=cfg.rmsd_threshold, on_bad_sample=cfg.on_bad_sample, progress=progress,
-                  index_dir=cfg.index_dir)
+                  index_dir=cfg.index_dir, label_source=cfg.label_source, label_conflict=cfg.label_conflict)
     train = build_index(cfg.train_csvs, cfg.train_fns, cfg.data_dir, index_prefix=cfg.index_prefix, **common)
     if cfg.val_csvs or cfg.val_fns:
         val = build_index(cfg.val_csvs, cfg.val_fns, cfg.data_dir, index_prefix=f"{cfg.index_prefix}_val", **common)
@@ -74,7 +74,7 @@ def confirm_packs(cfg: DataConfig, packs: dict[str, Path]) -> dict[str, Path]:
     for shard, path in packs.items():
         if path is None:  # rank 0 could not pack it: its samples are skipped everywhere
             continue
-        if not pack_is_valid(Path(path), source_fingerprint(Path(shard))):
+        if not pack_is_valid(Path(path), Path(shard)):
             log.info("pack %s is not on this node; building it there", path)
             pack_shard_at(Path(shard), params, Path(path))
     return packs
@@ -120,7 +120,11 @@ def _node_inputs(cfg: DataConfig, frames: tuple[pd.DataFrame, pd.DataFrame], pac
 
 def _rank0_inputs(cfg: DataConfig, processes: int, progress: bool,
                   build_frames: Optional[Callable[[], tuple[pd.DataFrame, pd.DataFrame]]]):
-    frames = build_frames() if build_frames is not None else load_split_frames(cfg, progress)
+    if build_frames is None:  # training: both classes must be there (data.allow_single_class)
+        frames = load_split_frames(cfg, progress)
+        check_both_classes(frames[0], cfg.allow_single_class)
+    else:
+        frames = build_frames()
     packs = prepare_packs(cfg, list(frames), processes, progress) if io_modes.uses_packs(cfg.io_mode) else None
     return frames, packs
 

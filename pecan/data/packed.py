@@ -8,7 +8,8 @@ with its radius edges (they never change between epochs):
     edge_src [E] i4, edge_dst [E] i4 (local to the sample), edge_type [E] i1, edge_offsets [S+1] i8,
     scalars [S, 8] f4 (label, rmsd, score, 5 interaction counts as the shard stores them)
 
-The header names the source shard's size, mtime and a sampled hash (a changed shard invalidates the pack),
+The header names the source shard's fingerprint (stat record and whole-file hash, pecan.data.identity: a
+shard whose bytes changed invalidates the pack, even with size and mtime kept),
 the graph parameters, and the (pdbid, poseid) key of every sample. Each worker maps each pack once; the
 page cache shares the bytes between workers and ranks of a node. ``__getitems__`` gathers a whole batch
 with offset arithmetic and builds the PyG Batch directly. Steady state: zero HDF5 calls per sample.
@@ -30,7 +31,7 @@ from torch_geometric.data import Batch
 
 from pecan import tracing
 from pecan.data import format as fmt
-from pecan.data import locations, schema
+from pecan.data import identity, locations, schema
 from pecan.data.graph import random_rotation
 from pecan.data.sample import ProcessLocal, SampleTable, skip_or_raise
 from pecan.errors import DataError
@@ -38,9 +39,8 @@ from pecan.errors import DataError
 log = logging.getLogger(__name__)
 
 MAGIC = b"PECANPK1"
-PACK_VERSION = 3  # 2: per-atom van der Waals radii; 3: edges sorted by target. Older packs are rebuilt
+PACK_VERSION = 4  # 2: vdw radii; 3: edges sorted by target; 4: whole-file source hash. Older packs are rebuilt
 ALIGN = 64
-HASH_SPAN = 1 << 18
 SCALAR_COLUMNS = ("label", "rmsd", "score", *fmt.INTERACTION_ATTRS)
 # The contract's per-node/per-edge arrays (pecan.data.schema) in their stored dtypes, plus the pack's own.
 ARRAY_DTYPES = {**{f.name: np.dtype(f.stored or f.dtype)
@@ -68,15 +68,8 @@ class PackParams:
 
 
 def source_fingerprint(shard: Path) -> dict:
-    """Size, mtime and a hash of the first and last 256 KiB: cheap enough to check at every start."""
-    stat = shard.stat()
-    digest = hashlib.sha256()
-    with open(shard, "rb") as handle:
-        digest.update(handle.read(HASH_SPAN))
-        if stat.st_size > HASH_SPAN:
-            handle.seek(max(HASH_SPAN, stat.st_size - HASH_SPAN))
-            digest.update(handle.read(HASH_SPAN))
-    return {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "sha256_ends": digest.hexdigest()}
+    """The shard's stat record and whole-file BLAKE2b hash (pecan.data.identity), taken before it is read."""
+    return identity.fingerprint(shard)
 
 
 # ---------------------------------------------------------------------------- locating packs
@@ -108,27 +101,27 @@ def read_header(path: Path) -> dict:
     return header
 
 
-def pack_is_valid(path: Path, fingerprint: dict) -> bool:
-    """Whether ``path`` is a readable pack of this version built from a shard with this fingerprint."""
+def pack_is_valid(path: Path, shard: Path) -> bool:
+    """Whether ``path`` is a readable pack of this version built from the bytes ``shard`` holds now (an
+    unchanged stat record answers at once; otherwise the shard is hashed again)."""
     try:
         header = read_header(path)
     except (OSError, ValueError, DataError):
         return False
-    return header.get("version") == PACK_VERSION and header.get("source") == fingerprint
+    return header.get("version") == PACK_VERSION and identity.still_matches(shard, header.get("source"),
+                                                                             identity.confirmed_path(path))
 
 
-def find_valid_pack(shard: Path, params: PackParams, cache_dir: str = "",
-                    fingerprint: Optional[dict] = None) -> Optional[Path]:
+def find_valid_pack(shard: Path, params: PackParams, cache_dir: str = "") -> Optional[Path]:
     """An existing pack for ``shard`` whose fingerprint still matches the shard, looked up through the chain.
 
     A pack that exists but sits where this user cannot write (a shared cache) is used when valid; one that is
-    unreadable, foreign or stale is passed over."""
-    fingerprint = fingerprint or source_fingerprint(shard)
+    unreadable, foreign or stale is passed over (and rebuilt in the first writable location)."""
     for location in pack_locations(shard, cache_dir):
         path = location.directory / pack_name(shard, params)
         if not path.exists():
             continue
-        if pack_is_valid(path, fingerprint):
+        if pack_is_valid(path, shard):
             return path
         log.info("pack %s is stale, unreadable or foreign; passing over it", path)
     return None

@@ -81,6 +81,11 @@ class SampleTable:
         """Human-readable location of sample i for error messages."""
         return f"shard {self.shards[self.shard_id[i]]}, pose {self.pdbid[i]}/{self.poseid[i]}"
 
+    def where_many(self, sample_ids) -> str:
+        """The locations of several samples (a batch's ``sample_id`` tensor or a list), for error messages."""
+        ids = sample_ids.view(-1).tolist() if hasattr(sample_ids, "view") else list(sample_ids)
+        return "; ".join(self.where(int(i)) for i in ids)
+
 
 def passthrough_collate(batch: Any) -> Any:
     """Collate for datasets whose ``__getitems__`` already returns a finished Batch."""

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Optional
 
 from pecan import fileio
+from pecan.data.identity import stat_record
 from pecan.data.locations import absolute
-from pecan.data.packed import source_fingerprint
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +71,7 @@ def stage(sources: list[Path], stage_dir: str | Path) -> StageReport:
         todo = []
         for source in (Path(s) for s in sources):
             staged = staged_path(source, stage_dir)
-            marker = _marker_text(source, source_fingerprint(source))
+            marker = _marker_text(source, stat_record(source))
             report.mapping[str(source)] = str(staged)
             if _is_current(source, staged, marker):
                 report.files_reused += 1

@@ -73,6 +73,8 @@ def validate_index(frame: pd.DataFrame, source: str, on_bad_sample: str = "error
     checks = [
         (~label_ok, "label must be 0 or 1 (or empty, derived from rmsd)", "label"),
         (frame["rmsd"].notna() & (frame["rmsd"] < 0), "rmsd must be >= 0", "rmsd"),
+        (~frame["is_crystal"].isin([0, 1]), "is_crystal must be 0 or 1", "is_crystal"),
+        *_pose_feature_checks(frame),
         (frame.duplicated(KEY, keep="first"), "duplicate sample (same shard, pdbid and poseid as an earlier row)",
          None),
     ]
@@ -91,10 +93,24 @@ def validate_index(frame: pd.DataFrame, source: str, on_bad_sample: str = "error
     if frame.empty:
         raise DataError(f"{source}: no usable samples left after dropping {skipped} bad row(s)")
     frame = frame.drop(columns=["_line"], errors="ignore")
+    frame["is_crystal"] = frame["is_crystal"].astype(int)
     frame.attrs["skipped"] = skipped
     log.info("index %s: %d samples of %d complexes%s", source, len(frame), frame["pdbid"].nunique(),
              f" ({skipped} bad row(s) dropped)" if skipped else "")
     return frame
+
+
+def _pose_feature_checks(frame: pd.DataFrame) -> list:
+    """The 5 interaction counts feed the model as float32: each must stay finite after the cast and within
+    +-fmt.POSE_FEATURE_LIMIT (a count of bonds; 3e38 would end in a NaN loss that names no pose)."""
+    checks = []
+    for column in fmt.INTERACTION_ATTRS:
+        as_float32 = frame[column].to_numpy(dtype=np.float64).astype(np.float32)
+        with np.errstate(invalid="ignore"):
+            bad = ~np.isfinite(as_float32) | (np.abs(as_float32) > fmt.POSE_FEATURE_LIMIT)
+        checks.append((pd.Series(bad, index=frame.index),
+                       f"{column} must be a finite count within +-{fmt.POSE_FEATURE_LIMIT:g} (as float32)", column))
+    return checks
 
 
 def drop_repeated_shards(shards: Iterable[Path], patterns: list[str], on_bad_sample: str) -> list[Path]:

@@ -1,4 +1,10 @@
-"""Idempotent, locked generation: reuse a data set made with the same arguments."""
+"""Idempotent, locked, atomic generation: reuse a data set made with the same arguments.
+
+A generation writes into a temporary directory inside the data directory, announces itself with a
+pending marker, then renames its files into place and writes the completion marker last. A generation
+killed at any point leaves either no new files (only the temporary directory, removed by the next
+start) or the pending marker, so the next start generates again instead of training on part of a set.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +12,9 @@ import contextlib
 import inspect
 import json
 import logging
+import os
 import pathlib
+import shutil
 from pathlib import Path
 
 from pecan.fileio import atomic_path
@@ -15,6 +23,8 @@ from pecan.synthetic.writer import MARKER_NAME, generate_dataset
 log = logging.getLogger("pecan")
 
 LOCK_NAME = ".synthetic.lock"
+PENDING_NAME = ".synthetic.pending.json"  # present from the first rename into place until the marker is written
+TEMP_PREFIX = ".synthetic-tmp-"
 GENERATOR_VERSION = 1
 
 # ---------------------------------------------------------------- ensure
@@ -63,13 +73,35 @@ def ensure_dataset(out_dir, **kwargs):
         marker = _read_marker(marker_path)
         if _marker_matches(out_dir, marker, arguments):
             return [out_dir / name for name in marker["shards"]]
-        shards = generate_dataset(out_dir, **kwargs)
+        _remove_temporaries(out_dir)
+        temporary = out_dir / f"{TEMP_PREFIX}{os.getpid()}"
+        built = generate_dataset(temporary, **kwargs)
+        names = [path.name for path in built]
+        pending = _read_marker(out_dir / PENDING_NAME)
+        _write_json(out_dir / PENDING_NAME, {"shards": names, "index": arguments["index_name"]})
+        marker_path.unlink(missing_ok=True)  # the old marker no longer describes what is on disk
+        for name in (*names, arguments["index_name"]):
+            os.replace(temporary / name, out_dir / name)
+        shards = [out_dir / name for name in names]
         _remove_stale_shards(out_dir, marker, shards)
-        payload = {"version": GENERATOR_VERSION, "arguments": arguments,
-                   "shards": [path.name for path in shards], "index": arguments["index_name"]}
-        with atomic_path(marker_path) as temporary:
-            temporary.write_text(json.dumps(payload, indent=1, sort_keys=True))
+        _remove_stale_shards(out_dir, pending, shards)
+        _write_json(marker_path, {"version": GENERATOR_VERSION, "arguments": arguments, "shards": names,
+                                  "index": arguments["index_name"]})
+        (out_dir / PENDING_NAME).unlink()
+        shutil.rmtree(temporary, ignore_errors=True)
     return shards
+
+
+def _write_json(path, payload):
+    with atomic_path(path) as temporary:
+        temporary.write_text(json.dumps(payload, indent=1, sort_keys=True))
+
+
+def _remove_temporaries(out_dir):
+    """Temporary directories of generations that were killed (the caller holds the directory lock)."""
+    for leftover in out_dir.glob(f"{TEMP_PREFIX}*"):
+        log.info("removing %s, left by an interrupted generation", leftover)
+        shutil.rmtree(leftover, ignore_errors=True)
 
 
 def dataset_is_current(out_dir, **kwargs):
@@ -105,10 +137,14 @@ def ensure_from_config(config) -> None:
     settings = dict(n_shards=spec.shards, complexes_per_shard=spec.complexes_per_shard, seed=spec.seed,
                     rmsd_threshold=data.rmsd_threshold, index_name=Path(first_csv).name)
     directory = Path(data.data_dir)
-    foreign = not (directory / MARKER_NAME).exists() and (
+    interrupted = (directory / PENDING_NAME).exists()
+    foreign = not interrupted and not (directory / MARKER_NAME).exists() and (
         (directory / settings["index_name"]).exists() or any(directory.glob("*.hdf5")))
     if foreign:  # data the generator did not write is never overwritten
         log.info("%s already holds data not made by the generator; using it as is", directory)
+    elif interrupted:
+        log.warning("%s holds an interrupted generation (%s); generating it again", directory, PENDING_NAME)
+        ensure_dataset(data.data_dir, progress=config.train.progress, **settings)
     elif not dataset_is_current(directory, **settings):
         log.info("generating the synthetic data set into %s (synthetic section of the config)",
                                         data.data_dir)

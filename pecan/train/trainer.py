@@ -322,7 +322,7 @@ class Trainer:
             batch = batch.to(self.device, non_blocking=True)
         with timer.span("forward_s", size=batch.num_graphs):
             loss = self.forward_loss(batch)
-        if not self.loss_is_finite(loss, *where):
+        if not self.loss_is_finite(loss, *where, batch=batch):
             self.optimizer.zero_grad(set_to_none=True)
             return None
         self.backward(loss * weight, timer)
@@ -335,13 +335,16 @@ class Trainer:
         self.step += 1
         return loss.detach()
 
-    def loss_is_finite(self, loss: torch.Tensor, epoch: int, step_in_epoch: int) -> bool:
-        """Stop (or count and skip) on a NaN/inf loss before it reaches the weights. This is one host sync per
-        step, the price of never stepping the optimiser with a NaN gradient; ranks agree, so DDP stays in step."""
+    def loss_is_finite(self, loss: torch.Tensor, epoch: int, step_in_epoch: int, batch=None) -> bool:
+        """Stop (or count and skip) on a NaN/inf loss before it reaches the weights, naming the batch's poses.
+        This is one host sync per step, the price of never stepping the optimiser with a NaN gradient; ranks
+        agree, so DDP stays in step."""
         # The same collective carries the stop and checkpoint-due flags: ranks agree on them for free.
         if self.lifecycle.step_checks(torch.isfinite(loss.detach()).to(torch.int32)):
             return True
         where = f"epoch {epoch + 1}, step {step_in_epoch + 1} (global step {self.step + 1})"
+        if batch is not None:
+            where += f", batch of rank {self.env.rank}: {self.train_set.table.where_many(batch.sample_id)}"
         if self.config.train.on_nonfinite_loss != "skip":
             raise FloatingPointError(f"non-finite training loss ({float(loss.detach()):g}) at {where}; lower "
                                      "train.lr, check the data, or set train.on_nonfinite_loss: skip")

@@ -130,7 +130,7 @@ def test_read_only_data_dir_falls_back_to_user_cache_then_temp(tiny_dataset, tmp
     mounts.read_only(tmp_path / "xdg-cache", tmp_path / "xdg-ro")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-ro"))
     monkeypatch.setattr(idx.locations.tempfile, "tempdir", str(tmp_path / "tmp"))
-    idx.build_index([], fns, "", **{**COMMON, "rmsd_threshold": 3.0})
+    idx.build_index([], fns, "", **{**COMMON, "rmsd_threshold": 3.0, "label_source": "rmsd"})
     assert list((tmp_path / "tmp").glob("pecan-*/index/*/pecan_all.csv"))
 
 
@@ -336,15 +336,20 @@ def test_read_index_csv_keeps_ids_as_text_and_names_the_csv(tmp_path):
         assert message in str(err.value)
 
 
-def test_relative_csv_found_from_the_working_directory_before_data_dir(tmp_path, monkeypatch):
+def test_relative_csv_resolves_against_data_dir_first_and_ambiguity_is_an_error(tmp_path, monkeypatch):
     data_dir, elsewhere = tmp_path / "data", tmp_path / "elsewhere"
     data_dir.mkdir()
     elsewhere.mkdir()
     (data_dir / "s.hdf5").touch()
-    (elsewhere / "index.csv").write_text("shard,pdbid,poseid,rmsd\ns.hdf5,abcd,p1,1.0\n")
     (data_dir / "index.csv").write_text("shard,pdbid,poseid,rmsd\ns.hdf5,wxyz,p2,3.0\n")
     monkeypatch.chdir(elsewhere)
-    # A relative path that exists as given is that file; only a missing one is looked up in data_dir.
-    assert idx.read_index_csv("index.csv", str(data_dir), 2.0)["pdbid"].tolist() == ["abcd"]
-    (elsewhere / "index.csv").unlink()
+    assert idx.read_index_csv("index.csv", str(data_dir), 2.0)["pdbid"].tolist() == ["wxyz"]
+    # Another file of that name in the working directory: refused, naming both absolute paths.
+    (elsewhere / "index.csv").write_text("shard,pdbid,poseid,rmsd\ns.hdf5,abcd,p1,1.0\n")
+    with pytest.raises(DataError, match=f"{data_dir / 'index.csv'} .*and {elsewhere / 'index.csv'} .*differ"):
+        idx.read_index_csv("index.csv", str(data_dir), 2.0)
+    # The same bytes there are no ambiguity; missing from data_dir, the working directory's file is read.
+    (elsewhere / "index.csv").write_text((data_dir / "index.csv").read_text())
+    assert idx.read_index_csv("index.csv", str(data_dir), 2.0)["pdbid"].tolist() == ["wxyz"]
+    (data_dir / "index.csv").unlink()
     assert idx.read_index_csv("index.csv", str(data_dir), 2.0)["pdbid"].tolist() == ["wxyz"]

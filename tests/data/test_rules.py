@@ -75,12 +75,20 @@ def test_threshold_is_the_configured_one(tmp_path):
     assert frame["label"].tolist() == [1, 0, 0]
 
 
-def test_a_stored_label_wins_over_rmsd(tmp_path):
+def test_label_source_stored_keeps_labels_that_contradict_rmsd_and_rmsd_derives_them(tmp_path):
     write_unlabelled_shard(tmp_path / "s.hdf5", [])
     pd.DataFrame({"shard": "s.hdf5", "pdbid": "cplx", "poseid": ["a", "b", "c"], "rmsd": [0.5, 5.0, np.nan],
                   "label": [0, 1, 1]}).to_csv(tmp_path / "index.csv", index=False)
-    frame = idx.read_index_csv(tmp_path / "index.csv", str(tmp_path), THRESHOLD)
+    frame = idx.read_index_csv(tmp_path / "index.csv", str(tmp_path), THRESHOLD, label_source="stored")
     assert frame["label"].tolist() == [0, 1, 1]
+    # auto (the default) compares the two sources: the first contradiction is named, with the count.
+    with pytest.raises(idx.DataError, match=r"cplx/a .* has label 0 but rmsd 0.5 .* 2 of 2 labelled rows"):
+        idx.read_index_csv(tmp_path / "index.csv", str(tmp_path), THRESHOLD)
+    warned = idx.read_index_csv(tmp_path / "index.csv", str(tmp_path), THRESHOLD, label_conflict="warn")
+    assert warned["label"].tolist() == [0, 1, 1]
+    # rmsd derives every label; a row with a label but no rmsd (pose c) is then an error naming it.
+    with pytest.raises(idx.DataError, match="cplx/c .* has a label but no rmsd"):
+        idx.read_index_csv(tmp_path / "index.csv", str(tmp_path), THRESHOLD, label_source="rmsd")
 
 
 def test_no_label_and_no_rmsd_is_an_error_naming_the_pose(tmp_path):
@@ -162,11 +170,14 @@ def test_build_graph_edge_types_by_hand():
     assert types == {(0, 1): 0, (1, 0): 0, (1, 2): 1, (2, 1): 1, (2, 3): 2, (3, 2): 2}
 
 
-def test_a_stored_label_wins_over_rmsd_derived_from_shards(tmp_path):
+def test_a_stored_label_wins_over_rmsd_derived_from_shards_under_label_source_stored(tmp_path):
     write_unlabelled_shard(tmp_path / "s.hdf5", [0.5, 5.0, 1.0])
     with h5py.File(tmp_path / "s.hdf5", "a") as handle:
         for number, label in ((1, 0), (2, 1)):  # both disagree with their rmsd; pose 3 has no label
             handle[f"cplx/{fmt.DEFAULT_POSE_GROUP}/{number}"].attrs["label"] = label
     frame = idx.derive_index([tmp_path / "s.hdf5"], fmt.DEFAULT_POSE_GROUP, fmt.DEFAULT_CRYSTAL_GROUP, False,
-                             THRESHOLD)
+                             THRESHOLD, label_source="stored")
     assert dict(zip(frame["poseid"], frame["label"])) == {"1": 0, "2": 1, "3": 1}
+    derived = idx.derive_index([tmp_path / "s.hdf5"], fmt.DEFAULT_POSE_GROUP, fmt.DEFAULT_CRYSTAL_GROUP, False,
+                               THRESHOLD, label_source="rmsd")
+    assert dict(zip(derived["poseid"], derived["label"])) == {"1": 1, "2": 0, "3": 1}
