@@ -20,7 +20,14 @@ from pecan import fileio
 from pecan.data import format as fmt
 from pecan.data import identity, locations
 from pecan.data.sample import skip_or_raise
-from pecan.data.validation import FIRST_DATA_LINE, check_csv_cells, drop_repeated_shards, validate_index
+from pecan.data.validation import (
+    FIRST_DATA_LINE,
+    MISSING_NUMBERS,
+    NUMERIC_COLUMNS,
+    check_csv_cells,
+    drop_repeated_shards,
+    validate_index,
+)
 
 log = logging.getLogger(__name__)
 
@@ -177,7 +184,9 @@ def read_index_csv(path: str | os.PathLike, data_dir: str, rmsd_threshold: float
     try:
         if path.exists() and not path.is_file():
             raise IsADirectoryError(f"[Errno 21] not a regular file: '{path}'")
-        frame = pd.read_csv(path, dtype={"pdbid": str, "poseid": str, "shard": str})
+        # Ids are text whatever they spell: pandas would read a complex "NA" or a pose "None" as missing.
+        frame = pd.read_csv(path, dtype={"pdbid": str, "poseid": str, "shard": str}, keep_default_na=False,
+                            na_values={column: MISSING_NUMBERS for column in NUMERIC_COLUMNS})
     except OSError as err:
         raise IndexUnreadable(f"cannot read index CSV {path}: {err}") from err
     except (pd.errors.ParserError, UnicodeDecodeError, pd.errors.EmptyDataError) as err:

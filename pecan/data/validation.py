@@ -21,6 +21,8 @@ log = logging.getLogger(__name__)
 
 NUMERIC_COLUMNS = ("label", "rmsd", "affinity", "score", "is_crystal", *fmt.INTERACTION_ATTRS)
 KEY = ["shard", "pdbid", "poseid"]
+# Cells of a numeric column read as missing (pandas' own spellings); id columns keep every cell as text.
+MISSING_NUMBERS = ("", "NA", "N/A", "n/a", "NaN", "nan", "-NaN", "-nan", "null", "NULL", "None", "#N/A", "<NA>")
 # A CSV's first data row is line 2 (line 1 is the header).
 FIRST_DATA_LINE = 2
 

@@ -336,6 +336,18 @@ def test_read_index_csv_keeps_ids_as_text_and_names_the_csv(tmp_path):
         assert message in str(err.value)
 
 
+def test_ids_that_pandas_would_read_as_missing_stay_text(tmp_path):
+    (tmp_path / "s.hdf5").touch()
+    path = tmp_path / "index.csv"
+    path.write_text("shard,pdbid,poseid,rmsd,score\ns.hdf5,NA,None,1.0,NA\ns.hdf5,null,nan,3.0,-7.1\n")
+    frame = idx.read_index_csv(path, str(tmp_path), 2.0)
+    assert frame["pdbid"].tolist() == ["NA", "null"] and frame["poseid"].tolist() == ["None", "nan"]
+    assert np.isnan(frame["score"].iloc[0]) and frame["score"].iloc[1] == -7.1  # numeric NA is still missing
+    path.write_text("shard,pdbid,poseid,rmsd\ns.hdf5,,p1,1.0\n")
+    with pytest.raises(DataError, match=r"line 2, column 'pdbid': is empty"):
+        idx.read_index_csv(path, str(tmp_path), 2.0)
+
+
 def test_relative_csv_resolves_against_data_dir_first_and_ambiguity_is_an_error(tmp_path, monkeypatch):
     data_dir, elsewhere = tmp_path / "data", tmp_path / "elsewhere"
     data_dir.mkdir()
