@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 CONSTRAINTS := constraints-cpu.txt
 
-.PHONY: venv demo test test-fast mutation mutation-results clean-demo
+.PHONY: venv demo lint test test-fast mutation mutation-results clean-demo
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -17,11 +17,17 @@ venv: $(PY)
 demo: $(PY)
 	$(PY) -u main_app.py configs/demo.yaml $(ARGS)
 
-test: $(PY)
-	$(PY) -m pytest -q tests
+# Lint first (ruff.toml: pycodestyle, pyflakes, import order; and the formatter's check), then every test,
+# with the slowest listed at the end.
+lint: $(PY)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+test: lint
+	$(PY) -m pytest -q --durations=15 tests
 
 # The fast path still runs one 2-rank DDP test (marker ddp_smoke), so DDP bugs are caught here too.
-test-fast: $(PY)
+test-fast: lint
 	$(PY) -m pytest -q tests -m "(not slow and not multiprocess) or ddp_smoke"
 
 # Mutation testing of the core functions (slow; not part of `make test`): setup.cfg [mutmut] holds the
