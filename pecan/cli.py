@@ -12,6 +12,7 @@ import sys
 # name -> (module with main(argv, prog), one-line help). Order is the order of `pecan --help`.
 COMMANDS: dict[str, tuple[str, str]] = {
     "train": ("pecan.commands.train", "train a model from a YAML config (same as python main_app.py CONFIG)"),
+    "redock": ("pecan.commands.redock", "redock crystal ligands with AutoDock Vina into poses convert reads"),
 }
 
 
