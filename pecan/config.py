@@ -124,6 +124,9 @@ class TrainConfig:
     compile: bool = _doc("torch.compile the model (dynamic shapes); env PECAN_TORCH_COMPILE=0|1 overrides.", False)
     resume: str = _doc("auto: continue from out_dir's last checkpoint if present; never; or a checkpoint path.",
                        "auto")
+    ranking_loss_weight: float = _doc(
+        "Weight of a pairwise ranking loss added to BCE: softplus(s_neg - s_pos) over every (near-native, other) "
+        "pose pair of one complex within a batch; 0 turns it off.", 0.0)
     max_steps_per_epoch: int = _doc("Stop an epoch after this many steps; 0 means the full epoch.", 0)
     deterministic: bool = _doc("Use deterministic algorithms (slower; for exact reproduction).", False)
     progress: bool = _doc("Show progress bars on rank 0.", True)

@@ -21,20 +21,22 @@ from pecan import tracing
 from pecan.data import format as fmt
 from pecan.data.graph import AtomGraph, build_graph, random_rotation
 from pecan.data.index import DataError
-from pecan.data.sample import ProcessLocal, SampleTable, skip_or_raise
+from pecan.data.sample import ProcessLocal, SampleTable, missing_docking_features, skip_or_raise
 
 log = logging.getLogger(__name__)
 
 
 def graph_to_data(graph: AtomGraph, label: float, pose_features: np.ndarray, complex_id: int,
-                  sample_id: int) -> Data:
+                  sample_id: int, docking_features: np.ndarray | None = None) -> Data:
     """Wrap a graph and its sample scalars as a PyG Data object (the model's input contract)."""
     x = torch.from_numpy(graph.x)
+    docking = missing_docking_features(1) if docking_features is None else np.asarray(docking_features, np.float32)
     return Data(x=x, pos=torch.from_numpy(graph.pos), vdw=torch.from_numpy(graph.vdw), edge_index=torch.from_numpy(graph.edge_index),
                 edge_type=torch.from_numpy(graph.edge_type).long(), is_ligand=x[:, fmt.MOLCODE_FEATURE] > 0,
                 y=torch.tensor([label], dtype=torch.float32),
                 pose_features=torch.from_numpy(np.asarray(pose_features, dtype=np.float32)).view(1, -1),
-                complex_id=torch.tensor([complex_id]), sample_id=torch.tensor([sample_id]))
+                complex_id=torch.tensor([complex_id]), sample_id=torch.tensor([sample_id]),
+                docking_features=torch.from_numpy(docking).view(1, -1))
 
 
 def rotate_data(data: Data) -> Data:
@@ -189,7 +191,8 @@ class Dataset_PDB(ProcessLocal, torch.utils.data.Dataset):  # noqa: N801 - publi
             self.counters.add("skipped")
             return None
         self.counters.add("samples")
-        data = graph_to_data(graph, label, features, int(self.table.complex_id[i]), i)
+        docking = None if self.table.docking_features is None else self.table.docking_features[i]
+        data = graph_to_data(graph, label, features, int(self.table.complex_id[i]), i, docking)
         return rotate_data(data) if self.augment else data
 
     def __getitems__(self, indices: list[int]) -> Batch:

@@ -202,7 +202,7 @@ def make_sampler(dataset, cfg: DataConfig, *, train: bool, rank: int, world_size
 
 
 WIRE_FIELDS = ("x", "pos", "vdw", "edge_index", "edge_type", "is_ligand", "y", "pose_features", "complex_id",
-               "sample_id", "batch", "ptr", "io_counts")
+               "sample_id", "batch", "ptr", "io_counts", "docking_features")
 WIRE_ALIGN = 16
 
 

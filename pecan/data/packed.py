@@ -33,7 +33,7 @@ from pecan.data import format as fmt
 from pecan.data import locations
 from pecan.data.graph import random_rotation
 from pecan.data.index import DataError
-from pecan.data.sample import ProcessLocal, SampleTable, skip_or_raise
+from pecan.data.sample import ProcessLocal, SampleTable, missing_docking_features, skip_or_raise
 
 log = logging.getLogger(__name__)
 
@@ -179,14 +179,17 @@ def gather_batch(packs: list[dict[str, np.ndarray]], pack_ids: np.ndarray, local
 
 
 def to_batch(arrays: dict, label: np.ndarray, pose_features: np.ndarray, complex_id: np.ndarray,
-             sample_id: np.ndarray) -> Batch:
+             sample_id: np.ndarray, docking_features: np.ndarray | None = None) -> Batch:
     """Build the PyG Batch straight from flat arrays (no per-sample Data objects)."""
     counts = torch.from_numpy(arrays["atom_counts"])
+    if docking_features is None:
+        docking_features = missing_docking_features(len(counts))
     x = torch.from_numpy(arrays["x"])
     batch = Batch(x=x, pos=torch.from_numpy(arrays["pos"]), vdw=torch.from_numpy(arrays["vdw"]), edge_index=torch.from_numpy(arrays["edge_index"]),
                   edge_type=torch.from_numpy(arrays["edge_type"]).long(), is_ligand=x[:, fmt.MOLCODE_FEATURE] > 0,
                   y=torch.from_numpy(label), pose_features=torch.from_numpy(pose_features),
                   complex_id=torch.from_numpy(complex_id), sample_id=torch.from_numpy(sample_id),
+                  docking_features=torch.from_numpy(np.ascontiguousarray(docking_features, dtype=np.float32)),
                   batch=torch.repeat_interleave(torch.arange(len(counts)), counts),
                   ptr=torch.cat([torch.zeros(1, dtype=torch.long), torch.cumsum(counts, 0)]))
     batch._num_graphs = len(counts)
@@ -269,7 +272,8 @@ class PackedDataset(ProcessLocal, torch.utils.data.Dataset):
             arrays = gather_batch(self._mapped(), self.pack_id[idx], self.local_id[idx])
         t = self.table
         with tracing.span("pecan.data", "collate", size=len(idx)):
-            batch = to_batch(arrays, t.label[idx], t.pose_features[idx], t.complex_id[idx], idx)
+            docking = None if t.docking_features is None else t.docking_features[idx]
+            batch = to_batch(arrays, t.label[idx], t.pose_features[idx], t.complex_id[idx], idx, docking)
         self.counters.add("samples", len(idx))
         self.counters.add("bytes_read", sum(a.nbytes for k, a in arrays.items() if k != "atom_counts"))
         if self.augment:
@@ -284,4 +288,5 @@ class PackedDataset(ProcessLocal, torch.utils.data.Dataset):
 def _subset(table: SampleTable, keep: np.ndarray) -> SampleTable:
     return SampleTable(shards=table.shards, shard_id=table.shard_id[keep], pdbid=table.pdbid[keep],
                        poseid=table.poseid[keep], is_crystal=table.is_crystal[keep], label=table.label[keep],
-                       pose_features=table.pose_features[keep], complex_id=table.complex_id[keep])
+                       pose_features=table.pose_features[keep], complex_id=table.complex_id[keep],
+                       docking_features=None if table.docking_features is None else table.docking_features[keep])
