@@ -52,7 +52,7 @@ def plan(frame: pd.DataFrame, out_dir: Path, options: DockOptions) -> list[DockJ
             for row, seed in zip(frame.to_dict("records"), seeds)]
 
 
-def _run_all(jobs: list[DockJob], workers: int, progress: bool) -> list[dict]:
+def _run_all(jobs: list[DockJob], workers: int, progress: bool, on_record) -> list[dict]:
     bar = tqdm(total=len(jobs), desc="redocking", unit="complex", disable=not progress)
     records = []
     if workers <= 1:
@@ -62,9 +62,12 @@ def _run_all(jobs: list[DockJob], workers: int, progress: bool) -> list[dict]:
 
         pool = multiprocessing.get_context("spawn").Pool(workers)
         results = pool.imap_unordered(run_job, jobs)
+    order = {job.complex_id: k for k, job in enumerate(jobs)}
     try:
         for record in results:
             records.append(record)
+            records.sort(key=lambda r: order[r["complex_id"]])
+            on_record(records)
             bar.set_postfix_str(f"{record['complex_id']} {record['status']}")
             bar.update(1)
     finally:
@@ -72,8 +75,7 @@ def _run_all(jobs: list[DockJob], workers: int, progress: bool) -> list[dict]:
         if workers > 1:
             pool.close()
             pool.join()
-    order = {job.complex_id: k for k, job in enumerate(jobs)}
-    return sorted(records, key=lambda r: order[r["complex_id"]])
+    return records
 
 
 def _relative(path: Path, start: Path) -> str:
@@ -111,12 +113,16 @@ def redock(manifest: Path, out_dir: Path, options: DockOptions, workers: int = 1
     out_dir = Path(out_dir).resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
     jobs = plan(frame, out_dir, options)
-    records = _run_all(jobs, max(workers, 1), progress)
-    table = pd.DataFrame([{c: r.get(c, "") for c in TABLE_COLUMNS} for r in records], columns=list(TABLE_COLUMNS))
-    write_csv(table, out_dir / "redock.csv")
-    failures = table[table["status"] != "ok"][["complex_id", "reason"]]
-    write_csv(failures, out_dir / "failures.csv")
-    write_csv(converter_manifest(frame, records, jobs, out_dir), out_dir / "manifest.csv")
+
+    def write_tables(records: list[dict]) -> None:
+        # After every complex, so a long run's finished part can be inspected and converted already.
+        table = pd.DataFrame([{c: r.get(c, "") for c in TABLE_COLUMNS} for r in records], columns=list(TABLE_COLUMNS))
+        write_csv(table, out_dir / "redock.csv")
+        write_csv(table[table["status"] != "ok"][["complex_id", "reason"]], out_dir / "failures.csv")
+        write_csv(converter_manifest(frame, records, jobs, out_dir), out_dir / "manifest.csv")
+
+    records = _run_all(jobs, max(workers, 1), progress, write_tables)
+    write_tables(records)
     docked = [r for r in records if r["status"] == "ok"]
     return {"complexes": len(docked), "failed": len(records) - len(docked),
             "reused": sum(bool(r["reused"]) for r in docked), "poses": sum(int(r["poses"]) for r in docked),
