@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 from pecan.convert.complexes import Options
 from pecan.convert.run import convert as convert_structures
 from pecan.convert.run import summary_line
-from pecan.redock.ranking import summarize
+from pecan.redock.ranking import complex_table, summarize
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -105,11 +105,11 @@ def convert(docked: Path, shards: Path) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
-def fold_csvs(index: pd.DataFrame, families: dict, family: str, fold_dir: Path) -> tuple[Path, Path]:
-    """Index CSVs of the training families and of the held-out one."""
+def fold_csvs(index: pd.DataFrame, families: dict, family: str, fold_dir: Path, tag: str) -> tuple[Path, Path]:
+    """Index CSVs of the training families and of the held-out one (named by tag: recipes may run at once)."""
     fold_dir.mkdir(parents=True, exist_ok=True)
     held_out = index["pdbid"].map(families) == family
-    train, test = fold_dir / "train.csv", fold_dir / "test.csv"
+    train, test = fold_dir / f"{tag}_train.csv", fold_dir / f"{tag}_test.csv"
     index[~held_out].to_csv(train, index=False)
     index[held_out].to_csv(test, index=False)
     return train, test
@@ -161,18 +161,19 @@ def main(argv=None) -> int:
     folds, pooled = {}, []
     for family in chosen:
         fold_dir = args.work / "folds" / family
-        train, test = fold_csvs(index, families, family, fold_dir)
+        train, test = fold_csvs(index, families, family, fold_dir, args.tag)
         scores = run_fold(args, shards, train, test, fold_dir)
         scores["family"] = family
         pooled.append(scores)
         folds[family] = summarize(scores, args.n_boot)
+        folds[family]["per_complex"] = complex_table(scores).to_dict("index")
         print(row(family, folds[family]), flush=True)
     result = {"tag": args.tag, "config": str(args.config), "overrides": args.overrides,
               "recipe": yaml.safe_load(Path(args.config).read_text()), "folds": folds,
               "pooled": summarize(pd.concat(pooled, ignore_index=True), args.n_boot)}
     out = args.results / f"{args.tag}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=1))
+    out.write_text(json.dumps(result, indent=1, default=lambda value: value.item()))  # numpy scalars
     print("\n" + TABLE_HEADER)
     for family, values in folds.items():
         print(row(family, values))
