@@ -70,3 +70,14 @@ def test_config_key_defaults_off_and_builds_through_the_registry():
     assert ModelConfig().use_docking_score is False
     model = build(ModelConfig(hidden=8, layers=1, use_docking_score=True))
     assert model.use_docking_score and model.head[0].in_features == 2 * 8 + 5 + 3
+
+
+def test_hdf5_reader_data_carries_the_features_or_marks_them_missing():
+    from pecan.data.graph import build_graph
+    from pecan.data.h5dataset import graph_to_data
+    from tests.model.variant_batches import tiny_atoms
+
+    graph = build_graph(tiny_atoms(0), pocket_radius=100.0, edge_cutoff=4.5)
+    given = graph_to_data(graph, 1.0, np.zeros(5, np.float32), 0, 0, np.float32([-0.7, 0.4, 0.0]))
+    np.testing.assert_allclose(given.docking_features.numpy(), [[-0.7, 0.4, 0.0]], rtol=1e-6)
+    assert graph_to_data(graph, 1.0, np.zeros(5, np.float32), 0, 0).docking_features.tolist() == [[0.0, 0.0, 1.0]]
