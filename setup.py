@@ -25,6 +25,8 @@ setup(
         "plots": ["matplotlib>=3.5", "tensorboard>=2.10"],
         # Structure conversion (pecan convert); never imported by training.
         "convert": ["rdkit>=2023.9", "prolif>=2.0"],
+        # Redocking crystal complexes (pecan redock); PDB receptors also need Open Babel's obabel command.
+        "dock": ["vina>=1.2.5", "meeko>=0.5", "rdkit>=2023.9"],
         "mutation": ["mutmut>=3.3,<4"],
     },
     entry_points={"console_scripts": ["pecan=pecan.cli:main", "pecan-train=main_app:main"]},

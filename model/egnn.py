@@ -10,7 +10,11 @@ from torch import Tensor, nn
 
 from model.egnn_config import EGNNConfig, config_fields  # noqa: F401 - re-exported: model.egnn.EGNNConfig
 from model.readout import graph_count
+from pecan.data import schema
 from pecan.data.schema import input_sizes  # noqa: F401 - the data's input sizes (re-exported: model.egnn.input_sizes)
+
+# Width of ``batch.docking_features``: the model-input contract's.
+DOCKING_FEATURES = schema.N_DOCKING_FEATURES
 
 
 class GaussianDistanceExpansion(nn.Module):
@@ -271,13 +275,14 @@ class EGNNClassifier(nn.Module):
         in_features (int): per-atom input features (the shard format's feature columns).
         edge_types (int): number of edge types (the graph builder's).
         pose_features (int): size of ``batch.pose_features`` (the format's interaction counts).
-        hidden, layers, rbf, cutoff, attention, update_coords, use_pose_features, dropout:
+        hidden, layers, rbf, cutoff, attention, update_coords, use_pose_features, dropout, use_docking_score:
             as documented in :class:`EGNNConfig`, whose defaults they share.
 
     Shapes:
         - **input:** a :class:`torch_geometric.data.Batch` with ``x`` :math:`(N, F)`,
           ``pos`` :math:`(N, 3)`, ``edge_index`` :math:`(2, E)`, ``edge_type`` :math:`(E,)`,
-          ``is_ligand`` :math:`(N,)`, ``batch`` :math:`(N,)`, ``pose_features`` :math:`(B, P)`
+          ``is_ligand`` :math:`(N,)`, ``batch`` :math:`(N,)`, ``pose_features`` :math:`(B, P)`, and
+          ``docking_features`` :math:`(B, 3)` when ``use_docking_score``
         - **output:** float32 logits :math:`(B,)`
     """
 
@@ -294,9 +299,11 @@ class EGNNClassifier(nn.Module):
         update_coords: bool = EGNNConfig.update_coords,
         use_pose_features: bool = EGNNConfig.use_pose_features,
         dropout: float = EGNNConfig.dropout,
+        use_docking_score: bool = EGNNConfig.use_docking_score,
     ) -> None:
         super().__init__()
         self.use_pose_features = use_pose_features
+        self.use_docking_score = use_docking_score
         self.update_coords = update_coords
         self.embedding = nn.Linear(in_features, hidden)
         self.layers = nn.ModuleList(
@@ -312,6 +319,7 @@ class EGNNClassifier(nn.Module):
             for _ in range(layers)
         )
         head_input = 2 * hidden + (pose_features if use_pose_features else 0)
+        head_input += DOCKING_FEATURES if use_docking_score else 0
         self.head = nn.Sequential(
             nn.Linear(head_input, hidden),
             nn.SiLU(),
@@ -344,6 +352,8 @@ class EGNNClassifier(nn.Module):
         if self.use_pose_features:
             pose = torch.log1p(batch.pose_features.float().clamp_min(0.0))
             pooled = torch.cat([pooled, pose.reshape(num_graphs, -1)], dim=-1)
+        if self.use_docking_score:
+            pooled = torch.cat([pooled, batch.docking_features.float().reshape(num_graphs, -1)], dim=-1)
         return self.head(pooled).squeeze(-1).float() + self.unused_anchor()
 
     def unused_anchor(self) -> Tensor | float:

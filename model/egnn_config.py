@@ -18,6 +18,9 @@ class EGNNConfig:
     attention: bool = setting("Gate each message with a learned soft edge weight.", True)
     update_coords: bool = setting("Let layers update coordinates equivariantly.", False)
     use_pose_features: bool = setting("Feed the 5 interaction counts to the classifier head.", True)
+    use_docking_score: bool = setting(
+        "Feed the pose's docking score to the classifier head (score/10, gap to the complex's best score/5, "
+        "missing flag); needs a score column in the index.", False)
     dropout: float = setting("Dropout in each layer's node update and in the classifier head.", 0.0)
     rbf: int = setting("Radial basis functions expanding each edge length.", 16)
     cutoff: float = setting("Largest distance (Angstrom) the radial basis covers; match data.edge_cutoff.", 4.5)
@@ -32,6 +35,13 @@ class EGNNConfig:
         return out
 
 
+# Fields added after configs were first stored: a settings object without one gets the default, which is the
+# behaviour from before the field existed.
+LATER_FIELDS = {"use_docking_score": False}
+
+
 def config_fields(cfg: Any) -> dict[str, Any]:
-    """The :class:`EGNNConfig` fields read from ``cfg``; a missing attribute is an error, not a default."""
-    return {f.name: getattr(cfg, f.name) for f in dataclasses.fields(EGNNConfig)}
+    """The :class:`EGNNConfig` fields read from ``cfg``; a missing attribute is an error, not a default
+    (except a field of ``LATER_FIELDS``)."""
+    return {f.name: getattr(cfg, f.name, LATER_FIELDS[f.name]) if f.name in LATER_FIELDS else getattr(cfg, f.name)
+            for f in dataclasses.fields(EGNNConfig)}

@@ -19,6 +19,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "pack": ("pecan.commands.pack", "build the packs of a run's shards ahead of time"),
     "synth": ("pecan.commands.synth", "write a deterministic synthetic data set (shards + index CSV)"),
     "config": ("pecan.commands.config", "print the resolved config of CONFIG, or --keys: every key with its doc"),
+    "redock": ("pecan.commands.redock", "redock crystal ligands with AutoDock Vina into poses convert reads"),
 }
 
 

@@ -154,6 +154,9 @@ class TrainConfig:
         "Which epoch's checkpoint is best.pt: highest validation AUC over docked poses (falling back to lowest "
         "val_loss, with a log line, while AUC is undefined, e.g. one-class validation), or lowest val_loss.",
         "val_auc")
+    ranking_loss_weight: float = _doc(
+        "Weight of a pairwise ranking loss added to BCE: softplus(s_neg - s_pos) over every (near-native, other) "
+        "pose pair of one complex within a batch; 0 turns it off.", 0.0)
     max_steps_per_epoch: int = _doc("Stop an epoch after this many steps; 0 means the full epoch.", 0)
     deterministic: bool = _doc("Use deterministic algorithms (slower; for exact reproduction).", False)
     progress: Union[bool, Literal["auto", "bar", "lines", "off"]] = _doc("Rank 0's progress: auto (a bar on a "

@@ -43,6 +43,11 @@ class ConversionError(ValueError):
     """A complex or pose cannot be converted; the message is the reason listed in failures.csv."""
 
 
+class RedockError(ValueError):
+    """A complex cannot be redocked (receptor or ligand preparation, docking); the message is the reason
+    listed in the redock failures.csv."""
+
+
 # Exit codes of the `pecan` command and main_app.py, chosen by exception type (first match wins, so a
 # subclass must come before its base). 2: the invocation or the run directory is wrong (fix the command
 # or config); 1: the data or the storage failed while running.
@@ -52,6 +57,7 @@ EXIT_CODES: tuple[tuple[type[BaseException], int], ...] = (
     (OutDirUnusable, 2),
     (DataError, 1),
     (ConversionError, 1),
+    (RedockError, 1),
     (StorageError, 1),
     (NoWritableLocation, 1),
     (FileNotFoundError, 1),

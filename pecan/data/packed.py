@@ -278,4 +278,5 @@ class PackedDataset(ProcessLocal, torch.utils.data.Dataset):
 def _subset(table: SampleTable, keep: np.ndarray) -> SampleTable:
     return SampleTable(shards=table.shards, shard_id=table.shard_id[keep], pdbid=table.pdbid[keep],
                        poseid=table.poseid[keep], is_crystal=table.is_crystal[keep], label=table.label[keep],
-                       pose_features=table.pose_features[keep], complex_id=table.complex_id[keep])
+                       pose_features=table.pose_features[keep], complex_id=table.complex_id[keep],
+                       docking_features=None if table.docking_features is None else table.docking_features[keep])

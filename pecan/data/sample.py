@@ -7,13 +7,14 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 import pandas as pd
 import torch
 
 from pecan.data import format as fmt
+from pecan.data import schema
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +44,32 @@ def counters_to_dict(values: torch.Tensor) -> dict[str, int]:
     return {name: int(v) for name, v in zip(COUNTER_FIELDS, values.tolist())}
 
 
+DOCKING_FEATURES = schema.N_DOCKING_FEATURES  # score / 10, gap to the complex's best / 5 in [0, 4], missing flag
+
+
+def docking_features(frame: pd.DataFrame) -> np.ndarray:
+    """Per-pose docking-score inputs, float32 [S, 3]: the score in units of 10 kcal/mol, its gap to the best
+    (lowest) score among its complex's docked poses in units of 5 kcal/mol (what top-1 depends on), and a flag
+    for a missing score (crystal poses, shards without scores), whose other two entries are 0."""
+    if "score" not in frame.columns:
+        return missing_docking_features(len(frame))
+    out = np.zeros((len(frame), DOCKING_FEATURES), dtype=np.float32)
+    score = pd.to_numeric(frame["score"], errors="coerce").astype(float)
+    present = np.isfinite(score.to_numpy())
+    best = score.groupby(frame["pdbid"].to_numpy()).transform("min").to_numpy()
+    out[:, 0] = np.where(present, score.to_numpy() / 10.0, 0.0)
+    out[:, 1] = np.where(present, np.clip((score.to_numpy() - best) / 5.0, 0.0, 4.0), 0.0)
+    out[:, 2] = (~present).astype(np.float32)
+    return out
+
+
+def missing_docking_features(count: int) -> np.ndarray:
+    """Docking features of ``count`` poses without a score: zeros with the missing flag set."""
+    out = np.zeros((count, DOCKING_FEATURES), dtype=np.float32)
+    out[:, 2] = 1.0
+    return out
+
+
 @dataclass
 class SampleTable:
     """The index as flat arrays: one row per sample, nothing looked up per sample in pandas."""
@@ -55,6 +82,7 @@ class SampleTable:
     label: np.ndarray          # float32 [S]
     pose_features: np.ndarray  # float32 [S, 5]
     complex_id: np.ndarray     # int64 [S]
+    docking_features: Optional[np.ndarray] = None  # float32 [S, 3], see docking_features(); None: all missing
 
     @classmethod
     def from_frame(cls, frame: pd.DataFrame) -> "SampleTable":
@@ -66,7 +94,7 @@ class SampleTable:
                    is_crystal=frame["is_crystal"].to_numpy().astype(bool),
                    label=frame["label"].to_numpy().astype(np.float32),
                    pose_features=frame[list(fmt.INTERACTION_ATTRS)].to_numpy().astype(np.float32),
-                   complex_id=complex_codes.astype(np.int64))
+                   complex_id=complex_codes.astype(np.int64), docking_features=docking_features(frame))
 
     def __len__(self) -> int:
         return len(self.shard_id)
@@ -74,7 +102,9 @@ class SampleTable:
     def graph_values(self, rows: np.ndarray) -> dict[str, np.ndarray]:
         """The contract's "sample" fields (pecan.data.schema) of index rows ``rows``."""
         rows = np.asarray(rows, dtype=np.int64)
-        return {"y": self.label[rows], "pose_features": self.pose_features[rows],
+        docking = (missing_docking_features(len(rows)) if self.docking_features is None
+                   else self.docking_features[rows])
+        return {"y": self.label[rows], "pose_features": self.pose_features[rows], "docking_features": docking,
                 "complex_id": self.complex_id[rows], "sample_id": rows}
 
     def where(self, i: int) -> str:

@@ -40,6 +40,9 @@ VDW_DEFAULT = 1.70
 POSE_FEATURES = ("num_hbonds", "hpbond", "habond", "sbond", "pbond")
 """Per-pose interaction counts, in the order of ``pose_features``."""
 N_POSE_FEATURES = len(POSE_FEATURES)
+DOCKING_FEATURES = ("score / 10", "gap to the complex's best score / 5, in [0, 4]", "score missing")
+"""Per-pose docking-score inputs, in the order of ``docking_features`` (pecan.data.sample.docking_features)."""
+N_DOCKING_FEATURES = len(DOCKING_FEATURES)
 LIGAND_LIGAND, LIGAND_PROTEIN, PROTEIN_PROTEIN = 0, 1, 2
 EDGE_TYPES = ("ligand-ligand", "ligand-protein", "protein-protein")
 """Edge type names, by value of ``edge_type``."""
@@ -74,6 +77,8 @@ FIELDS: tuple[Field, ...] = (
     Field("edge_type", "int64", "edge", (), "graph", "EDGE_TYPES value", stored="int8"),
     Field("y", "float32", "graph", (), "sample", "label: 1 near-native, 0 decoy"),
     Field("pose_features", "float32", "graph", (N_POSE_FEATURES,), "sample", "interaction counts"),
+    Field("docking_features", "float32", "graph", (N_DOCKING_FEATURES,), "sample",
+          "docking score inputs (model.use_docking_score); all-missing without a score column"),
     Field("complex_id", "int64", "graph", (), "sample", "complex of the pose (top-1 success groups by it)"),
     Field("sample_id", "int64", "graph", (), "sample", "row of the index"),
 )

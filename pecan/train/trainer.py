@@ -37,6 +37,7 @@ from pecan.train import resume
 from pecan.train.distributed import DistEnv, GradCommClock, all_reduce_sum, barrier, gather_varlen
 from pecan.train.lifecycle import Lifecycle, Position, carried_totals
 from pecan.train.metrics import BestSelector, classification_report, resolve_pos_weight
+from pecan.train.ranking import with_ranking_loss
 from pecan.train.records import RunFiles, run_info
 from pecan.train.reporting import EpochReporter
 from pecan.train.run_dir import claim_out_dir
@@ -361,7 +362,8 @@ class Trainer:
         with amp_context(self.device, self.config.train.amp), guarded("broadcast", "DDP buffers"):
             logits = self.model(batch)
         pos_weight = torch.tensor(self.pos_weight, device=logits.device) if self.pos_weight != 1.0 else None
-        return F.binary_cross_entropy_with_logits(logits.float(), batch.y.float(), pos_weight=pos_weight)
+        bce = F.binary_cross_entropy_with_logits(logits.float(), batch.y.float(), pos_weight=pos_weight)
+        return with_ranking_loss(bce, logits, batch, self.config.train.ranking_loss_weight)
 
     @torch.no_grad()
     def predict(self, loader, io_counts: Optional[np.ndarray] = None) -> tuple[torch.Tensor, torch.Tensor]:

@@ -1,0 +1,1 @@
+"""Redocking crystal complexes with AutoDock Vina into poses the converter reads (`pecan redock`)."""

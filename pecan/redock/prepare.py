@@ -1,0 +1,139 @@
+"""Inputs of one redocking: the receptor as PDBQT (Open Babel), the ligand's RDKit start conformer and its
+PDBQT (Meeko), and the search box around the crystal ligand.
+
+Receptors go through Open Babel (``obabel -xr -h``) rather than Meeko's polymer preparation: crystal PDB
+files routinely have missing side-chain atoms, alternate locations, ions and cofactors, which Meeko's
+residue templates reject, while Open Babel types any atom (it adds hydrogens, keeps the polar ones as HD and
+merges the rest, which is what Vina's scoring uses). Ligands go through Meeko, which keeps the RDKit atom
+order so the docked poses come back as RDKit molecules with the crystal ligand's bond orders.
+"""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from pecan.errors import RedockError
+
+WATER_RESIDUES = {"HOH", "WAT", "DOD", "H2O", "TIP", "TIP3", "SOL"}
+
+
+def _rdkit():
+    try:
+        from rdkit import Chem
+        from rdkit.Chem import AllChem
+    except ImportError as err:  # pragma: no cover - exercised only without the extra
+        raise ImportError("redocking needs the dock extra: pip install -e '.[dock]'") from err
+    return Chem, AllChem
+
+
+@dataclass(frozen=True)
+class Box:
+    """Vina's search box: centre and edge lengths (A)."""
+
+    center: tuple[float, float, float]
+    size: tuple[float, float, float]
+
+
+def box_around(ligand_xyz: np.ndarray, padding: float, fixed_size: float = 0.0) -> Box:
+    """The box centred on the crystal ligand: its extent plus ``padding`` on every side, or a cube of
+    ``fixed_size`` when that is > 0."""
+    low, high = ligand_xyz.min(0), ligand_xyz.max(0)
+    center = (low + high) / 2
+    size = np.full(3, fixed_size) if fixed_size > 0 else high - low + 2 * padding
+    return Box(tuple(float(v) for v in center), tuple(float(v) for v in size))
+
+
+def read_crystal(path: Path):
+    """The crystal ligand's first record (SDF, mol2 or PDB), hydrogens removed."""
+    Chem, _ = _rdkit()
+    from pecan.convert.chemistry import read_ligands
+    from pecan.errors import ConversionError
+
+    try:
+        mols = read_ligands(path)
+    except ConversionError as err:
+        raise RedockError(str(err)) from err
+    if not mols or mols[0] is None:
+        raise RedockError(f"crystal ligand {path}: RDKit cannot parse it")
+    return Chem.RemoveHs(mols[0])
+
+
+def heavy_xyz(mol) -> np.ndarray:
+    """Heavy-atom coordinates of the first conformer."""
+    xyz = mol.GetConformer().GetPositions()
+    return xyz[[a.GetAtomicNum() > 1 for a in mol.GetAtoms()]]
+
+
+def start_conformer(crystal, seed: int):
+    """A protonated ETKDG conformer of the crystal ligand's molecule (its coordinates are discarded; chirality
+    and double-bond geometry read from the crystal are kept), MMFF-relaxed when MMFF has parameters."""
+    Chem, AllChem = _rdkit()
+    mol = Chem.AddHs(Chem.Mol(crystal))
+    mol.RemoveAllConformers()
+    params = AllChem.ETKDGv3()
+    params.randomSeed = seed
+    if AllChem.EmbedMolecule(mol, params) != 0:
+        params.useRandomCoords = True
+        if AllChem.EmbedMolecule(mol, params) != 0:
+            raise RedockError("RDKit ETKDG cannot embed the ligand")
+    if AllChem.MMFFHasAllMoleculeParams(mol):
+        AllChem.MMFFOptimizeMolecule(mol, maxIters=500)
+    return mol
+
+
+def start_rmsd(start, crystal) -> float:
+    """Best-fit heavy-atom RMSD of the start conformer to the crystal pose (shows the start is not the crystal)."""
+    Chem, _ = _rdkit()
+    from rdkit.Chem import rdMolAlign
+
+    return float(rdMolAlign.GetBestRMS(Chem.RemoveHs(start), crystal))
+
+
+def ligand_pdbqt(mol) -> str:
+    """Meeko's PDBQT of the protonated ligand (rotatable bonds as torsions)."""
+    try:
+        from meeko import MoleculePreparation, PDBQTWriterLegacy
+    except ImportError as err:
+        raise ImportError("redocking needs the dock extra (meeko): pip install -e '.[dock]'") from err
+    setups = MoleculePreparation().prepare(mol)
+    text, ok, message = PDBQTWriterLegacy.write_string(setups[0])
+    if not ok:
+        raise RedockError(f"meeko cannot write the ligand PDBQT: {message}")
+    return text
+
+
+def clean_receptor_lines(path: Path) -> list[str]:
+    """ATOM/HETATM records without waters, first alternate location only."""
+    lines = []
+    for line in path.read_text(errors="replace").splitlines():
+        if not line.startswith(("ATOM", "HETATM")) or line[17:20].strip() in WATER_RESIDUES:
+            continue
+        if line[16] not in (" ", "A"):
+            continue
+        lines.append(line[:16] + " " + line[17:])
+    if not lines:
+        raise RedockError(f"receptor {path}: no ATOM/HETATM records")
+    return lines
+
+
+def receptor_pdbqt(path: Path, out: Path) -> Path:
+    """Rigid receptor PDBQT written by Open Babel (a .pdbqt input is used as it is)."""
+    if path.suffix.lower() == ".pdbqt":
+        return path
+    if shutil.which("obabel") is None:
+        raise RedockError("receptor preparation needs Open Babel's obabel on PATH (apt-get install openbabel)")
+    with tempfile.TemporaryDirectory(dir=out.parent) as tmp:
+        cleaned = Path(tmp) / "receptor.pdb"
+        cleaned.write_text("\n".join(clean_receptor_lines(path)) + "\nEND\n")
+        written = Path(tmp) / out.name
+        done = subprocess.run(["obabel", str(cleaned), "-xr", "-h", "-O", str(written)], check=False,
+                              capture_output=True, text=True)
+        if done.returncode != 0 or not written.exists() or written.stat().st_size == 0:
+            raise RedockError(f"receptor {path}: obabel failed: {done.stderr.strip()[-300:]}")
+        written.replace(out)
+    return out

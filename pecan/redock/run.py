@@ -1,0 +1,136 @@
+"""The redocking run: manifest -> per-complex Vina jobs (process pool, resumable) -> poses, the converter's
+manifest, a per-complex table and failures.csv.
+
+Input manifest columns: complex_id, receptor (PDB or PDBQT), crystal_ligand (SDF, mol2 or PDB); optional seed.
+Relative paths are resolved against the manifest's directory; every other column (affinity, family, ...) is
+passed through to the converter's manifest.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+import pandas as pd
+from tqdm import tqdm
+
+from pecan.fileio import write_csv
+from pecan.redock.dock import SCORE_PROPERTY, DockJob, DockOptions, run_job
+
+REQUIRED_COLUMNS = ("complex_id", "receptor", "crystal_ligand")
+CONVERTER_COLUMNS = ("complex_id", "receptor", "poses", "crystal_ligand", "score_property")
+TABLE_COLUMNS = ("complex_id", "status", "seed", "poses", "best_score", "start_rmsd_to_crystal", "seconds",
+                 "reused", "reason")
+
+
+def read_manifest(path: Path) -> pd.DataFrame:
+    """The manifest with absolute paths; a missing column or duplicate id is a ValueError naming the file."""
+    frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    missing = [c for c in REQUIRED_COLUMNS if c not in frame.columns]
+    if missing:
+        raise ValueError(f"manifest {path}: missing column(s) {', '.join(missing)} "
+                         f"(required: {', '.join(REQUIRED_COLUMNS)}; optional: seed)")
+    frame["complex_id"] = frame["complex_id"].str.strip()
+    if (frame["complex_id"] == "").any():
+        raise ValueError(f"manifest {path}: empty complex_id in row {int((frame['complex_id'] == '').idxmax()) + 2}")
+    duplicated = frame["complex_id"][frame["complex_id"].duplicated()]
+    if len(duplicated):
+        raise ValueError(f"manifest {path}: complex_id {duplicated.iloc[0]!r} appears more than once")
+    bad = frame["complex_id"].str.contains(r"[/\\]|^\.", regex=True)
+    if bad.any():
+        raise ValueError(f"manifest {path}: complex_id {frame['complex_id'][bad].iloc[0]!r} cannot be a file name")
+    for column in ("receptor", "crystal_ligand"):
+        frame[column] = [str(p if Path(p).is_absolute() else (path.parent / p).resolve()) for p in frame[column]]
+    return frame
+
+
+def plan(frame: pd.DataFrame, out_dir: Path, options: DockOptions) -> list[DockJob]:
+    """One job per manifest row (a seed column, where present and not blank, overrides the derived seed)."""
+    seeds = frame["seed"] if "seed" in frame.columns else [""] * len(frame)
+    return [DockJob(row["complex_id"], Path(row["receptor"]), Path(row["crystal_ligand"]), out_dir, options,
+                    int(seed) if str(seed).strip() else None)
+            for row, seed in zip(frame.to_dict("records"), seeds)]
+
+
+def _run_all(jobs: list[DockJob], workers: int, progress: bool, on_record) -> list[dict]:
+    bar = tqdm(total=len(jobs), desc="redocking", unit="complex", disable=not progress)
+    records = []
+    if workers <= 1:
+        results: Iterable[dict] = map(run_job, jobs)
+    else:
+        import multiprocessing
+
+        pool = multiprocessing.get_context("spawn").Pool(workers)
+        results = pool.imap_unordered(run_job, jobs)
+    order = {job.complex_id: k for k, job in enumerate(jobs)}
+    try:
+        for record in results:
+            records.append(record)
+            records.sort(key=lambda r: order[r["complex_id"]])
+            on_record(records)
+            bar.set_postfix_str(f"{record['complex_id']} {record['status']}")
+            bar.update(1)
+    finally:
+        bar.close()
+        if workers > 1:
+            pool.close()
+            pool.join()
+    return records
+
+
+def _relative(path: Path, start: Path) -> str:
+    """Relative to ``start`` when near it (a directory moved together stays valid), else absolute."""
+    try:
+        relative = os.path.relpath(path, start)
+    except ValueError:  # another drive on Windows
+        return str(path)
+    return relative if relative.count("..") <= 2 else str(path)
+
+
+def converter_manifest(frame: pd.DataFrame, records: list[dict], jobs: list[DockJob], out_dir: Path) -> pd.DataFrame:
+    """The rows `scripts/convert_structures.py` reads, for the complexes that docked; extra columns pass through."""
+    ok = {r["complex_id"] for r in records if r["status"] == "ok"}
+    by_id = {job.complex_id: job for job in jobs}
+    rows = []
+    for row in frame.to_dict("records"):
+        if row["complex_id"] not in ok:
+            continue
+        job = by_id[row["complex_id"]]
+        extra = {k: v for k, v in row.items() if k not in CONVERTER_COLUMNS and k != "seed"}
+        rows.append({"complex_id": job.complex_id, "receptor": _relative(job.receptor, out_dir),
+                     "poses": _relative(job.poses_path, out_dir),
+                     "crystal_ligand": _relative(job.crystal_ligand, out_dir), "score_property": SCORE_PROPERTY,
+                     "seed": job.complex_seed, **extra})
+    columns = [*CONVERTER_COLUMNS, "seed"]
+    return pd.DataFrame(rows, columns=columns + [c for c in (rows[0] if rows else {}) if c not in columns])
+
+
+def redock(manifest: Path, out_dir: Path, options: DockOptions, workers: int = 1, progress: bool = True) -> dict:
+    """Redock every manifest row; writes poses/, records/, manifest.csv, redock.csv, failures.csv; returns the
+    summary."""
+    manifest = Path(manifest)
+    frame = read_manifest(manifest)
+    out_dir = Path(out_dir).resolve()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    jobs = plan(frame, out_dir, options)
+
+    def write_tables(records: list[dict]) -> None:
+        # After every complex, so a long run's finished part can be inspected and converted already.
+        table = pd.DataFrame([{c: r.get(c, "") for c in TABLE_COLUMNS} for r in records], columns=list(TABLE_COLUMNS))
+        write_csv(table, out_dir / "redock.csv")
+        write_csv(table[table["status"] != "ok"][["complex_id", "reason"]], out_dir / "failures.csv")
+        write_csv(converter_manifest(frame, records, jobs, out_dir), out_dir / "manifest.csv")
+
+    records = _run_all(jobs, max(workers, 1), progress, write_tables)
+    write_tables(records)
+    docked = [r for r in records if r["status"] == "ok"]
+    return {"complexes": len(docked), "failed": len(records) - len(docked),
+            "reused": sum(bool(r["reused"]) for r in docked), "poses": sum(int(r["poses"]) for r in docked),
+            "manifest": str(out_dir / "manifest.csv"), "failures": str(out_dir / "failures.csv")}
+
+
+def summary_line(summary: dict) -> str:
+    """One line for the end of a run."""
+    return (f"redocked {summary['complexes']} complexes ({summary['reused']} already finished), "
+            f"{summary['poses']} poses; {summary['failed']} failed (see {summary['failures']}); "
+            f"convert with: python scripts/convert_structures.py {summary['manifest']} --out SHARDS")

@@ -1,0 +1,51 @@
+"""The leave-one-family-out benchmark script on a tiny slice of the committed redocked complexes."""
+import importlib.util
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+pytest.importorskip("rdkit", reason="the benchmark converts poses: needs the convert extra")
+pytest.importorskip("prolif", reason="the benchmark converts poses: needs the convert extra")
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCKED = ROOT / "benchmarks" / "realdock" / "docked"
+SLICE = {"1ac8": "oxidoreductase", "1p2y": "oxidoreductase", "1uw6": "binding_protein", "1lrh": "binding_protein"}
+
+
+def _benchmark_module():
+    spec = importlib.util.spec_from_file_location("realdock_run", ROOT / "benchmarks" / "realdock" / "run.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.slow
+def test_two_folds_on_four_complexes(tmp_path, capsys):
+    manifest_path = DOCKED / "manifest.csv"
+    if not manifest_path.exists():
+        pytest.skip("benchmarks/realdock/docked has no redocked poses (run pecan redock first, see its README)")
+    manifest = pd.read_csv(manifest_path, dtype=str)
+    manifest = manifest[manifest["complex_id"].isin(SLICE)]
+    if len(manifest) < len(SLICE):
+        pytest.skip("the slice's complexes are not all redocked yet")
+    for column in ("receptor", "poses", "crystal_ligand"):
+        manifest[column] = [str((DOCKED / p).resolve()) for p in manifest[column]]
+    (tmp_path / "docked").mkdir()
+    manifest.to_csv(tmp_path / "docked" / "manifest.csv", index=False)
+    code = _benchmark_module().main([
+        "--docked", str(tmp_path / "docked"), "--work", str(tmp_path / "work"), "--results", str(tmp_path),
+        "--tag", "slice", "--families", "oxidoreductase,binding_protein", "--n-boot", "50",
+        "--set", "train.epochs=1", "--set", "data.val_fraction=0.5", "--set", "model.hidden=8",
+        "--set", "model.layers=1"])
+    assert code == 0
+    result = json.loads((tmp_path / "slice.json").read_text())
+    assert set(result["folds"]) == {"oxidoreductase", "binding_protein"}
+    pooled = result["pooled"]
+    assert pooled["complexes"] == 4 and all(f["complexes"] == 2 for f in result["folds"].values())
+    for ranker in ("model", "docking"):  # top-1 <= top-3 <= ceiling holds for every complex
+        assert pooled[f"{ranker}_top1"]["hits"] <= pooled[f"{ranker}_top3"]["hits"] <= pooled["ceiling"]["hits"]
+    scores = pd.read_csv(tmp_path / "work" / "folds" / "binding_protein" / "slice_scores.csv")
+    assert set(scores["complex"]) == {"1uw6", "1lrh"}  # the held-out family only, scored by --predict
+    assert "| **pooled** | 4 |" in capsys.readouterr().out
