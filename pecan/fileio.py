@@ -130,3 +130,12 @@ def copy_file(source: str | os.PathLike, destination: str | os.PathLike) -> Path
     stat = os.stat(source)
     os.utime(destination, ns=(stat.st_atime_ns, stat.st_mtime_ns))
     return Path(destination)
+
+
+def move_into_place(source: str | os.PathLike, destination: str | os.PathLike) -> Path:
+    """Rename a finished file (written in a temporary folder beside ``destination``) over ``destination``:
+    readers see the old file or the new one. Both must be on one file system, as a temp folder inside the
+    destination's directory is; errors name the path."""
+    with named_write_errors(destination):
+        os.replace(source, destination)
+    return Path(destination)

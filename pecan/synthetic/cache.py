@@ -17,7 +17,7 @@ import pathlib
 import shutil
 from pathlib import Path
 
-from pecan.fileio import atomic_path
+from pecan.fileio import atomic_path, move_into_place
 from pecan.synthetic.writer import MARKER_NAME, generate_dataset
 
 log = logging.getLogger("pecan")
@@ -81,7 +81,7 @@ def ensure_dataset(out_dir, **kwargs):
         _write_json(out_dir / PENDING_NAME, {"shards": names, "index": arguments["index_name"]})
         marker_path.unlink(missing_ok=True)  # the old marker no longer describes what is on disk
         for name in (*names, arguments["index_name"]):
-            os.replace(temporary / name, out_dir / name)
+            move_into_place(temporary / name, out_dir / name)
         shards = [out_dir / name for name in names]
         _remove_stale_shards(out_dir, marker, shards)
         _remove_stale_shards(out_dir, pending, shards)

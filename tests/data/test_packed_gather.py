@@ -45,6 +45,7 @@ def test_gather_concatenates_samples_in_order_and_shifts_edges():
 def test_batch_from_gathered_arrays():
     arrays = packed.gather_batch(PACKS, np.array([0, 1]), np.array([1, 0]))
     batch = packed.to_batch(arrays, {"y": np.float32([1, 0]), "pose_features": np.zeros((2, 5), np.float32),
+                                     "docking_features": np.zeros((2, 3), np.float32),
                                      "complex_id": np.array([7, 9]), "sample_id": np.array([11, 12])})
     assert batch.num_graphs == 2 and batch.num_nodes == 5
     assert batch.batch.tolist() == [0, 0, 0, 1, 1] and batch.ptr.tolist() == [0, 3, 5]

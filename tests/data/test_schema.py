@@ -13,7 +13,8 @@ READERS = ["reopen", "handle_cache", "hoist", "decode_cache", "packed"]
 # Written out by hand, so that a field added to or dropped from the table without thought fails here.
 EXPECTED = {"x": (torch.float32, (19,)), "pos": (torch.float32, (3,)), "vdw": (torch.float32, ()),
             "is_ligand": (torch.bool, ()), "edge_index": (torch.int64, (2,)), "edge_type": (torch.int64, ()),
-            "y": (torch.float32, ()), "pose_features": (torch.float32, (5,)), "complex_id": (torch.int64, ()),
+            "y": (torch.float32, ()), "pose_features": (torch.float32, (5,)),
+            "docking_features": (torch.float32, (3,)), "complex_id": (torch.int64, ()),
             "sample_id": (torch.int64, ())}
 
 
