@@ -2,6 +2,7 @@
 
 The same as `pecan train`; kept as the documented interface of the training application.
 """
+
 from __future__ import annotations
 
 import sys

@@ -1,4 +1,5 @@
 """PECAN: EGNN protein-ligand pose classification on HDF5 shards, built for HPC file systems."""
+
 from setuptools import find_packages, setup
 
 setup(

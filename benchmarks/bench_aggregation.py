@@ -12,6 +12,7 @@ benchmark (3,200 nodes, ~47k edges, 64 features):
 backward ``A @ g`` (a custom autograd function; the CSR build is timed separately). Each is timed with the index
 sorted (as PECAN stores edges, sorted by target) and shuffled, interleaved over ``--repeats`` rounds, medians.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -89,12 +90,19 @@ def main(argv=None) -> int:
     def summed(kind, name):
         index, matrix = indexes[name], matrices[name]
         values = m.clone().requires_grad_()
-        out = (values.new_zeros(args.nodes, args.features).index_add_(0, index, values) if kind == "index"
-               else CSRSum.apply(values, index, matrix))
+        out = (
+            values.new_zeros(args.nodes, args.features).index_add_(0, index, values)
+            if kind == "index"
+            else CSRSum.apply(values, index, matrix)
+        )
         out.backward(h)
 
-    cases = {f"{op.__name__}|{kind}|{name}": (op, kind, name) for op in (gather, summed)
-             for kind in ("index", "csr") for name in indexes}
+    cases = {
+        f"{op.__name__}|{kind}|{name}": (op, kind, name)
+        for op in (gather, summed)
+        for kind in ("index", "csr")
+        for name in indexes
+    }
     cases["csr_build|csr|sorted"] = (lambda kind, name: csr_matrix(indexes[name], args.nodes), "csr", "sorted")
     times = {key: [] for key in cases}
     for _ in range(args.repeats):
@@ -108,8 +116,16 @@ def main(argv=None) -> int:
     print("| primitive (fwd + bwd) | implementation | index | median ms |\n|---|---|---|---|")
     for key, value in medians.items():
         print("| {} | {} | {} | {:.2f} |".format(*key.split("|"), value))
-    result = {"threads": args.threads, "nodes": args.nodes, "edges": args.edges, "features": args.features,
-              "median_ms": medians, "ms": times, "argv": sys.argv[1:], "torch": torch.__version__}
+    result = {
+        "threads": args.threads,
+        "nodes": args.nodes,
+        "edges": args.edges,
+        "features": args.features,
+        "median_ms": medians,
+        "ms": times,
+        "argv": sys.argv[1:],
+        "torch": torch.__version__,
+    }
     if args.out:
         args.out.write_text(json.dumps(result, indent=1) + "\n")
     return 0

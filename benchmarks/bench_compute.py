@@ -22,6 +22,7 @@ On CUDA (``--device cuda``) the same table is followed by the demo model's (``--
 batches of 8/32/128 graphs with peak memory, and the largest batch that fits (doubling until out of memory);
 ``--demo`` runs that stage on the CPU too (steps/s only).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,15 +41,18 @@ from torch import nn
 from torch_geometric.data import Batch, Data
 
 from model import egnn
-from pecan.data.graph import radius_edges
 from pecan import config as config_module
+from pecan.data.graph import radius_edges
 from pecan.train.components import amp_context
 
 ROOT = Path(__file__).resolve().parents[1]
 
 MODES = ("fp32", "bf16", "bf16_compile")
-EDGE_ORDERS = {"target": "sorted by target (PECAN's graph builder and packs)", "source": "sorted by source",
-               "shuffled": "random order"}
+EDGE_ORDERS = {
+    "target": "sorted by target (PECAN's graph builder and packs)",
+    "source": "sorted by source",
+    "shuffled": "random order",
+}
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -65,9 +69,14 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--repeats", type=int, default=5, help="interleaved rounds")
     parser.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
     parser.add_argument("--coords", nargs="+", default=["off", "on"], choices=["off", "on"])
-    parser.add_argument("--edge-order", nargs="+", default=["target"], choices=list(EDGE_ORDERS),
-                        help="edge order of the batch: target-sorted (as PECAN's graph builder and packs store "
-                             "edges), source-sorted, or shuffled; several are timed interleaved")
+    parser.add_argument(
+        "--edge-order",
+        nargs="+",
+        default=["target"],
+        choices=list(EDGE_ORDERS),
+        help="edge order of the batch: target-sorted (as PECAN's graph builder and packs store "
+        "edges), source-sorted, or shuffled; several are timed interleaved",
+    )
     parser.add_argument("--levers", action="store_true", help="also time PECAN with one speed-up undone each")
     parser.add_argument("--old-rev", default="", help="also time model/egnn.py as of this git revision")
     parser.add_argument("--config", default=str(ROOT / "configs" / "demo.yaml"), help="demo model (CUDA stage)")
@@ -78,6 +87,7 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 
 # ---------------------------------------------------------------------------- graphs
+
 
 def radius_graph_batch(graphs: int, atoms: int, edges_per_atom: float, cutoff: float = 4.5, seed: int = 0) -> Batch:
     """Random pose-like graphs: atoms uniform in a cube sized for ``edges_per_atom``, 10% ligand atoms."""
@@ -92,24 +102,39 @@ def radius_graph_batch(graphs: int, atoms: int, edges_per_atom: float, cutoff: f
         ends = is_ligand[edge_index[0]].long() + is_ligand[edge_index[1]].long()
         x = torch.randn(atoms, egnn.input_sizes()["in_features"], generator=generator)
         pose = torch.randint(0, 6, (1, egnn.input_sizes()["pose_features"]), generator=generator).float()
-        data.append(Data(x=x, pos=pos, edge_index=edge_index.contiguous(), edge_type=2 - ends, is_ligand=is_ligand,
-                         pose_features=pose, y=torch.randint(0, 2, (1,), generator=generator).float(),
-                         num_nodes=atoms))
+        data.append(
+            Data(
+                x=x,
+                pos=pos,
+                edge_index=edge_index.contiguous(),
+                edge_type=2 - ends,
+                is_ligand=is_ligand,
+                pose_features=pose,
+                y=torch.randint(0, 2, (1,), generator=generator).float(),
+                num_nodes=atoms,
+            )
+        )
     return Batch.from_data_list(data)
 
 
 # ---------------------------------------------------------------------------- textbook baseline
+
 
 class TextbookLayer(nn.Module):
     """Satorras et al. 2021, eqs. 3-6, in their plainest form (attention gate; optional coordinate update)."""
 
     def __init__(self, hidden: int, attention: bool = True, update_coords: bool = False) -> None:
         super().__init__()
-        self.edge_mlp = nn.Sequential(nn.Linear(2 * hidden + 1, hidden), nn.SiLU(), nn.Linear(hidden, hidden), nn.SiLU())
+        self.edge_mlp = nn.Sequential(
+            nn.Linear(2 * hidden + 1, hidden), nn.SiLU(), nn.Linear(hidden, hidden), nn.SiLU()
+        )
         self.gate = nn.Linear(hidden, 1) if attention else None
         self.node_mlp = nn.Sequential(nn.Linear(2 * hidden, hidden), nn.SiLU(), nn.Linear(hidden, hidden))
-        self.coord_mlp = nn.Sequential(nn.Linear(hidden, hidden), nn.SiLU(), nn.Linear(hidden, 1, bias=False)) \
-            if update_coords else None
+        self.coord_mlp = (
+            nn.Sequential(nn.Linear(hidden, hidden), nn.SiLU(), nn.Linear(hidden, 1, bias=False))
+            if update_coords
+            else None
+        )
 
     def forward(self, h, x, edge_index):
         source, target = edge_index[0], edge_index[1]
@@ -147,6 +172,7 @@ class TextbookClassifier(nn.Module):
 
 # ---------------------------------------------------------------------------- PECAN variants (levers)
 
+
 class ConcatMessageLayer(egnn.EGNNLayer):
     """Lever undone: one concatenation [h_i, h_j, radial, a_ij] per edge through the whole first linear map."""
 
@@ -170,8 +196,9 @@ class PerLayerGeometry(egnn.EGNNClassifier):
 
 def old_module(rev: str):
     """model/egnn.py as of git revision ``rev``, imported under another name."""
-    source = subprocess.run(["git", "show", f"{rev}:model/egnn.py"], cwd=ROOT, check=True,
-                            capture_output=True, text=True).stdout
+    source = subprocess.run(
+        ["git", "show", f"{rev}:model/egnn.py"], cwd=ROOT, check=True, capture_output=True, text=True
+    ).stdout
     path = Path(tempfile.mkdtemp()) / "egnn_old.py"
     path.write_text(source)
     spec = importlib.util.spec_from_file_location("egnn_old", path)
@@ -186,19 +213,21 @@ def model_factories(args) -> dict:
     sizes = egnn.input_sizes()
     common = dict(hidden=args.hidden, layers=args.layers, attention=True, cutoff=4.5)
     factories = {
-        "textbook": lambda coords: TextbookClassifier(sizes["in_features"], sizes["pose_features"], args.hidden,
-                                                      args.layers, coords),
+        "textbook": lambda coords: TextbookClassifier(
+            sizes["in_features"], sizes["pose_features"], args.hidden, args.layers, coords
+        ),
         "pecan": lambda coords: egnn.EGNNClassifier(**sizes, **common, update_coords=coords),
     }
     if args.levers:
+
         def concat(coords):
             model = egnn.EGNNClassifier(**sizes, **common, update_coords=coords)
             for layer in model.layers:
                 layer.__class__ = ConcatMessageLayer
             return model
+
         factories["pecan_concat_first_linear"] = concat
-        factories["pecan_geometry_per_layer"] = lambda coords: PerLayerGeometry(**sizes, **common,
-                                                                                 update_coords=coords)
+        factories["pecan_geometry_per_layer"] = lambda coords: PerLayerGeometry(**sizes, **common, update_coords=coords)
     if args.old_rev:
         old = old_module(args.old_rev)
         factories[f"pecan@{args.old_rev[:7]}"] = lambda coords: old.EGNNClassifier(**common, update_coords=coords)
@@ -206,6 +235,7 @@ def model_factories(args) -> dict:
 
 
 # ---------------------------------------------------------------------------- timing
+
 
 def sync(device: torch.device) -> None:
     """Wait for queued device work."""
@@ -253,7 +283,7 @@ def time_table(args, batches: dict[str, Batch], device: torch.device) -> dict:
     for name, factory in factories.items():
         for coords in args.coords:
             for mode in args.modes:
-                if mode != "fp32" and not (name in ("textbook", "pecan")):
+                if mode != "fp32" and name not in ("textbook", "pecan"):
                     continue  # levers and old revisions are compared in fp32 only
                 for order, batch in batches.items():
                     key = f"{name}|coords_{coords}|{mode}|{order}"
@@ -262,8 +292,12 @@ def time_table(args, batches: dict[str, Batch], device: torch.device) -> dict:
                     for _ in range(2):
                         train_step(model, optimizer, batch, amp, device)
                     sync(device)
-                    runs[key] = {"state": (model, optimizer, amp), "batch": batch,
-                                 "warmup_s": time.perf_counter() - start, "step_s": []}
+                    runs[key] = {
+                        "state": (model, optimizer, amp),
+                        "batch": batch,
+                        "warmup_s": time.perf_counter() - start,
+                        "step_s": [],
+                    }
                     print(f"warm-up {key:<55} {runs[key]['warmup_s']:6.1f} s", flush=True)
     for round_index in range(args.repeats):
         for key, run in runs.items():
@@ -280,8 +314,15 @@ def time_table(args, batches: dict[str, Batch], device: torch.device) -> dict:
     for key, run in runs.items():
         name, coords, mode, order = key.split("|")
         median = statistics.median(run["step_s"])
-        results[key] = {"model": name, "coords": coords, "mode": mode, "edge_order": order, "median_step_s": median,
-                        "step_s": run["step_s"], "warmup_s": run["warmup_s"]}
+        results[key] = {
+            "model": name,
+            "coords": coords,
+            "mode": mode,
+            "edge_order": order,
+            "median_step_s": median,
+            "step_s": run["step_s"],
+            "warmup_s": run["warmup_s"],
+        }
     for key, result in results.items():
         same = f"|{result['coords']}|{result['mode']}|{result['edge_order']}"
         textbook = results.get("textbook" + same)
@@ -298,9 +339,11 @@ def print_table(results: dict) -> None:
     for result in results.values():
         ratio = "-" if result["vs_textbook"] is None else f"{result['vs_textbook']:.2f}x"
         fp32 = "-" if result["vs_fp32"] is None else f"{result['vs_fp32']:.2f}x"
-        print(f"| {result['model']} | {result['coords']} | {result['mode']} | {result['edge_order']} | "
-              f"{1000 * result['median_step_s']:.1f} | "
-              f"{1 / result['median_step_s']:.1f} | {ratio} | {fp32} | {result['warmup_s']:.1f} |")
+        print(
+            f"| {result['model']} | {result['coords']} | {result['mode']} | {result['edge_order']} | "
+            f"{1000 * result['median_step_s']:.1f} | "
+            f"{1 / result['median_step_s']:.1f} | {ratio} | {fp32} | {result['warmup_s']:.1f} |"
+        )
 
 
 def demo_model_stage(args, device: torch.device) -> dict:
@@ -308,8 +351,9 @@ def demo_model_stage(args, device: torch.device) -> dict:
     config = config_module.load(args.config)
     factory = lambda coords: egnn.build(config.model)  # noqa: E731
     out = {"model": dataclass_dict(config.model), "batches": {}}
-    batches = {graphs: radius_graph_batch(graphs, args.atoms, args.edges_per_atom).to(device)
-               for graphs in args.demo_batches}
+    batches = {
+        graphs: radius_graph_batch(graphs, args.atoms, args.edges_per_atom).to(device) for graphs in args.demo_batches
+    }
     for mode in args.modes:
         model, optimizer, amp = prepare(factory, False, mode, device)
         for graphs, batch in batches.items():
@@ -325,8 +369,11 @@ def demo_model_stage(args, device: torch.device) -> dict:
             seconds = (time.perf_counter() - start) / (args.steps * args.repeats)
             peak = torch.cuda.max_memory_allocated(device) / 2**20 if device.type == "cuda" else None
             out["batches"][f"{graphs}|{mode}"] = {"steps_per_s": 1 / seconds, "peak_mib": peak}
-            print(f"| demo model | batch {graphs} | {mode} | {1 / seconds:.1f} steps/s | peak "
-                  f"{'-' if peak is None else f'{peak:.0f}'} MiB |", flush=True)
+            print(
+                f"| demo model | batch {graphs} | {mode} | {1 / seconds:.1f} steps/s | peak "
+                f"{'-' if peak is None else f'{peak:.0f}'} MiB |",
+                flush=True,
+            )
     if device.type == "cuda":
         out["largest_batch"] = largest_batch(args, factory, device)
     return out
@@ -369,12 +416,21 @@ def main(argv=None) -> int:
     torch.set_num_threads(args.threads)
     batch = radius_graph_batch(args.graphs, args.atoms, args.edges_per_atom).to(device)
     edges_per_atom = batch.edge_index.size(1) / batch.num_nodes
-    print(f"{args.graphs} graphs x {args.atoms} atoms, {edges_per_atom:.1f} edges/atom, hidden {args.hidden}, "
-          f"{args.layers} layers, {device}, {torch.get_num_threads()} threads", flush=True)
+    print(
+        f"{args.graphs} graphs x {args.atoms} atoms, {edges_per_atom:.1f} edges/atom, hidden {args.hidden}, "
+        f"{args.layers} layers, {device}, {torch.get_num_threads()} threads",
+        flush=True,
+    )
     results = time_table(args, {order: reorder_edges(batch, order) for order in args.edge_order}, device)
     print_table(results)
-    report = {"device": str(device), "threads": args.threads, "edges_per_atom": edges_per_atom,
-              "argv": sys.argv[1:], "torch": torch.__version__, "results": results}
+    report = {
+        "device": str(device),
+        "threads": args.threads,
+        "edges_per_atom": edges_per_atom,
+        "argv": sys.argv[1:],
+        "torch": torch.__version__,
+        "results": results,
+    }
     if device.type == "cuda":
         report["gpu"] = torch.cuda.get_device_name(device)
     if device.type == "cuda" or args.demo:

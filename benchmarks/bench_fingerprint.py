@@ -10,6 +10,7 @@ before (first + last 256 KiB), for comparison. The page cache is warm for every 
         --out benchmarks/bench_fingerprint.json
     python -m benchmarks.bench_fingerprint ... --reuse-packs --repeats 5 --out benchmarks/bench_fingerprint_reopen.json
 """
+
 from __future__ import annotations
 
 import argparse
@@ -36,11 +37,18 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--shards", type=int, default=10)
     parser.add_argument("--complexes-per-shard", type=int, default=100)
     parser.add_argument("--processes", type=int, default=2)
-    parser.add_argument("--pack-shards", type=int, default=0,
-                        help="time the first open and re-opens on only the first N shards (0: all)")
+    parser.add_argument(
+        "--pack-shards",
+        type=int,
+        default=0,
+        help="time the first open and re-opens on only the first N shards (0: all)",
+    )
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--reuse-packs", action="store_true",
-                        help="keep the packs of an earlier run (no first-open figure): re-open figures only")
+    parser.add_argument(
+        "--reuse-packs",
+        action="store_true",
+        help="keep the packs of an earlier run (no first-open figure): re-open figures only",
+    )
     parser.add_argument("--out", default="")
     return parser.parse_args(argv)
 
@@ -74,9 +82,16 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     from pecan.synthetic import ensure_dataset
 
-    shards = ensure_dataset(args.data, n_shards=args.shards, complexes_per_shard=args.complexes_per_shard,
-                            pocket_atoms=(420, 560), poses_per_complex=(10, 30), seed=0, progress=False)
-    shards = shards[:args.pack_shards] if args.pack_shards else shards
+    shards = ensure_dataset(
+        args.data,
+        n_shards=args.shards,
+        complexes_per_shard=args.complexes_per_shard,
+        pocket_atoms=(420, 560),
+        poses_per_complex=(10, 30),
+        seed=0,
+        progress=False,
+    )
+    shards = shards[: args.pack_shards] if args.pack_shards else shards
     total = sum(s.stat().st_size for s in shards)
     params, cache_dir = pack_params(DataConfig()), str(Path(args.data) / "packs")
     first_open = None
@@ -93,9 +108,17 @@ def main(argv=None) -> int:
             os.utime(shard, ns=(stat.st_atime_ns, stat.st_mtime_ns))
         runs["reopen_rehash"].append(timed(lambda: reopen(shards, params, cache_dir)))
     median = {k: statistics.median(v) for k, v in runs.items()}
-    result = {"command": sys.argv, "load_average_1min": os.getloadavg()[0], "shards": len(shards), "bytes": total, "first_open_s": first_open, "runs": runs, "median": median,
-              "hash_gb_per_s": total / 1e9 / median["hash_all"],
-              "hash_share_of_first_open": median["hash_all"] / first_open if first_open else None}
+    result = {
+        "command": sys.argv,
+        "load_average_1min": os.getloadavg()[0],
+        "shards": len(shards),
+        "bytes": total,
+        "first_open_s": first_open,
+        "runs": runs,
+        "median": median,
+        "hash_gb_per_s": total / 1e9 / median["hash_all"],
+        "hash_share_of_first_open": median["hash_all"] / first_open if first_open else None,
+    }
     print(json.dumps(result, indent=1))
     if args.out:
         Path(args.out).write_text(json.dumps(result, indent=1) + "\n")

@@ -1,11 +1,12 @@
 """Micro-benchmarks behind three data-path choices (each printed side by side, medians of repeats):
 
-  handover  a worker handing over one flat buffer vs 12 tensors of the same bytes per batch (WireBatch)
-  views     the packed gather over plain ndarray views of the mapping vs np.memmap slices
-  grouped   per-sample slices + one vectorised shift (pecan) vs grouping the batch by pack and fancy-indexing
+handover  a worker handing over one flat buffer vs 12 tensors of the same bytes per batch (WireBatch)
+views     the packed gather over plain ndarray views of the mapping vs np.memmap slices
+grouped   per-sample slices + one vectorised shift (pecan) vs grouping the batch by pack and fancy-indexing
 
-    python -m benchmarks.bench_gather --data /tmp/pecan-bench-gather
+  python -m benchmarks.bench_gather --data /tmp/pecan-bench-gather
 """
+
 from __future__ import annotations
 
 import argparse
@@ -46,8 +47,9 @@ class Handover(torch.utils.data.Dataset):
 def handover(repeats: int) -> None:
     """ms per batch through one persistent worker."""
     for pieces in (1, 12):
-        loader = torch.utils.data.DataLoader(Handover(pieces, 200), batch_size=None, num_workers=1,
-                                             persistent_workers=True)
+        loader = torch.utils.data.DataLoader(
+            Handover(pieces, 200), batch_size=None, num_workers=1, persistent_workers=True
+        )
         for _ in loader:
             pass
         times = []
@@ -68,7 +70,7 @@ def memmap_pack(path: Path) -> dict:
         start = header["data_start"] + spec["offset"]
         dtype = np.dtype(spec["dtype"])
         count = int(np.prod(spec["shape"])) if spec["shape"] else 1
-        out[name] = mapped[start:start + count * dtype.itemsize].view(dtype).reshape(spec["shape"])
+        out[name] = mapped[start : start + count * dtype.itemsize].view(dtype).reshape(spec["shape"])
     return out
 
 
@@ -102,8 +104,13 @@ def grouped_gather(packs, pack_ids, local_ids) -> dict:
         rows, edges = ranges(at, atom_counts), ranges(et, edge_counts)
         grouped = {k: v[rows] if k in ("x", "pos") else v[edges] for k, v in grouped.items()}
     shift = np.repeat(np.cumsum(atom_counts) - atom_counts, edge_counts)
-    return {"x": grouped["x"], "pos": grouped["pos"], "edge_type": grouped["edge_type"], "atom_counts": atom_counts,
-            "edge_index": np.stack([grouped["edge_src"] + shift, grouped["edge_dst"] + shift])}
+    return {
+        "x": grouped["x"],
+        "pos": grouped["pos"],
+        "edge_type": grouped["edge_type"],
+        "atom_counts": atom_counts,
+        "edge_index": np.stack([grouped["edge_src"] + shift, grouped["edge_dst"] + shift]),
+    }
 
 
 def rate(gather, packs, pack_ids, local_ids, batch: int, repeats: int) -> float:
@@ -112,7 +119,7 @@ def rate(gather, packs, pack_ids, local_ids, batch: int, repeats: int) -> float:
     for _ in range(repeats):
         start = time.perf_counter()
         for k in range(0, len(local_ids), batch):
-            gather(packs, pack_ids[k:k + batch], local_ids[k:k + batch])
+            gather(packs, pack_ids[k : k + batch], local_ids[k : k + batch])
         rates.append(len(local_ids) / (time.perf_counter() - start))
     return statistics.median(rates)
 
@@ -133,12 +140,18 @@ def gathers(args) -> None:
     assert all(np.array_equal(reference[k], check[k]) for k in reference), "gathers disagree"
     rate(packed.gather_batch, views, pack_ids, local_ids, 32, 1)  # touch every page once
     for label, packs in (("ndarray views", views), ("np.memmap slices", memmaps)):
-        print(f"views     {label:<17} batch 32: {rate(packed.gather_batch, packs, pack_ids, local_ids, 32, args.repeats):9.0f} samples/s")
+        samples_per_s = rate(packed.gather_batch, packs, pack_ids, local_ids, 32, args.repeats)
+        print(f"views     {label:<17} batch 32: {samples_per_s:9.0f} samples/s")
     one_pack = np.flatnonzero(dataset.pack_id == 0)[:640]
-    for label, ids in (("global shuffle", (pack_ids, local_ids)), ("one pack", (dataset.pack_id[one_pack], dataset.local_id[one_pack]))):
+    for label, ids in (
+        ("global shuffle", (pack_ids, local_ids)),
+        ("one pack", (dataset.pack_id[one_pack], dataset.local_id[one_pack])),
+    ):
         for name, gather in (("per-sample slices", packed.gather_batch), ("grouped fancy-index", grouped_gather)):
-            print(f"grouped   {label:<15} {name:<20} batch 32: "
-                  f"{rate(gather, views, ids[0], ids[1], 32, args.repeats):9.0f} samples/s")
+            print(
+                f"grouped   {label:<15} {name:<20} batch 32: "
+                f"{rate(gather, views, ids[0], ids[1], 32, args.repeats):9.0f} samples/s"
+            )
 
 
 def main(argv=None) -> int:

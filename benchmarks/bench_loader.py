@@ -12,6 +12,7 @@ Stages:
      opens cancel out)
   4. trainer: the trainer's data-wait share of an epoch on the demo model, reopen vs packed
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,9 +29,9 @@ import numpy as np
 import torch
 
 from pecan.config import DataConfig
-from pecan.data.sample import COUNTER_FIELDS, counters_to_dict
 from pecan.data.loader import load_split_frames, make_dataset, make_loader, prepare_packs
 from pecan.data.packed import PackedDataset
+from pecan.data.sample import COUNTER_FIELDS, counters_to_dict
 from pecan.report import io_ratios
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -41,8 +42,11 @@ LEVELS = ("reopen", "handle_cache", "hoist", "decode_cache", "packed", "in_ram")
 def parse_args(argv=None) -> argparse.Namespace:
     """Command line."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", default=str(Path(tempfile.gettempdir()) / "pecan-bench"),
-                        help="data set directory (generated on first use)")
+    parser.add_argument(
+        "--data",
+        default=str(Path(tempfile.gettempdir()) / "pecan-bench"),
+        help="data set directory (generated on first use)",
+    )
     parser.add_argument("--shards", type=int, default=50)
     parser.add_argument("--complexes-per-shard", type=int, default=100)
     parser.add_argument("--poses-per-complex", default="10:30")
@@ -52,10 +56,14 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--levels", nargs="+", default=list(LEVELS), choices=LEVELS)
-    parser.add_argument("--stages", nargs="+", default=["loader", "strace", "trainer"],
-                        choices=["loader", "strace", "trainer"],
-                        help="loader: levels side by side; strace: openat per sample (needs strace); "
-                             "trainer: the trainer's data-wait share")
+    parser.add_argument(
+        "--stages",
+        nargs="+",
+        default=["loader", "strace", "trainer"],
+        choices=["loader", "strace", "trainer"],
+        help="loader: levels side by side; strace: openat per sample (needs strace); "
+        "trainer: the trainer's data-wait share",
+    )
     parser.add_argument("--out", default="", help="write all results as JSON here")
     parser.add_argument("--strace-child", default="", help=argparse.SUPPRESS)
     parser.add_argument("--child-samples", type=int, default=0, help=argparse.SUPPRESS)
@@ -72,8 +80,14 @@ def ensure_data(args) -> DataConfig:
     from pecan.synthetic import ensure_dataset
 
     start = time.perf_counter()
-    ensure_dataset(args.data, n_shards=args.shards, complexes_per_shard=args.complexes_per_shard,
-                   poses_per_complex=span(args.poses_per_complex), pocket_atoms=span(args.pocket_atoms), seed=0)
+    ensure_dataset(
+        args.data,
+        n_shards=args.shards,
+        complexes_per_shard=args.complexes_per_shard,
+        poses_per_complex=span(args.poses_per_complex),
+        pocket_atoms=span(args.pocket_atoms),
+        seed=0,
+    )
     print(f"data set ready in {time.perf_counter() - start:.1f}s: {args.data}", flush=True)
     return DataConfig(data_dir=args.data, train_csvs=["index.csv"], val_fraction=0.0)
 
@@ -106,8 +120,11 @@ def measure(args, cfg, frame, packs, subset: list[int]) -> list[dict]:
             loaders[level] = make_loader(dataset, subset, args.batch_size, workers)
             seconds, samples, counts = one_pass(loaders[level])
             warmup[level] = counters_to_dict(torch.from_numpy(counts))
-            print(f"  warm-up {level:<13} workers={workers}: {samples / seconds:9.1f} samples/s, "
-                  f"{warmup[level]['file_opens']} file opens", flush=True)
+            print(
+                f"  warm-up {level:<13} workers={workers}: {samples / seconds:9.1f} samples/s, "
+                f"{warmup[level]['file_opens']} file opens",
+                flush=True,
+            )
         timings = {level: [] for level in args.levels}
         steady = {level: np.zeros(len(COUNTER_FIELDS), dtype=np.int64) for level in args.levels}
         for repeat in range(args.repeats):
@@ -117,9 +134,17 @@ def measure(args, cfg, frame, packs, subset: list[int]) -> list[dict]:
                 steady[level] += counts
         for level in args.levels:
             counts = counters_to_dict(torch.from_numpy(steady[level]))
-            results.append({"level": level, "workers": workers, "samples_per_s": timings[level],
-                            "median_samples_per_s": statistics.median(timings[level]), **io_ratios(counts),
-                            "counts": counts, "warmup_counts": warmup[level]})
+            results.append(
+                {
+                    "level": level,
+                    "workers": workers,
+                    "samples_per_s": timings[level],
+                    "median_samples_per_s": statistics.median(timings[level]),
+                    **io_ratios(counts),
+                    "counts": counts,
+                    "warmup_counts": warmup[level],
+                }
+            )
         for loader in loaders.values():
             loader.close()
     return results
@@ -127,21 +152,27 @@ def measure(args, cfg, frame, packs, subset: list[int]) -> list[dict]:
 
 def table(results: list[dict]) -> str:
     """Markdown table with ratios against reopen and in-RAM at the same worker count."""
-    lines = ["| workers | level | median samples/s | runs | x reopen | / in-RAM | file opens/sample | "
-             "HDF5 calls/sample | KiB/sample |", "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| workers | level | median samples/s | runs | x reopen | / in-RAM | file opens/sample | "
+        "HDF5 calls/sample | KiB/sample |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for row in results:
         same = {r["level"]: r["median_samples_per_s"] for r in results if r["workers"] == row["workers"]}
         rate = row["median_samples_per_s"]
         vs_reopen = f"{rate / same['reopen']:.1f}" if "reopen" in same else "-"
         vs_ram = f"{same['in_ram'] / rate:.2f}" if "in_ram" in same else "-"
         runs = ", ".join(f"{v:.0f}" for v in row["samples_per_s"])
-        lines.append(f"| {row['workers']} | {row['level']} | {rate:.0f} | {runs} | {vs_reopen} | {vs_ram} | "
-                     f"{row['file_opens_per_sample']:.4f} | {row['h5_calls_per_sample']:.2f} | "
-                     f"{row['bytes_read_per_sample'] / 1024:.1f} |")
+        lines.append(
+            f"| {row['workers']} | {row['level']} | {rate:.0f} | {runs} | {vs_reopen} | {vs_ram} | "
+            f"{row['file_opens_per_sample']:.4f} | {row['h5_calls_per_sample']:.2f} | "
+            f"{row['bytes_read_per_sample'] / 1024:.1f} |"
+        )
     return "\n".join(lines)
 
 
 # ---------------------------------------------------------------------------- strace
+
 
 def strace_child(args) -> None:
     """Run in a child under strace: warm up, then serve ``child_samples`` samples in the main process."""
@@ -153,15 +184,35 @@ def strace_child(args) -> None:
     rng = np.random.default_rng(1)
     order = rng.choice(len(frame), size=args.child_samples, replace=False)
     for start in range(0, len(order), args.batch_size):
-        dataset.__getitems__(order[start:start + args.batch_size].tolist())
+        dataset.__getitems__(order[start : start + args.batch_size].tolist())
 
 
 def openat_count(args, level: str, samples: int) -> int:
     """openat calls of a whole child run (strace -f -c)."""
     with tempfile.NamedTemporaryFile(suffix=".strace") as out:
-        subprocess.run(["strace", "-f", "-c", "-e", "trace=openat", "-o", out.name, sys.executable, __file__,
-                        "--data", args.data, "--strace-child", level, "--child-samples", str(samples),
-                        "--batch-size", str(args.batch_size)], check=True, capture_output=True)
+        subprocess.run(
+            [
+                "strace",
+                "-f",
+                "-c",
+                "-e",
+                "trace=openat",
+                "-o",
+                out.name,
+                sys.executable,
+                __file__,
+                "--data",
+                args.data,
+                "--strace-child",
+                level,
+                "--child-samples",
+                str(samples),
+                "--batch-size",
+                str(args.batch_size),
+            ],
+            check=True,
+            capture_output=True,
+        )
         for line in Path(out.name).read_text().splitlines():
             parts = line.split()
             if parts and parts[-1] == "openat":
@@ -183,24 +234,55 @@ def strace_stage(args) -> dict:
 
 # ---------------------------------------------------------------------------- trainer
 
+
 def trainer_stage(args) -> dict:
     """Data-wait share of the demo model's training epoch (epoch 2, steady state), reopen vs packed."""
     out = {}
     for level in ("reopen", "packed"):
         run_dir = Path(tempfile.mkdtemp(prefix=f"pecan-bench-{level}-"))
-        command = [sys.executable, str(ROOT / "main_app.py"), str(ROOT / "configs" / "demo.yaml"),
-                   "--set", f"data.data_dir={args.data}", "--set", f"data.io_mode={level}",
-                   "--set", "train.epochs=2", "--set", "train.max_steps_per_epoch=60",
-                   "--set", "data.val_fraction=0.01", "--set", f"train.out_dir={run_dir}",
-                   "--set", "train.progress=false", "--set", "data.num_workers=-1"]
+        command = [
+            sys.executable,
+            str(ROOT / "main_app.py"),
+            str(ROOT / "configs" / "demo.yaml"),
+            "--set",
+            f"data.data_dir={args.data}",
+            "--set",
+            f"data.io_mode={level}",
+            "--set",
+            "train.epochs=2",
+            "--set",
+            "train.max_steps_per_epoch=60",
+            "--set",
+            "data.val_fraction=0.01",
+            "--set",
+            f"train.out_dir={run_dir}",
+            "--set",
+            "train.progress=false",
+            "--set",
+            "data.num_workers=-1",
+        ]
         subprocess.run(command, check=True, capture_output=True, cwd=ROOT)
         records = [json.loads(line) for line in (run_dir / "epochs.jsonl").read_text().splitlines()]
         steady = records[-1]
-        out[level] = {k: steady[k] for k in ("data_wait_share", "data_wait_s", "forward_s", "backward_s",
-                                             "optimizer_s", "eval_s", "wall_s", "file_opens_per_sample",
-                                             "h5_calls_per_sample")}
-        print(f"  trainer {level}: data-wait share {steady['data_wait_share']:.1%} of a {steady['wall_s']:.1f}s "
-              f"epoch (60 steps + evaluation of 1% of the samples, eval {steady['eval_s']:.1f}s)", flush=True)
+        out[level] = {
+            k: steady[k]
+            for k in (
+                "data_wait_share",
+                "data_wait_s",
+                "forward_s",
+                "backward_s",
+                "optimizer_s",
+                "eval_s",
+                "wall_s",
+                "file_opens_per_sample",
+                "h5_calls_per_sample",
+            )
+        }
+        print(
+            f"  trainer {level}: data-wait share {steady['data_wait_share']:.1%} of a {steady['wall_s']:.1f}s "
+            f"epoch (60 steps + evaluation of 1% of the samples, eval {steady['eval_s']:.1f}s)",
+            flush=True,
+        )
     return out
 
 
@@ -216,11 +298,19 @@ def main(argv=None) -> int:
     start = time.perf_counter()
     packs = prepare_packs(cfg, [frame], processes=os.cpu_count() or 1, progress=True)
     pack_seconds = time.perf_counter() - start
-    print(f"{len(frame)} samples in {frame['shard'].nunique()} shards; packs ready in {pack_seconds:.1f}s "
-          f"(0 if they existed)", flush=True)
+    print(
+        f"{len(frame)} samples in {frame['shard'].nunique()} shards; packs ready in {pack_seconds:.1f}s "
+        f"(0 if they existed)",
+        flush=True,
+    )
     subset = np.random.default_rng(0).choice(len(frame), size=min(args.samples, len(frame)), replace=False)
-    everything = {"samples_total": len(frame), "shards": int(frame["shard"].nunique()), "subset": len(subset),
-                  "batch_size": args.batch_size, "pack_seconds": pack_seconds}
+    everything = {
+        "samples_total": len(frame),
+        "shards": int(frame["shard"].nunique()),
+        "subset": len(subset),
+        "batch_size": args.batch_size,
+        "pack_seconds": pack_seconds,
+    }
     if "loader" in args.stages:
         everything["results"] = measure(args, cfg, frame, packs, subset.tolist())
         print(table(everything["results"]), flush=True)

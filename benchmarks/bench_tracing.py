@@ -17,6 +17,7 @@ measures inside one process instead (less exposed to a noisy machine): the per-s
 worker's batch (HDF5 reopen mode: data/item, h5_read, graph build, collate and batch events) with tracing
 switched on and off between interleaved passes (the order alternating), and the cost of one empty event.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -54,8 +55,13 @@ def events_in(trace_dir: Path) -> int:
         with gzip.open(path, "rt") as handle:
             for line in handle:
                 line = line.strip().rstrip(",")
-                if line.startswith("{") and '"ph":1' in line and '"cat":"dftracer"' not in line \
-                        and '"cat":"POSIX"' not in line and '"cat":"STDIO"' not in line:
+                if (
+                    line.startswith("{")
+                    and '"ph":1' in line
+                    and '"cat":"dftracer"' not in line
+                    and '"cat":"POSIX"' not in line
+                    and '"cat":"STDIO"' not in line
+                ):
                     total += 1
     return total
 
@@ -69,24 +75,29 @@ def account(run_dir: Path) -> dict:
     event_us = statistics.median(event_cost_us() for _ in range(5))
     tracing.finalize()
     per_epoch = events_in(run_dir / "traces") / len(walls)
-    return {"events_per_epoch": per_epoch, "event_us": event_us, "epoch_s": walls,
-            "share_of_epoch": per_epoch * event_us * 1e-6 / statistics.median(walls)}
+    return {
+        "events_per_epoch": per_epoch,
+        "event_us": event_us,
+        "epoch_s": walls,
+        "share_of_epoch": per_epoch * event_us * 1e-6 / statistics.median(walls),
+    }
 
 
 def in_process(work: Path, repeats: int) -> dict:
     """Interleaved passes over the data set's batches with events on and off; the cost of one event."""
     from pecan import tracing
     from pecan.config import DataConfig
-    from pecan.data.sample import COUNTER_FIELDS
     from pecan.data.loader import load_split_frames, make_dataset
+    from pecan.data.sample import COUNTER_FIELDS
 
     cfg = DataConfig(data_dir=str(work / "data"), train_csvs=["index.csv"], val_fraction=0.0, io_mode="reopen")
-    dataset = tracing.BusyDataset(make_dataset(cfg, load_split_frames(cfg)[0], augment=False),
-                                  COUNTER_FIELDS.index("worker_busy_ns"))
+    dataset = tracing.BusyDataset(
+        make_dataset(cfg, load_split_frames(cfg)[0], augment=False), COUNTER_FIELDS.index("worker_busy_ns")
+    )
     tracing.setup(True, tempfile.mkdtemp(prefix="pecan-bench-trace-"), 0)
     tracing.set_context(epoch=1, step=1)
     indices = list(range(len(dataset)))
-    batches = [indices[k:k + 4] for k in range(0, len(indices), 4)]
+    batches = [indices[k : k + 4] for k in range(0, len(indices), 4)]
     per_sample: dict[str, list[float]] = {"off": [], "on": []}
     for repeat in range(repeats):
         for name in ("off", "on") if repeat % 2 == 0 else ("on", "off"):  # ABBA: no order advantage
@@ -99,8 +110,13 @@ def in_process(work: Path, repeats: int) -> dict:
     event_us = event_cost_us()
     tracing.finalize()
     median = {k: statistics.median(v) for k, v in per_sample.items()}
-    return {"samples": len(indices), "per_sample_ms_repeats": per_sample, "per_sample_ms_median": median,
-            "per_sample_overhead": median["on"] / median["off"] - 1, "event_us": event_us}
+    return {
+        "samples": len(indices),
+        "per_sample_ms_repeats": per_sample,
+        "per_sample_ms_median": median,
+        "per_sample_overhead": median["on"] / median["off"] - 1,
+        "event_us": event_us,
+    }
 
 
 def main(argv=None) -> int:
@@ -113,8 +129,12 @@ def main(argv=None) -> int:
     parser.add_argument("--io-modes", nargs="+", default=["reopen", "packed"])
     parser.add_argument("--out", type=Path)
     parser.add_argument("--inprocess", action="store_true", help="the in-process measurement instead")
-    parser.add_argument("--account", type=Path, metavar="RUN_DIR",
-                        help="only the accounting of an existing traced run (its traces/ and epochs.jsonl)")
+    parser.add_argument(
+        "--account",
+        type=Path,
+        metavar="RUN_DIR",
+        help="only the accounting of an existing traced run (its traces/ and epochs.jsonl)",
+    )
     args = parser.parse_args(argv)
     if args.account:
         result = account(args.account)
@@ -135,17 +155,35 @@ def main(argv=None) -> int:
         for mode in args.io_modes:
             for name, settings in VARIANTS.items():
                 out_dir = args.work / f"{mode}-{name}-{repeat}"
-                command = [sys.executable, "main_app.py", str(config), "--set", f"train.out_dir={out_dir}",
-                           "--set", f"train.epochs={args.epochs}", "--set", f"data.io_mode={mode}",
-                           "--set", "data.num_workers=1", *sum((["--set", s] for s in settings), [])]
-                subprocess.run(command, cwd=ROOT, check=True, capture_output=True,
-                               env={**os.environ, "PYTHONPATH": str(ROOT)})
+                command = [
+                    sys.executable,
+                    "main_app.py",
+                    str(config),
+                    "--set",
+                    f"train.out_dir={out_dir}",
+                    "--set",
+                    f"train.epochs={args.epochs}",
+                    "--set",
+                    f"data.io_mode={mode}",
+                    "--set",
+                    "data.num_workers=1",
+                    *sum((["--set", s] for s in settings), []),
+                ]
+                subprocess.run(
+                    command, cwd=ROOT, check=True, capture_output=True, env={**os.environ, "PYTHONPATH": str(ROOT)}
+                )
                 records = [json.loads(line) for line in (out_dir / "epochs.jsonl").read_text().splitlines()]
                 steady[mode][name].append(statistics.fmean(r["wall_s"] for r in records[1:]))
                 samples = records[-1]["samples"]
                 print(mode, name, repeat, f"{steady[mode][name][-1]:.3f}s", flush=True)
-    result = {"samples_per_epoch": samples, "epochs": args.epochs, "repeats": steady, "median_epoch_s": {},
-              "overhead": {}, "accounting": {}}
+    result = {
+        "samples_per_epoch": samples,
+        "epochs": args.epochs,
+        "repeats": steady,
+        "median_epoch_s": {},
+        "overhead": {},
+        "accounting": {},
+    }
     from pecan import tracing
 
     tracing.setup(True, tempfile.mkdtemp(prefix="pecan-bench-trace-"), 0)
@@ -156,10 +194,14 @@ def main(argv=None) -> int:
         result["median_epoch_s"][mode] = medians
         result["overhead"][mode] = {k: v / medians["off"] - 1 for k, v in medians.items()}
         # Accounting: the events a traced run wrote per epoch times the cost of one, against the epoch.
-        per_epoch = statistics.median(events_in(args.work / f"{mode}-on-{r}" / "traces") / args.epochs
-                                      for r in range(args.repeats))
-        result["accounting"][mode] = {"events_per_epoch": per_epoch, "event_us": event_us,
-                                      "share_of_epoch": per_epoch * event_us * 1e-6 / medians["off"]}
+        per_epoch = statistics.median(
+            events_in(args.work / f"{mode}-on-{r}" / "traces") / args.epochs for r in range(args.repeats)
+        )
+        result["accounting"][mode] = {
+            "events_per_epoch": per_epoch,
+            "event_us": event_us,
+            "share_of_epoch": per_epoch * event_us * 1e-6 / medians["off"],
+        }
     print(json.dumps(result, indent=1))
     if args.out:
         args.out.write_text(json.dumps(result, indent=1) + "\n")

@@ -8,6 +8,7 @@ last epoch's held-out figures, the mean wall time of the epochs after the first 
 one), and what chance gives on the same held-out complexes: AUC 0.5, and for top-1 the mean share of
 near-native docked poses per complex that has one.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,8 +24,12 @@ from pecan.report import read_records
 
 ROOT = Path(__file__).resolve().parents[1]
 
-CONFIGS = {"egnn": "configs/demo.yaml", "sgcnn": "configs/sgcnn.yaml", "ggcnn": "configs/ggcnn.yaml",
-           "cnn3d": "configs/cnn3d.yaml"}
+CONFIGS = {
+    "egnn": "configs/demo.yaml",
+    "sgcnn": "configs/sgcnn.yaml",
+    "ggcnn": "configs/ggcnn.yaml",
+    "cnn3d": "configs/cnn3d.yaml",
+}
 
 
 def top1_chance(config_path: str, overrides: list[str]) -> float:
@@ -50,19 +55,30 @@ def run_variant(name: str, overrides: list[str], out: Path, timeout: int) -> dic
     records = read_records(run_dir / "epochs.jsonl")
     steady = records[1:] or records
     last = records[-1]
-    return {"variant": name, "config": CONFIGS[name], "epochs": len(records), "val_auc": last["val_auc"],
-            "val_top1": last["val_top1"], "val_acc": last["val_acc"],
-            "s_per_epoch": statistics.fmean(r["wall_s"] for r in steady),
-            "samples_per_s": statistics.fmean(r["samples_per_s"] for r in steady),
-            "total_s": time.perf_counter() - start}
+    return {
+        "variant": name,
+        "config": CONFIGS[name],
+        "epochs": len(records),
+        "val_auc": last["val_auc"],
+        "val_top1": last["val_top1"],
+        "val_acc": last["val_acc"],
+        "s_per_epoch": statistics.fmean(r["wall_s"] for r in steady),
+        "samples_per_s": statistics.fmean(r["samples_per_s"] for r in steady),
+        "total_s": time.perf_counter() - start,
+    }
 
 
 def markdown(rows: list[dict], chance: float) -> str:
     """The README table."""
-    lines = ["| variant | config | epochs | val AUC | val top-1 | s/epoch | samples/s |", "|---|---|---|---|---|---|---|"]
+    lines = [
+        "| variant | config | epochs | val AUC | val top-1 | s/epoch | samples/s |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for row in rows:
-        lines.append(f"| `{row['variant']}` | `{row['config']}` | {row['epochs']} | {row['val_auc']:.3f} | "
-                     f"{row['val_top1']:.3f} | {row['s_per_epoch']:.1f} | {row['samples_per_s']:.1f} |")
+        lines.append(
+            f"| `{row['variant']}` | `{row['config']}` | {row['epochs']} | {row['val_auc']:.3f} | "
+            f"{row['val_top1']:.3f} | {row['s_per_epoch']:.1f} | {row['samples_per_s']:.1f} |"
+        )
     lines.append(f"| chance | | | 0.500 | {chance:.3f} | | |")
     return "\n".join(lines)
 
@@ -73,8 +89,13 @@ def main(argv=None) -> int:
     parser.add_argument("--variants", nargs="+", default=list(CONFIGS), choices=list(CONFIGS))
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--max-steps", type=int, default=0, help="train.max_steps_per_epoch (0: full epochs)")
-    parser.add_argument("--set", dest="overrides", action="append", default=[],
-                        help="extra SECTION.KEY=VALUE applied to every variant (data.* keeps the split shared)")
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        help="extra SECTION.KEY=VALUE applied to every variant (data.* keeps the split shared)",
+    )
     parser.add_argument("--out", default="runs/compare", help="parent of the per-variant run directories")
     parser.add_argument("--json", default="", help="also write the rows and settings here")
     parser.add_argument("--timeout", type=int, default=3600, help="seconds allowed per variant")
@@ -83,8 +104,11 @@ def main(argv=None) -> int:
     rows = []
     for name in args.variants:
         rows.append(run_variant(name, overrides, ROOT / args.out, args.timeout))
-        print(f"{name}: AUC {rows[-1]['val_auc']:.3f}, top-1 {rows[-1]['val_top1']:.3f}, "
-              f"{rows[-1]['s_per_epoch']:.1f} s/epoch", flush=True)
+        print(
+            f"{name}: AUC {rows[-1]['val_auc']:.3f}, top-1 {rows[-1]['val_top1']:.3f}, "
+            f"{rows[-1]['s_per_epoch']:.1f} s/epoch",
+            flush=True,
+        )
     chance = top1_chance(CONFIGS["egnn"], args.overrides)
     table = markdown(rows, chance)
     print(table)
@@ -92,8 +116,13 @@ def main(argv=None) -> int:
         path = ROOT / args.json
         path.parent.mkdir(parents=True, exist_ok=True)
         arguments = sys.argv[1:] if argv is None else argv
-        payload = {"command": "python -m benchmarks.compare_variants " + " ".join(arguments),
-                   "overrides": overrides, "top1_chance": chance, "rows": rows, "table": table}
+        payload = {
+            "command": "python -m benchmarks.compare_variants " + " ".join(arguments),
+            "overrides": overrides,
+            "top1_chance": chance,
+            "rows": rows,
+            "table": table,
+        }
         tmp = path.with_name(f".{path.name}.tmp")
         tmp.write_text(json.dumps(payload, indent=2))
         tmp.replace(path)

@@ -50,13 +50,29 @@ class Variant:
 
 
 _VARIANTS = (
-    Variant("cnn3d", "model.cnn3d", "model.cnn3d:CNN3DConfig",
-            "3D CNN over a Gaussian voxel grid built per batch on the device", nn_type=0, augment_key="augment",
-            sample_keys=("grid_size", "resolution", "radius_scale")),
-    Variant("sgcnn", "model.sgcnn", "model.sgcnn:SGCNNConfig",
-            "PotentialNet-style spatial graph CNN: covalent then non-covalent stage", nn_type=1),
-    Variant("ggcnn", "model.ggcnn", "model.ggcnn:GGCNNConfig", "gated graph CNN baseline, edge types as edge labels",
-            nn_type=2),
+    Variant(
+        "cnn3d",
+        "model.cnn3d",
+        "model.cnn3d:CNN3DConfig",
+        "3D CNN over a Gaussian voxel grid built per batch on the device",
+        nn_type=0,
+        augment_key="augment",
+        sample_keys=("grid_size", "resolution", "radius_scale"),
+    ),
+    Variant(
+        "sgcnn",
+        "model.sgcnn",
+        "model.sgcnn:SGCNNConfig",
+        "PotentialNet-style spatial graph CNN: covalent then non-covalent stage",
+        nn_type=1,
+    ),
+    Variant(
+        "ggcnn",
+        "model.ggcnn",
+        "model.ggcnn:GGCNNConfig",
+        "gated graph CNN baseline, edge types as edge labels",
+        nn_type=2,
+    ),
     Variant("egnn", "model.egnn", "model.egnn_config:EGNNConfig", "E(n)-equivariant GNN (the default)", nn_type=3),
 )
 DEFAULT = "egnn"
@@ -77,8 +93,9 @@ def available() -> list[str]:
 def table() -> str:
     """The markdown table of names, legacy numbers, modules and summaries (as in this module's docstring)."""
     lines = ["| name | nn_type | module | what it is |", "|---|---|---|---|"]
-    lines += [f"| `{v.name}` | {'' if v.nn_type is None else v.nn_type} | `{v.module}` | {v.summary} |"
-              for v in _VARIANTS]
+    lines += [
+        f"| `{v.name}` | {'' if v.nn_type is None else v.nn_type} | `{v.module}` | {v.summary} |" for v in _VARIANTS
+    ]
     return "\n".join(lines)
 
 

@@ -29,12 +29,14 @@ class CNN3DConfig:
     resolution: float = setting("Angstrom per voxel (fixed, not relative to the complex's size).", 1.0)
     radius_scale: float = setting(
         "Gaussian width as a multiple of each atom's van der Waals radius r: density exp(-2 d^2 / (s r)^2), "
-        "cut at 1.5 s r.", 1.0)
+        "cut at 1.5 s r.",
+        1.0,
+    )
     channels: int = setting("Filters of the first conv block; each further block doubles them.", 16)
     blocks: int = setting("Conv blocks (two 3x3x3 convs and a 2x max-pool each).", 2)
     augment: bool = setting(
-        "Random rigid rotation + translation per sample in training (on the device; the decode cache is off).",
-        True)
+        "Random rigid rotation + translation per sample in training (on the device; the decode cache is off).", True
+    )
     max_shift: float = setting("Largest translation per axis (Angstrom) of the training augmentation.", 2.0)
     use_pose_features: bool = setting("Feed the 5 interaction counts to the classifier head.", True)
     dropout: float = setting("Dropout in the classifier head.", 0.0)
@@ -46,14 +48,14 @@ class CNN3DConfig:
         if self.max_shift < 0:
             out.append(("model.max_shift", "must be >= 0"))
         if self.grid_size >> self.blocks < 1:
-            out.append(("model.grid_size", f"must be >= 2^blocks = {2 ** self.blocks} (each block halves it)"))
+            out.append(("model.grid_size", f"must be >= 2^blocks = {2**self.blocks} (each block halves it)"))
         if not 0.0 <= self.dropout < 1.0:
             out.append(("model.dropout", "must be in [0, 1)"))
         return out
 
     def grid_bytes(self, batch_size: int, channels: int = schema.N_ATOM_FEATURES) -> int:
         """Memory of one batch's float32 input grid."""
-        return batch_size * channels * self.grid_size ** 3 * 4
+        return batch_size * channels * self.grid_size**3 * 4
 
 
 def random_rigid(num_graphs: int, max_shift: float, device: torch.device) -> tuple[Tensor, Tensor]:
@@ -76,8 +78,16 @@ def ligand_centres(pos: Tensor, is_ligand: Tensor, graph: Tensor, num_graphs: in
     return torch.where(ligand_count > 0, ligand_sum / ligand_count.clamp_min(1.0), all_mean)
 
 
-def voxelize(local: Tensor, features: Tensor, radii: Tensor, graph: Tensor, num_graphs: int, grid_size: int,
-             resolution: float, radius_scale: float) -> tuple[Tensor, Tensor]:
+def voxelize(
+    local: Tensor,
+    features: Tensor,
+    radii: Tensor,
+    graph: Tensor,
+    num_graphs: int,
+    grid_size: int,
+    resolution: float,
+    radius_scale: float,
+) -> tuple[Tensor, Tensor]:
     """Gaussian-splat per-atom ``features`` [N, C] at ``local`` positions [N, 3] (Angstrom, relative to each
     graph's grid centre) onto float32 grids [B, C, G, G, G]; returns the grids and the number of atoms whose
     centre lies outside their box (a 0-d tensor; their in-box tails are still splatted).
@@ -90,11 +100,11 @@ def voxelize(local: Tensor, features: Tensor, radii: Tensor, graph: Tensor, num_
     half = (grid_size - 1) / 2
     u = local / resolution + half
     outside = ((u < -0.5) | (u > grid_size - 0.5)).any(dim=-1).sum()
-    cutoff = 1.5 * radius_scale * radii                                  # [N]
+    cutoff = 1.5 * radius_scale * radii  # [N]
     reach = math.ceil(1.5 * radius_scale * max(schema.VDW_RADII) / resolution + 0.5)
     steps = torch.arange(-reach, reach + 1, device=local.device)
     offsets = torch.stack(torch.meshgrid(steps, steps, steps, indexing="ij"), dim=-1).reshape(-1, 3)
-    voxel = torch.round(u).long().unsqueeze(1) + offsets                 # [N, K, 3]
+    voxel = torch.round(u).long().unsqueeze(1) + offsets  # [N, K, 3]
     squared = (((voxel.float() - u.unsqueeze(1)) * resolution) ** 2).sum(dim=-1)
     inside = ((voxel >= 0) & (voxel < grid_size)).all(dim=-1) & (squared <= cutoff.unsqueeze(1) ** 2)
     # Only about a tenth of the window lies inside an atom's sphere: splat just those entries.
@@ -102,7 +112,7 @@ def voxelize(local: Tensor, features: Tensor, radii: Tensor, graph: Tensor, num_
     weight = torch.exp(-2.0 * squared[atom, slot] / (radius_scale * radii[atom]) ** 2)
     voxel = voxel[atom, slot]
     flat = ((graph[atom] * grid_size + voxel[:, 0]) * grid_size + voxel[:, 1]) * grid_size + voxel[:, 2]
-    grid = torch.zeros(num_graphs * grid_size ** 3, features.size(1), device=local.device)
+    grid = torch.zeros(num_graphs * grid_size**3, features.size(1), device=local.device)
     grid.index_add_(0, flat, weight.unsqueeze(-1) * features[atom])
     grid = grid.view(num_graphs, grid_size, grid_size, grid_size, -1).permute(0, 4, 1, 2, 3).contiguous()
     return grid, outside
@@ -116,20 +126,25 @@ class CNN3DClassifier(nn.Module):
     ``atoms_seen`` count, since construction, the atoms whose centre fell outside the box.
     """
 
-    def __init__(self, cfg: CNN3DConfig, in_features: int = schema.N_ATOM_FEATURES,
-                 pose_features: int = schema.N_POSE_FEATURES) -> None:
+    def __init__(
+        self, cfg: CNN3DConfig, in_features: int = schema.N_ATOM_FEATURES, pose_features: int = schema.N_POSE_FEATURES
+    ) -> None:
         super().__init__()
         self.cfg = cfg
         layers, width = [], in_features
         for block in range(cfg.blocks):
-            out = cfg.channels * 2 ** block
-            layers += [nn.Conv3d(width, out, 3, padding=1), nn.SiLU(), nn.Conv3d(out, out, 3, padding=1), nn.SiLU(),
-                       nn.MaxPool3d(2)]
+            out = cfg.channels * 2**block
+            layers += [
+                nn.Conv3d(width, out, 3, padding=1),
+                nn.SiLU(),
+                nn.Conv3d(out, out, 3, padding=1),
+                nn.SiLU(),
+                nn.MaxPool3d(2),
+            ]
             width = out
         self.convolutions = nn.Sequential(*layers, nn.AdaptiveAvgPool3d(1), nn.Flatten())
         head_input = width + (pose_features if cfg.use_pose_features else 0)
-        self.head = nn.Sequential(nn.Linear(head_input, width), nn.SiLU(), nn.Dropout(cfg.dropout),
-                                  nn.Linear(width, 1))
+        self.head = nn.Sequential(nn.Linear(head_input, width), nn.SiLU(), nn.Dropout(cfg.dropout), nn.Linear(width, 1))
         # Plain tensors, not buffers: DDP would overwrite each rank's counts with rank 0's every step.
         self.atoms_outside: Tensor | None = None
         self.atoms_seen: Tensor | None = None
@@ -143,8 +158,16 @@ class CNN3DClassifier(nn.Module):
         if self.training and self.cfg.augment:
             rotation, shift = random_rigid(num_graphs, self.cfg.max_shift, pos.device)
             local = torch.einsum("nij,nj->ni", rotation[batch.batch], local) + shift[batch.batch]
-        grids, outside = voxelize(local, batch.x, van_der_waals(batch), batch.batch, num_graphs,
-                                  self.cfg.grid_size, self.cfg.resolution, self.cfg.radius_scale)
+        grids, outside = voxelize(
+            local,
+            batch.x,
+            van_der_waals(batch),
+            batch.batch,
+            num_graphs,
+            self.cfg.grid_size,
+            self.cfg.resolution,
+            self.cfg.radius_scale,
+        )
         self.count_outside(outside.detach(), pos.size(0), num_graphs)
         return grids
 
@@ -159,15 +182,24 @@ class CNN3DClassifier(nn.Module):
         self.atoms_seen += atoms
         if not self.reported:
             self.reported = True
-            log.info("cnn3d: %d^3 grid at %.2f A/voxel, %.1f MiB per batch of %d; first batch: %d of %d atoms "
-                     "outside the box", self.cfg.grid_size, self.cfg.resolution,
-                     self.cfg.grid_bytes(num_graphs) / 2 ** 20, num_graphs, int(outside), atoms)
+            log.info(
+                "cnn3d: %d^3 grid at %.2f A/voxel, %.1f MiB per batch of %d; first batch: %d of %d atoms "
+                "outside the box",
+                self.cfg.grid_size,
+                self.cfg.resolution,
+                self.cfg.grid_bytes(num_graphs) / 2**20,
+                num_graphs,
+                int(outside),
+                atoms,
+            )
 
     def voxel_report(self, batch_size: int) -> dict:
         """Grid memory per batch and the out-of-box atom counts so far (host sync: call when logging)."""
-        return {"grid_mib_per_batch": self.cfg.grid_bytes(batch_size) / 2 ** 20,
-                "atoms_outside": int(self.atoms_outside) if self.atoms_outside is not None else 0,
-                "atoms_seen": int(self.atoms_seen) if self.atoms_seen is not None else 0}
+        return {
+            "grid_mib_per_batch": self.cfg.grid_bytes(batch_size) / 2**20,
+            "atoms_outside": int(self.atoms_outside) if self.atoms_outside is not None else 0,
+            "atoms_seen": int(self.atoms_seen) if self.atoms_seen is not None else 0,
+        }
 
     def forward(self, batch) -> Tensor:
         """Return one float32 logit per graph."""

@@ -257,8 +257,7 @@ class EGNNLayer(nn.Module):
 
     def __repr__(self) -> str:
         return (
-            f"{self.__class__.__name__}({self.hidden}, attention={self.attention}, "
-            f"update_coords={self.update_coords})"
+            f"{self.__class__.__name__}({self.hidden}, attention={self.attention}, update_coords={self.update_coords})"
         )
 
 

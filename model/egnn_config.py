@@ -1,5 +1,6 @@
 """The EGNN's settings, the one home of their defaults. A module of its own, free of torch, so the app
 config can reuse it without importing the model (variants are imported only when selected)."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -20,7 +21,9 @@ class EGNNConfig:
     use_pose_features: bool = setting("Feed the 5 interaction counts to the classifier head.", True)
     use_docking_score: bool = setting(
         "Feed the pose's docking score to the classifier head (score/10, gap to the complex's best score/5, "
-        "missing flag); needs a score column in the index.", False)
+        "missing flag); needs a score column in the index.",
+        False,
+    )
     dropout: float = setting("Dropout in each layer's node update and in the classifier head.", 0.0)
     rbf: int = setting("Radial basis functions expanding each edge length.", 16)
     cutoff: float = setting("Largest distance (Angstrom) the radial basis covers; match data.edge_cutoff.", 4.5)
@@ -43,5 +46,7 @@ LATER_FIELDS = {"use_docking_score": False}
 def config_fields(cfg: Any) -> dict[str, Any]:
     """The :class:`EGNNConfig` fields read from ``cfg``; a missing attribute is an error, not a default
     (except a field of ``LATER_FIELDS``)."""
-    return {f.name: getattr(cfg, f.name, LATER_FIELDS[f.name]) if f.name in LATER_FIELDS else getattr(cfg, f.name)
-            for f in dataclasses.fields(EGNNConfig)}
+    return {
+        f.name: getattr(cfg, f.name, LATER_FIELDS[f.name]) if f.name in LATER_FIELDS else getattr(cfg, f.name)
+        for f in dataclasses.fields(EGNNConfig)
+    }

@@ -1,5 +1,6 @@
 """Config fields of the model variants: a default plus the documentation docs/configuration.md shows.
 Kept apart from ``pecan.config`` so a variant's settings never import the application."""
+
 from __future__ import annotations
 
 from dataclasses import field

@@ -20,7 +20,8 @@ class SGCNNConfig:
 
     covalent_cutoff: float = setting("Covalent-stage edges: same-molecule pairs closer than this (Angstrom).", 1.5)
     noncovalent_cutoff: float = setting(
-        "Non-covalent-stage edges: any pair closer than this (Angstrom); at most data.edge_cutoff.", 7.5)
+        "Non-covalent-stage edges: any pair closer than this (Angstrom); at most data.edge_cutoff.", 7.5
+    )
     covalent_gather_width: int = setting("Node width of the covalent stage and of its gather.", 128)
     noncovalent_gather_width: int = setting("Node width of the non-covalent stage and of the ligand gather.", 128)
     covalent_steps: int = setting("Propagation steps of the covalent stage.", 1)
@@ -36,10 +37,14 @@ class SGCNNConfig:
         if not 0 < self.covalent_cutoff <= self.noncovalent_cutoff:
             out.append(("model.covalent_cutoff", "must be > 0 and <= model.noncovalent_cutoff"))
         if self.noncovalent_cutoff > config.data.edge_cutoff:
-            out.append(("model.noncovalent_cutoff", f"{self.noncovalent_cutoff} exceeds data.edge_cutoff "
-                        f"{config.data.edge_cutoff}: the radius graph has no longer edges; raise data.edge_cutoff"))
-        for key in ("covalent_gather_width", "noncovalent_gather_width", "covalent_steps", "noncovalent_steps",
-                    "rbf"):
+            out.append(
+                (
+                    "model.noncovalent_cutoff",
+                    f"{self.noncovalent_cutoff} exceeds data.edge_cutoff "
+                    f"{config.data.edge_cutoff}: the radius graph has no longer edges; raise data.edge_cutoff",
+                )
+            )
+        for key in ("covalent_gather_width", "noncovalent_gather_width", "covalent_steps", "noncovalent_steps", "rbf"):
             if getattr(self, key) < 1:
                 out.append((f"model.{key}", "must be >= 1"))
         if not 0.0 <= self.dropout < 1.0:
@@ -102,23 +107,30 @@ class SGCNNClassifier(nn.Module):
     ``is_ligand``, ``batch``, ``pose_features`` and optionally ``vdw``. Output: float32 logits [B].
     """
 
-    def __init__(self, cfg: SGCNNConfig, in_features: int = schema.N_ATOM_FEATURES,
-                 pose_features: int = schema.N_POSE_FEATURES) -> None:
+    def __init__(
+        self, cfg: SGCNNConfig, in_features: int = schema.N_ATOM_FEATURES, pose_features: int = schema.N_POSE_FEATURES
+    ) -> None:
         super().__init__()
         self.cfg = cfg
         inputs = in_features + (1 if cfg.use_vdw else 0)
         covalent, noncovalent = cfg.covalent_gather_width, cfg.noncovalent_gather_width
         self.embedding = nn.Linear(inputs, covalent)
         self.covalent = nn.ModuleList(
-            GatedEdgeConv(covalent, cfg.rbf, cfg.covalent_cutoff) for _ in range(cfg.covalent_steps))
+            GatedEdgeConv(covalent, cfg.rbf, cfg.covalent_cutoff) for _ in range(cfg.covalent_steps)
+        )
         self.covalent_gather = GatedGather(covalent, inputs, noncovalent)
         self.noncovalent = nn.ModuleList(
-            GatedEdgeConv(noncovalent, cfg.rbf, cfg.noncovalent_cutoff) for _ in range(cfg.noncovalent_steps))
+            GatedEdgeConv(noncovalent, cfg.rbf, cfg.noncovalent_cutoff) for _ in range(cfg.noncovalent_steps)
+        )
         self.attention = nn.Linear(noncovalent, 1)
         self.ligand_gather = nn.Linear(noncovalent, noncovalent)
         head_input = noncovalent + (pose_features if cfg.use_pose_features else 0)
-        self.head = nn.Sequential(nn.Linear(head_input, noncovalent // 2 or 1), nn.SiLU(), nn.Dropout(cfg.dropout),
-                                  nn.Linear(noncovalent // 2 or 1, 1))
+        self.head = nn.Sequential(
+            nn.Linear(head_input, noncovalent // 2 or 1),
+            nn.SiLU(),
+            nn.Dropout(cfg.dropout),
+            nn.Linear(noncovalent // 2 or 1, 1),
+        )
 
     def node_inputs(self, batch) -> Tensor:
         """The 19 atom features, plus the van der Waals radius when enabled."""
@@ -134,8 +146,10 @@ class SGCNNClassifier(nn.Module):
         distance = (pos[edge_index[1]] - pos[edge_index[0]]).norm(dim=-1)
         covalent = (distance < self.cfg.covalent_cutoff) & (edge_type != 1)
         noncovalent = distance < self.cfg.noncovalent_cutoff
-        return ((edge_index[:, covalent], distance[covalent], edge_type[covalent]),
-                (edge_index[:, noncovalent], distance[noncovalent], edge_type[noncovalent]))
+        return (
+            (edge_index[:, covalent], distance[covalent], edge_type[covalent]),
+            (edge_index[:, noncovalent], distance[noncovalent], edge_type[noncovalent]),
+        )
 
     def embed(self, batch) -> Tensor:
         """Per-atom embeddings after both stages (float32 [N, noncovalent_gather_width])."""
@@ -153,8 +167,7 @@ class SGCNNClassifier(nn.Module):
         """Return one float32 logit per graph."""
         num_graphs = graph_count(batch)
         h = self.embed(batch)
-        pooled = ligand_attention(self.ligand_gather(h), self.attention(h), batch.is_ligand, batch.batch,
-                                  num_graphs)
+        pooled = ligand_attention(self.ligand_gather(h), self.attention(h), batch.is_ligand, batch.batch, num_graphs)
         pooled = with_pose_features(pooled, batch, self.cfg.use_pose_features)
         return self.head(pooled).squeeze(-1).float()
 

@@ -1,4 +1,5 @@
 """`python -m pecan ...` is the `pecan` command."""
+
 import sys
 
 from pecan.cli import main

@@ -4,6 +4,7 @@ model was trained and validated on.
 Training stores both (``Trainer.state_dict``); scoring reads them back, so a checkpoint scores poses built the
 way it was trained on, and every scored complex can say whether the model has seen it.
 """
+
 from __future__ import annotations
 
 import logging
@@ -78,8 +79,10 @@ def check_layout(trained: dict[str, Any], path: Path) -> None:
     """A model trained on another feature layout cannot score these shards: ConfigError naming both."""
     layout = trained.get(LAYOUT_KEY)
     if layout is not None and layout != fmt.feature_layout():
-        raise ConfigError(f"checkpoint {path} was trained on feature layout {layout}, but these shards have "
-                          f"{fmt.feature_layout()}: it cannot score them")
+        raise ConfigError(
+            f"checkpoint {path} was trained on feature layout {layout}, but these shards have "
+            f"{fmt.feature_layout()}: it cannot score them"
+        )
 
 
 def check_settings(trained: dict[str, Any], given: dict[str, Any], allowed: Iterable[str], path: Path) -> list[str]:
@@ -89,18 +92,23 @@ def check_settings(trained: dict[str, Any], given: dict[str, Any], allowed: Iter
     changeable = sorted(key for key in trained if key != LAYOUT_KEY)
     unknown = sorted(allowed - set(changeable))
     if unknown:
-        raise ConfigError(f"--allow-setting-change {', '.join(unknown)}: not a pinned setting of checkpoint "
-                          f"{path}; pinned: {', '.join(changeable)}")
+        raise ConfigError(
+            f"--allow-setting-change {', '.join(unknown)}: not a pinned setting of checkpoint "
+            f"{path}; pinned: {', '.join(changeable)}"
+        )
     differing = [key for key in changeable if key in given and given[key] != trained[key]]
     refused = [key for key in differing if key not in allowed]
     if refused:
         listed = "; ".join(f"{key}: trained {trained[key]!r}, given {given[key]!r}" for key in refused)
-        raise ConfigError(f"checkpoint {path} was trained on samples built with other settings ({listed}); score "
-                          f"with the trained values (drop the --set or edit the config), or pass "
-                          f"--allow-setting-change KEY for each key you mean to change")
+        raise ConfigError(
+            f"checkpoint {path} was trained on samples built with other settings ({listed}); score "
+            f"with the trained values (drop the --set or edit the config), or pass "
+            f"--allow-setting-change KEY for each key you mean to change"
+        )
     for key in differing:
-        log.warning("%s: scoring with %r, the model was trained with %r (--allow-setting-change)", key,
-                    given[key], trained[key])
+        log.warning(
+            "%s: scoring with %r, the model was trained with %r (--allow-setting-change)", key, given[key], trained[key]
+        )
     return differing
 
 
@@ -115,5 +123,7 @@ def assign_splits(complexes: pd.Series, record: dict | None, from_test: Iterable
     if not isinstance(record, dict):
         return np.full(len(complexes), "unknown", dtype=object)
     train, val, test = set(record.get("train", ())), set(record.get("val", ())), set(from_test)
-    return np.array(["train" if c in train else "val" if c in val else "test" if c in test else "unseen"
-                     for c in complexes], dtype=object)
+    return np.array(
+        ["train" if c in train else "val" if c in val else "test" if c in test else "unseen" for c in complexes],
+        dtype=object,
+    )

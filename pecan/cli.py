@@ -4,6 +4,7 @@ Each subcommand lives in its own module with ``main(argv, prog) -> int`` and is 
 run, so `pecan --help` stays fast and a command's optional dependencies (RDKit for convert, Vina for
 redock) are needed only by that command. To add one: a module under ``pecan/commands`` and a row here.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -27,8 +28,7 @@ def usage() -> str:
     """The top-level help text: every subcommand with its one-line help."""
     width = max(len(name) for name in COMMANDS)
     rows = "\n".join(f"  {name:<{width}}  {text}" for name, (_, text) in COMMANDS.items())
-    return (f"usage: pecan SUBCOMMAND [options]   (pecan SUBCOMMAND --help for its options)\n\n"
-            f"subcommands:\n{rows}\n")
+    return f"usage: pecan SUBCOMMAND [options]   (pecan SUBCOMMAND --help for its options)\n\nsubcommands:\n{rows}\n"
 
 
 def main(argv=None) -> int:
@@ -39,8 +39,7 @@ def main(argv=None) -> int:
         return 0
     name, rest = argv[0], argv[1:]
     if name not in COMMANDS:
-        print(f"pecan: unknown subcommand {name!r}; valid: {', '.join(COMMANDS)}\n\n{usage()}", file=sys.stderr,
-              end="")
+        print(f"pecan: unknown subcommand {name!r}; valid: {', '.join(COMMANDS)}\n\n{usage()}", file=sys.stderr, end="")
         return 2
     module = importlib.import_module(COMMANDS[name][0])
     return module.main(rest, prog=f"pecan {name}")

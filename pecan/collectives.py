@@ -5,6 +5,7 @@ process group. A collective that fails (a peer died, or did not arrive within tr
 raises ``CollectiveFailed`` naming the collective, this rank, the peers that stopped answering when that
 can be told, and that rerunning the same command resumes the run.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -42,9 +43,11 @@ def describe_failure(op: str, what: str, err: BaseException) -> str:
         except Exception:  # noqa: BLE001 - the store may be gone with the peer; the message still helps
             lost = "rank 0 (it hosts the rendezvous store, which no longer answers)"
     peers = f"; lost: {lost}" if lost else ""
-    return (f"collective {op}{f' ({what})' if what else ''} failed on rank {rank}{peers}: {first}. A peer died "
-            "or did not arrive within train.collective_timeout_s; the checkpoints are intact: rerun the same "
-            "command to resume")
+    return (
+        f"collective {op}{f' ({what})' if what else ''} failed on rank {rank}{peers}: {first}. A peer died "
+        "or did not arrive within train.collective_timeout_s; the checkpoints are intact: rerun the same "
+        "command to resume"
+    )
 
 
 @contextlib.contextmanager
@@ -100,10 +103,10 @@ def gather_varlen(tensor: torch.Tensor, env: Any = None, what: str = "") -> torc
         dist.all_gather(sizes, size)
         longest = int(max(s.item() for s in sizes))
         padded = torch.zeros((longest, *tensor.shape[1:]), dtype=tensor.dtype, device=tensor.device)
-        padded[:tensor.shape[0]] = tensor
+        padded[: tensor.shape[0]] = tensor
         pieces = [torch.zeros_like(padded) for _ in range(world)]
         dist.all_gather(pieces, padded)
-        return torch.cat([p[:int(s.item())] for p, s in zip(pieces, sizes)])
+        return torch.cat([p[: int(s.item())] for p, s in zip(pieces, sizes)])
 
 
 _OPS = {"sum": "SUM", "max": "MAX", "min": "MIN"}

@@ -5,6 +5,7 @@ Every error is a ConfigError naming the key (main_app exits 2 on it, before anyt
 The checks read the config by attribute and import no part of ``pecan.config``, which calls them: the two
 modules form no cycle.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -73,8 +74,11 @@ def _range_checks(config: Config) -> list[tuple[bool, str, str]]:
         (t.checkpoint_every_minutes >= 0, "train.checkpoint_every_minutes", "must be >= 0"),
         (t.collective_timeout_s > 0, "train.collective_timeout_s", "must be > 0"),
         (t.lock_stale_minutes > 1, "train.lock_stale_minutes", "must be > 1 (the heartbeat is refreshed every minute)"),
-        (stop_signal_ok(t.stop_signal), "train.stop_signal",
-         "must be a signal name such as SIGUSR1, SIGUSR2 or SIGHUP (not SIGKILL/SIGSTOP), or none"),
+        (
+            stop_signal_ok(t.stop_signal),
+            "train.stop_signal",
+            "must be a signal name such as SIGUSR1, SIGUSR2 or SIGHUP (not SIGKILL/SIGSTOP), or none",
+        ),
         (s.shards >= 1, "synthetic.shards", "must be >= 1"),
         (s.complexes_per_shard >= 1, "synthetic.complexes_per_shard", "must be >= 1"),
         (s.seed >= 0, "synthetic.seed", "must be >= 0"),

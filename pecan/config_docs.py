@@ -1,5 +1,6 @@
 """The configuration reference: every option's key, type, default and documentation, rendered as the
 table of docs/configuration.md (``python -m pecan.config_docs --update-docs``; a test keeps the page current)."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -29,8 +30,9 @@ def _rows(cls: type, section: str, variant: str = "") -> list[tuple[str, str, st
     rows = []
     for f in dataclasses.fields(cls):
         default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
-        rows.append((f"{section}.{f.name}", variant, _type_name(hints[f.name]), repr(default),
-                     f.metadata.get("doc", "")))
+        rows.append(
+            (f"{section}.{f.name}", variant, _type_name(hints[f.name]), repr(default), f.metadata.get("doc", ""))
+        )
     return rows
 
 
@@ -67,7 +69,7 @@ def update_page(path: str | os.PathLike = PAGE) -> bool:
     path = Path(path)
     text = path.read_text()
     start, end = (text.index(marker) for marker in MARKERS)
-    updated = text[:start + len(MARKERS[0])] + "\n" + describe() + "\n" + text[end:]
+    updated = text[: start + len(MARKERS[0])] + "\n" + describe() + "\n" + text[end:]
     if updated != text:
         write_text(path, updated)
     return updated != text

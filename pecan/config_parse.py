@@ -1,5 +1,6 @@
 """Reading config text: strict YAML (a key given twice in one mapping is an error naming it and both
 lines) and coercing each value to its field's annotated type."""
+
 from __future__ import annotations
 
 import re
@@ -25,8 +26,10 @@ def _strict_mapping(loader: StrictLoader, node: yaml.MappingNode, deep: bool = F
         key = loader.construct_object(key_node, deep=deep)
         line = key_node.start_mark.line + 1
         if key in first_line:
-            raise ConfigError(f"{loader.source}: key {key!r} appears twice in one mapping, at line "
-                              f"{first_line[key]} and line {line}; the second would silently replace the first")
+            raise ConfigError(
+                f"{loader.source}: key {key!r} appears twice in one mapping, at line "
+                f"{first_line[key]} and line {line}; the second would silently replace the first"
+            )
         first_line[key] = line
     loader.flatten_mapping(node)
     return loader.construct_mapping(node, deep=deep)

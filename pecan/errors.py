@@ -3,6 +3,7 @@
 A leaf module, so that data, config, training and scoring can all raise and catch the same classes
 without importing each other. Each class names what went wrong in its message (file, group, pose, key).
 """
+
 from __future__ import annotations
 
 

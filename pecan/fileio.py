@@ -5,6 +5,7 @@ through ``atomic_write``: readers see the old file or the new one, never half of
 temp file behind; the new file gets the mode ``open()`` would give it (0666 minus the umask), not
 mkstemp's owner-only 0600, so teammates can share caches and read runs.
 """
+
 from __future__ import annotations
 
 import errno

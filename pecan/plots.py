@@ -4,6 +4,7 @@
 CPU share, per-rank phases); ``write_overlay`` draws several runs on the same axes (one PNG). Epoch axes
 have integer ticks and legends sit outside the data. Install with ``pip install '.[plots]'``.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -43,8 +44,7 @@ def _legend_outside(ax, handles=None, labels=None) -> None:
     if handles is None:
         handles, labels = ax.get_legend_handles_labels()
     if handles:
-        ax.legend(handles, labels, fontsize="x-small", loc="upper left", bbox_to_anchor=(1.02, 1.0),
-                  borderaxespad=0.0)
+        ax.legend(handles, labels, fontsize="x-small", loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
 
 
 def _series(records: Sequence[dict[str, Any]], key: str) -> tuple[list[int], list[float]]:
@@ -82,8 +82,14 @@ def plot_learning(ax, records: Sequence[dict[str, Any]]) -> None:
     twin.plot(*_series(records, "val_auc"), marker="s", color="tab:green", label="val AUC")
     twin.set_ylabel("val AUC")
     lines, more = ax.get_legend_handles_labels(), twin.get_legend_handles_labels()
-    ax.legend(lines[0] + more[0], lines[1] + more[1], fontsize="x-small", loc="upper left",
-              bbox_to_anchor=(1.14, 1.0), borderaxespad=0.0)
+    ax.legend(
+        lines[0] + more[0],
+        lines[1] + more[1],
+        fontsize="x-small",
+        loc="upper left",
+        bbox_to_anchor=(1.14, 1.0),
+        borderaxespad=0.0,
+    )
 
 
 def plot_lr(ax, records: Sequence[dict[str, Any]]) -> None:
@@ -111,8 +117,9 @@ def plot_ranks(ax, record: dict[str, Any]) -> None:
     ranks = record.get("ranks") or {}
     count = len(ranks.get(PHASES[0], [])) or 1
     labels = [_phase_label(p) for p in PHASES]
-    title = (f"per-rank phases, epoch {record['epoch']}"
-             + (f" (straggler ratio {record.get('straggler_ratio') or 1.0:.2f})" if count > 1 else ""))
+    title = f"per-rank phases, epoch {record['epoch']}" + (
+        f" (straggler ratio {record.get('straggler_ratio') or 1.0:.2f})" if count > 1 else ""
+    )
     if count > BARS_UP_TO_RANKS:
         grid = [[(ranks.get(p) or [0.0] * count)[rank] for p in PHASES] for rank in range(count)]
         image = ax.imshow(grid, aspect="auto", cmap="viridis", interpolation="nearest")
@@ -124,15 +131,15 @@ def plot_ranks(ax, record: dict[str, Any]) -> None:
     for rank in range(count):
         values = [(ranks.get(p) or [0.0] * count)[rank] for p in PHASES]
         ax.bar([k + rank * width for k in range(len(PHASES))], values, width=width, label=f"rank {rank}")
-    ax.set_xticks([k + 0.4 - width / 2 for k in range(len(PHASES))], labels, rotation=45, ha="right",
-                  fontsize="small")
+    ax.set_xticks([k + 0.4 - width / 2 for k in range(len(PHASES))], labels, rotation=45, ha="right", fontsize="small")
     ax.set(ylabel="seconds", title=title)
     if count > 1:
         _legend_outside(ax)
 
 
-def write_plots(run_dir: str | Path, records: Sequence[dict[str, Any]],
-                out_dir: str | Path | None = None) -> list[Path]:
+def write_plots(
+    run_dir: str | Path, records: Sequence[dict[str, Any]], out_dir: str | Path | None = None
+) -> list[Path]:
     """Write run.png (six panels) into ``out_dir`` (default RUN_DIR/plots); returns the paths."""
     plt = _pyplot()
     out = Path(out_dir) if out_dir else Path(run_dir) / "plots"
@@ -152,9 +159,14 @@ def write_plots(run_dir: str | Path, records: Sequence[dict[str, Any]],
 
 
 # The overlay's panels: (record key, title, y label).
-OVERLAY_PANELS = (("samples_per_s", "throughput", "samples/s"), ("wall_s", "epoch wall time", "seconds"),
-                  ("train_loss", "training loss", "loss"), ("val_loss", "validation loss", "loss"),
-                  ("val_auc", "validation AUC", "AUC"), ("lr", "learning rate (end of epoch)", "lr"))
+OVERLAY_PANELS = (
+    ("samples_per_s", "throughput", "samples/s"),
+    ("wall_s", "epoch wall time", "seconds"),
+    ("train_loss", "training loss", "loss"),
+    ("val_loss", "validation loss", "loss"),
+    ("val_auc", "validation AUC", "AUC"),
+    ("lr", "learning rate (end of epoch)", "lr"),
+)
 
 
 def write_overlay(runs: dict[str, Sequence[dict[str, Any]]], path: str | Path) -> Path:
@@ -177,8 +189,20 @@ def write_overlay(runs: dict[str, Sequence[dict[str, Any]]], path: str | Path) -
     return path
 
 
-SCALARS = ("train_loss", "val_loss", "val_auc", "val_acc", "val_top1", "lr", "samples_per_s", "wall_s",
-           "data_wait_share", "straggler_ratio", "cpu_share_min", *PHASES)
+SCALARS = (
+    "train_loss",
+    "val_loss",
+    "val_auc",
+    "val_acc",
+    "val_top1",
+    "lr",
+    "samples_per_s",
+    "wall_s",
+    "data_wait_share",
+    "straggler_ratio",
+    "cpu_share_min",
+    *PHASES,
+)
 # The final metrics the hparams view shows beside the run's settings.
 HPARAM_METRICS = ("val_auc", "val_loss", "val_acc", "val_top1", "train_loss", "samples_per_s")
 
@@ -215,13 +239,19 @@ class TensorBoard:
 
     def hparams(self, config, record: dict[str, Any]) -> None:
         """The run's settings (every scalar config key) with its final metrics."""
-        flat = {f"{section}.{key}": value for section, values in config.to_dict().items()
-                for key, value in values.items() if isinstance(value, (int, float, str, bool))}
-        metrics = {f"final/{name}": float(record[name]) for name in HPARAM_METRICS
-                   if isinstance(record.get(name), (int, float))}
+        flat = {
+            f"{section}.{key}": value
+            for section, values in config.to_dict().items()
+            for key, value in values.items()
+            if isinstance(value, (int, float, str, bool))
+        }
+        metrics = {
+            f"final/{name}": float(record[name])
+            for name in HPARAM_METRICS
+            if isinstance(record.get(name), (int, float))
+        }
         self.writer.add_hparams(flat, metrics, run_name=".")
 
     def close(self) -> None:
         """Flush and close the event file."""
         self.writer.close()
-

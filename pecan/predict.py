@@ -7,6 +7,7 @@ run. Each rank scores its share of the poses; rank 0 gathers them, labels each c
 writes the files atomically. Crystal poses are not scored: they are not candidates a chemist ranks, and they
 have no docking score to compare with.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -61,8 +62,11 @@ def checkpoint_model_section(state: dict, config: Config, path: Path) -> Any:
     if section != config.model:
         given = dataclasses.asdict(config.model)
         differing = sorted(k for k, v in dataclasses.asdict(section).items() if given.get(k) != v)
-        log.warning("using the model config stored in %s; it differs from the given config's model section (%s)",
-                    path, ", ".join(differing))
+        log.warning(
+            "using the model config stored in %s; it differs from the given config's model section (%s)",
+            path,
+            ", ".join(differing),
+        )
     return section
 
 
@@ -101,8 +105,10 @@ def build_scoring_model(state: dict, section: Any, path: Path, device: torch.dev
         model.load_state_dict(ckpt.clean_state_dict(state["model"]))
     except RuntimeError as err:
         first = str(err).splitlines()[0:3]
-        raise ConfigError(f"checkpoint {path} does not fit model config {dataclasses.asdict(section)}: it was "
-                          f"trained with a different model config or feature layout ({' '.join(first)})") from err
+        raise ConfigError(
+            f"checkpoint {path} does not fit model config {dataclasses.asdict(section)}: it was "
+            f"trained with a different model config or feature layout ({' '.join(first)})"
+        ) from err
     return model.to(device).eval()
 
 
@@ -126,11 +132,22 @@ def scoring_frame(config: Config, progress: bool) -> pd.DataFrame:
     """Docked poses of data.test_csvs/test_fns when set, else of the training and validation sources."""
     data = config.data
     if scores_test_inputs(config):
-        frame = build_index(data.test_csvs, data.test_fns, data.data_dir, pose_group=data.pose_group,
-                            crystal_group=data.crystal_group, use_crystal=False, rmsd_threshold=data.rmsd_threshold,
-                            index_prefix=f"{data.index_prefix}_test", on_bad_sample=data.on_bad_sample,
-                            progress=progress, index_dir=data.index_dir, labels_optional=True,
-                            label_source=data.label_source, label_conflict=data.label_conflict)
+        frame = build_index(
+            data.test_csvs,
+            data.test_fns,
+            data.data_dir,
+            pose_group=data.pose_group,
+            crystal_group=data.crystal_group,
+            use_crystal=False,
+            rmsd_threshold=data.rmsd_threshold,
+            index_prefix=f"{data.index_prefix}_test",
+            on_bad_sample=data.on_bad_sample,
+            progress=progress,
+            index_dir=data.index_dir,
+            labels_optional=True,
+            label_source=data.label_source,
+            label_conflict=data.label_conflict,
+        )
     else:
         frame = pd.concat(load_split_frames(data, progress), ignore_index=True)
     frame = frame[frame["is_crystal"] == 0].reset_index(drop=True)
@@ -147,14 +164,17 @@ def check_unique_poses(frame: pd.DataFrame) -> None:
     copies = duplicated[(duplicated["pdbid"] == first["pdbid"]) & (duplicated["poseid"] == first["poseid"])]
     shards = [str(s) for s in copies["shard"]] if "shard" in copies else ["?", "?"]
     pairs = len(duplicated.drop_duplicates(["pdbid", "poseid"]))
-    raise DataError(f"complex {first['pdbid']} pose {first['poseid']} is in more than one input: {shards[0]} and "
-                    f"{shards[1]} ({pairs} duplicated (complex, pose) pair(s)); score the inputs separately or "
-                    f"drop the copies")
+    raise DataError(
+        f"complex {first['pdbid']} pose {first['poseid']} is in more than one input: {shards[0]} and "
+        f"{shards[1]} ({pairs} duplicated (complex, pose) pair(s)); score the inputs separately or "
+        f"drop the copies"
+    )
 
 
 @torch.no_grad()
-def score_share(model, loader, device: torch.device, amp: str, progress: bool,
-                io_counts: Optional[np.ndarray] = None) -> tuple[torch.Tensor, torch.Tensor]:
+def score_share(
+    model, loader, device: torch.device, amp: str, progress: bool, io_counts: Optional[np.ndarray] = None
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Logits and sample ids of this rank's share of ``loader`` (training's evaluation uses it too); the
     batches' I/O counters are added to ``io_counts`` when given."""
     model.eval()
@@ -176,10 +196,17 @@ def score_share(model, loader, device: torch.device, amp: str, progress: bool,
 def score_table(dataset, frame: pd.DataFrame, logits: np.ndarray, ids: np.ndarray) -> pd.DataFrame:
     """scores.csv rows: probability, rank within complex (1 = best), docking score, rmsd and label."""
     table = dataset.table
-    scores = pd.DataFrame({"complex": table.pdbid[ids], "pose": table.poseid[ids],
-                           "score": 1.0 / (1.0 + np.exp(-logits.astype(np.float64))), "logit": logits})
+    scores = pd.DataFrame(
+        {
+            "complex": table.pdbid[ids],
+            "pose": table.poseid[ids],
+            "score": 1.0 / (1.0 + np.exp(-logits.astype(np.float64))),
+            "logit": logits,
+        }
+    )
     known = frame[["pdbid", "poseid", "score", "rmsd", "label"]].rename(
-        columns={"pdbid": "complex", "poseid": "pose", "score": "docking_score"})
+        columns={"pdbid": "complex", "poseid": "pose", "score": "docking_score"}
+    )
     scores = scores.merge(known, on=["complex", "pose"], how="left", validate="one_to_one")
     scores["split"] = ""
     scores["rank"] = scores.groupby("complex")["score"].rank(ascending=False, method="first").astype(int)
@@ -192,8 +219,9 @@ def metrics_path(out: Path) -> Path:
     return out.with_name(out.stem + ".metrics.json")
 
 
-def run_predict(config: Config, env: DistEnv, device: torch.device, checkpoint: str, out: str,
-                allow: tuple[str, ...] = ()) -> dict[str, Any]:
+def run_predict(
+    config: Config, env: DistEnv, device: torch.device, checkpoint: str, out: str, allow: tuple[str, ...] = ()
+) -> dict[str, Any]:
     """Score the configured poses on every rank with the checkpoint's model and sample settings; rank 0
     writes ``out`` and its metrics JSON. Reads nothing of train.out_dir, takes no lock."""
     path = Path(checkpoint)
@@ -202,14 +230,20 @@ def run_predict(config: Config, env: DistEnv, device: torch.device, checkpoint: 
     progress = resolve_mode(config.train.progress) if env.is_main else "off"
     model = build_scoring_model(state, config.model, path, device)
     # The trainer's job protocol: rank 0 indexes and decides the packs, node leaders confirm and stage.
-    job = prepare_job_data(config.data, rank=env.rank, local_rank=env.local_rank, progress=progress,
-                           build_frames=lambda: _scoring_frames(config, progress))
+    job = prepare_job_data(
+        config.data,
+        rank=env.rank,
+        local_rank=env.local_rank,
+        progress=progress,
+        build_frames=lambda: _scoring_frames(config, progress),
+    )
     frame = job.train_frame
     if frame.empty:
         raise ConfigError("no docked poses to score in the configured data")
     dataset = make_dataset(config.data, frame, job.packs, augment=False)
-    sampler = make_sampler(dataset, config.data, train=False, rank=env.rank, world_size=env.world_size,
-                           seed=config.train.seed)
+    sampler = make_sampler(
+        dataset, config.data, train=False, rank=env.rank, world_size=env.world_size, seed=config.train.seed
+    )
     workers = max(config.data.num_workers, 0)
     loader = make_loader(dataset, sampler, config.data.batch_size, workers, pin_memory=device.type == "cuda")
     try:
@@ -233,12 +267,18 @@ def write_outputs(scores: pd.DataFrame, values: dict[str, Any], out: Path, state
     write_csv(scores[list(SCORE_COLUMNS)], out)
     write_text(metrics_path(out), json.dumps(values, indent=2, default=float))
     if "complexes" not in state:
-        log.warning("the checkpoint does not record its training complexes (written before that was stored): "
-                    "the split column is 'unknown' and the figures may include complexes it trained on")
+        log.warning(
+            "the checkpoint does not record its training complexes (written before that was stored): "
+            "the split column is 'unknown' and the figures may include complexes it trained on"
+        )
     trained_on = values["splits"].get("train")
     if trained_on:
-        log.warning("%d of the %d scored complexes were used to train this checkpoint (split 'train'): their "
-                    "figures are not held-out performance", trained_on["complexes"], values["complexes"])
+        log.warning(
+            "%d of the %d scored complexes were used to train this checkpoint (split 'train'): their "
+            "figures are not held-out performance",
+            trained_on["complexes"],
+            values["complexes"],
+        )
     for line in summary_lines(values):
         print(line, flush=True)
     print(f"wrote {out} and {metrics_path(out)}", flush=True)

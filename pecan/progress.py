@@ -7,6 +7,7 @@ instead (through the ``pecan`` logger when logging is set up, else to stderr), n
 Modes: ``auto`` (bar when stderr is a terminal, else lines), ``bar``, ``lines``, ``off``; ``True`` and
 ``False`` (older configs, and callers that only know "show it or not") mean ``auto`` and ``off``.
 """
+
 from __future__ import annotations
 
 import logging
@@ -59,9 +60,17 @@ class Progress:
     called only when a line is written, so anything it reads from the device costs nothing in between.
     """
 
-    def __init__(self, total: Optional[int], desc: str, unit: str = "it", mode: Mode = "auto",
-                 every_s: float = 30.0, extra: Optional[Callable[["Progress"], str]] = None,
-                 close_line: bool = True, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        total: Optional[int],
+        desc: str,
+        unit: str = "it",
+        mode: Mode = "auto",
+        every_s: float = 30.0,
+        extra: Optional[Callable[["Progress"], str]] = None,
+        close_line: bool = True,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.total, self.desc, self.unit, self.every_s = total, desc, unit, every_s
         self.mode, self.extra, self.close_line, self.clock = resolve_mode(mode), extra, close_line, clock
         self.done, self.lines_written = 0, 0
@@ -120,8 +129,15 @@ class Progress:
         self.close()
 
 
-def track(iterable: Iterable, desc: str, unit: str = "it", mode: Mode = "auto", total: Optional[int] = None,
-          every_s: float = 30.0, close_line: bool = True) -> Iterator:
+def track(
+    iterable: Iterable,
+    desc: str,
+    unit: str = "it",
+    mode: Mode = "auto",
+    total: Optional[int] = None,
+    every_s: float = 30.0,
+    close_line: bool = True,
+) -> Iterator:
     """Yield from ``iterable`` while showing its progress (the counterpart of ``tqdm(iterable)``)."""
     if total is None and hasattr(iterable, "__len__"):
         total = len(iterable)  # type: ignore[arg-type]

@@ -1,5 +1,6 @@
 """Epoch reports: one JSON record per epoch (a contract other tools read), the wall-time table, the
 per-rank view of each phase, the end-of-run summary and the run's provenance."""
+
 from __future__ import annotations
 
 import json
@@ -16,10 +17,16 @@ from pecan.fileio import write_text
 # that times it. The trainer's phase clocks and spans (PhaseTimer.span), this report and the trace report
 # (pecan runs trace) all read this one table. grad_comm_s is the gradient all-reduce wait after the last
 # bucket's gradients were ready (DDP on CPU), taken out of backward_s.
-PHASE_EVENTS = {"data_wait_s": ("dataloader", "fetch"), "transfer_s": ("device", "transfer"),
-                "forward_s": ("compute", "forward"), "backward_s": ("compute", "backward"),
-                "grad_comm_s": ("comm", "all_reduce"), "optimizer_s": ("compute", "step"),
-                "eval_s": ("pipeline", "evaluate"), "checkpoint_s": ("checkpoint", "capture")}
+PHASE_EVENTS = {
+    "data_wait_s": ("dataloader", "fetch"),
+    "transfer_s": ("device", "transfer"),
+    "forward_s": ("compute", "forward"),
+    "backward_s": ("compute", "backward"),
+    "grad_comm_s": ("comm", "all_reduce"),
+    "optimizer_s": ("compute", "step"),
+    "eval_s": ("pipeline", "evaluate"),
+    "checkpoint_s": ("checkpoint", "capture"),
+}
 PHASES = tuple(PHASE_EVENTS)
 # Evaluation's own transfer and forward (inside eval_s) are named apart from training's in traces.
 EVAL_SPANS = {"transfer": ("device", "eval_transfer"), "forward": ("pecan.eval", "eval_forward")}
@@ -29,18 +36,40 @@ RANK_FIGURES = (*PHASES, "step_s", "worker_busy_s", "peak_rss_mb", "cuda_peak_mb
 CPU_SHARE_WARN = 0.6
 
 # Fields every epochs.jsonl record carries.
-REQUIRED_FIELDS = ("epoch", "wall_s", "samples", "train_loss", "val_loss", "val_auc", "val_acc", "val_top1",
-                   "world_size", "io_mode", "file_opens_per_sample", "h5_calls_per_sample",
-                   "bytes_read_per_sample", *PHASES, "data_wait_share", "ranks", "straggler_ratio",
-                   "num_workers", "intra_op_threads", "completed", "config_digest")
+REQUIRED_FIELDS = (
+    "epoch",
+    "wall_s",
+    "samples",
+    "train_loss",
+    "val_loss",
+    "val_auc",
+    "val_acc",
+    "val_top1",
+    "world_size",
+    "io_mode",
+    "file_opens_per_sample",
+    "h5_calls_per_sample",
+    "bytes_read_per_sample",
+    *PHASES,
+    "data_wait_share",
+    "ranks",
+    "straggler_ratio",
+    "num_workers",
+    "intra_op_threads",
+    "completed",
+    "config_digest",
+)
 
 
 def rank_summary(per_rank: Sequence[Sequence[float]]) -> dict[str, Any]:
     """Rows of RANK_FIGURES (one row per rank) -> the record's ``ranks`` lists, ``{phase}_mean`` and
     ``{phase}_max`` across ranks, and the straggler ratio: max over mean of the ranks' step time (their
     forward + backward + optimizer seconds, without waiting for each other)."""
-    columns = {name: [float(row[k]) for row in per_rank] for k, name in enumerate(RANK_FIGURES)
-               if all(len(row) > k for row in per_rank)}
+    columns = {
+        name: [float(row[k]) for row in per_rank]
+        for k, name in enumerate(RANK_FIGURES)
+        if all(len(row) > k for row in per_rank)
+    }
     out: dict[str, Any] = {"ranks": columns}
     if columns.get("cpu_share") and not all(math.isfinite(s) for s in columns["cpu_share"]):
         del columns["cpu_share"]  # not measured (accelerator runs)
@@ -59,9 +88,11 @@ def io_ratios(counts: dict[str, int]) -> dict[str, float]:
     """Work-normalised I/O figures that survive different scales and truncated runs."""
     samples = max(counts.get("samples", 0), 1)
     h5_calls = sum(counts.get(k, 0) for k in ("h5_file_opens", "h5_object_opens", "attr_reads", "dataset_reads"))
-    return {"file_opens_per_sample": counts.get("file_opens", 0) / samples,
-            "h5_calls_per_sample": h5_calls / samples,
-            "bytes_read_per_sample": counts.get("bytes_read", 0) / samples}
+    return {
+        "file_opens_per_sample": counts.get("file_opens", 0) / samples,
+        "h5_calls_per_sample": h5_calls / samples,
+        "bytes_read_per_sample": counts.get("bytes_read", 0) / samples,
+    }
 
 
 def _clean(value: Any) -> Any:
@@ -100,13 +131,16 @@ def read_records(path: str | os.PathLike, events: bool = False) -> list[dict[str
 
 def epoch_line(record: dict[str, Any]) -> str:
     """The one line printed per epoch."""
+
     def num(key: str, spec: str = ".4f") -> str:
         value = record.get(key)
         return "n/a" if value is None or (isinstance(value, float) and math.isnan(value)) else format(value, spec)
 
-    return (f"epoch {record['epoch']:>3} | {record['wall_s']:.1f}s | train_loss {num('train_loss')} | "
-            f"val_loss {num('val_loss')} | val_auc {num('val_auc')} | val_acc {num('val_acc')} | "
-            f"val_top1 {num('val_top1')} | {num('samples_per_s', '.1f')} samples/s{cpu_note(record)}")
+    return (
+        f"epoch {record['epoch']:>3} | {record['wall_s']:.1f}s | train_loss {num('train_loss')} | "
+        f"val_loss {num('val_loss')} | val_auc {num('val_auc')} | val_acc {num('val_acc')} | "
+        f"val_top1 {num('val_top1')} | {num('samples_per_s', '.1f')} samples/s{cpu_note(record)}"
+    )
 
 
 def is_starved(record: dict[str, Any]) -> bool:
@@ -135,9 +169,11 @@ def rank_line(record: dict[str, Any], rank: int) -> str:
         values = ranks.get(name) or []
         return values[rank] if rank < len(values) else math.nan
 
-    return (f"epoch {record['epoch']} on rank {rank}: step {figure('step_s'):.2f}s, data wait "
-            f"{figure('data_wait_s'):.2f}s, grad wait {figure('grad_comm_s'):.2f}s, eval {figure('eval_s'):.2f}s, "
-            f"CPU share {figure('cpu_share'):.0%}, peak RSS {figure('peak_rss_mb'):.0f} MB")
+    return (
+        f"epoch {record['epoch']} on rank {rank}: step {figure('step_s'):.2f}s, data wait "
+        f"{figure('data_wait_s'):.2f}s, grad wait {figure('grad_comm_s'):.2f}s, eval {figure('eval_s'):.2f}s, "
+        f"CPU share {figure('cpu_share'):.0%}, peak RSS {figure('peak_rss_mb'):.0f} MB"
+    )
 
 
 def phase_shares(record: dict[str, Any]) -> dict[str, float]:
@@ -162,9 +198,11 @@ def compact_line(record: dict[str, Any], epochs: int, eta_s: float) -> str:
         return "n/a" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.4f}"
 
     shares = " ".join(f"{name} {share:.0%}" for name, share in phase_shares(record).items())
-    return (f"epoch {record['epoch']:>3}/{epochs} | {record['wall_s']:.1f}s | loss {num('train_loss')} | "
-            f"val_loss {num('val_loss')} | val_auc {num('val_auc')} | {record.get('samples_per_s') or 0:.1f} "
-            f"samples/s | {shares} | ETA {format_duration(eta_s)}{cpu_note(record)}")
+    return (
+        f"epoch {record['epoch']:>3}/{epochs} | {record['wall_s']:.1f}s | loss {num('train_loss')} | "
+        f"val_loss {num('val_loss')} | val_auc {num('val_auc')} | {record.get('samples_per_s') or 0:.1f} "
+        f"samples/s | {shares} | ETA {format_duration(eta_s)}{cpu_note(record)}"
+    )
 
 
 def wall_time_table(record: dict[str, Any]) -> str:
@@ -184,44 +222,66 @@ def wall_time_table(record: dict[str, Any]) -> str:
     if "ranks" in record:
         ranks = record["ranks"]
         busy = ranks.get("worker_busy_s") or [0.0]
-        balance = (f"straggler ratio {record['straggler_ratio']:.2f} (max/mean step time over "
-                   f"{record.get('world_size', 1)} ranks); " if several else "")
-        cpu = (f" (CPU share {record['cpu_share_min']:.0%}"
-               f"{' lowest of the ranks' if several else ''})" if record.get("cpu_share_min") is not None else "")
-        rows.append(f"  {balance}{record.get('num_workers')} loader workers/rank busy {max(busy):.2f}s; "
-                    f"{record.get('intra_op_threads')} intra-op threads{cpu}; peak RSS "
-                    f"{max(ranks.get('peak_rss_mb') or [0]):.0f} MB")
-    rows.append(f"  io_mode {record.get('io_mode')}: {record.get('file_opens_per_sample', 0):.3f} file opens, "
-                f"{record.get('h5_calls_per_sample', 0):.2f} HDF5 calls, "
-                f"{record.get('bytes_read_per_sample', 0) / 1024:.1f} KiB read per sample")
+        balance = (
+            f"straggler ratio {record['straggler_ratio']:.2f} (max/mean step time over "
+            f"{record.get('world_size', 1)} ranks); "
+            if several
+            else ""
+        )
+        cpu = (
+            f" (CPU share {record['cpu_share_min']:.0%}{' lowest of the ranks' if several else ''})"
+            if record.get("cpu_share_min") is not None
+            else ""
+        )
+        rows.append(
+            f"  {balance}{record.get('num_workers')} loader workers/rank busy {max(busy):.2f}s; "
+            f"{record.get('intra_op_threads')} intra-op threads{cpu}; peak RSS "
+            f"{max(ranks.get('peak_rss_mb') or [0]):.0f} MB"
+        )
+    rows.append(
+        f"  io_mode {record.get('io_mode')}: {record.get('file_opens_per_sample', 0):.3f} file opens, "
+        f"{record.get('h5_calls_per_sample', 0):.2f} HDF5 calls, "
+        f"{record.get('bytes_read_per_sample', 0) / 1024:.1f} KiB read per sample"
+    )
     return "\n".join(rows)
 
 
 def run_summary(records: list[dict[str, Any]]) -> str:
     """The end-of-run table: one row per epoch."""
     several = any((r.get("world_size") or 1) > 1 for r in records)
-    rows = ["| epoch | wall s | samples/s | train loss | val AUC | data wait | compute | CPU share |"
-            + (" grad comm | straggler |" if several else ""), "|" + "---|" * (8 + 2 * several)]
+    rows = [
+        "| epoch | wall s | samples/s | train loss | val AUC | data wait | compute | CPU share |"
+        + (" grad comm | straggler |" if several else ""),
+        "|" + "---|" * (8 + 2 * several),
+    ]
     for r in records:
         compute = sum(r.get(k) or 0.0 for k in ("forward_s", "backward_s", "optimizer_s"))
         auc, cpu = r.get("val_auc"), r.get("cpu_share_min")
         cpu_text = "n/a" if cpu is None else f"{cpu:.0%}" + (" (starved)" if is_starved(r) else "")
-        rows.append(f"| {r['epoch']} | {r['wall_s']:.1f} | {r.get('samples_per_s') or 0:.1f} | "
-                    f"{r.get('train_loss') or math.nan:.4f} | {'n/a' if auc is None else format(auc, '.4f')} | "
-                    f"{r.get('data_wait_share') or 0:.1%} | {compute:.1f}s | {cpu_text} |"
-                    + (f" {r.get('grad_comm_s') or 0:.2f}s | {r.get('straggler_ratio') or 1.0:.2f} |" * several))
+        rows.append(
+            f"| {r['epoch']} | {r['wall_s']:.1f} | {r.get('samples_per_s') or 0:.1f} | "
+            f"{r.get('train_loss') or math.nan:.4f} | {'n/a' if auc is None else format(auc, '.4f')} | "
+            f"{r.get('data_wait_share') or 0:.1%} | {compute:.1f}s | {cpu_text} |"
+            + (f" {r.get('grad_comm_s') or 0:.2f}s | {r.get('straggler_ratio') or 1.0:.2f} |" * several)
+        )
     return "\n".join(rows)
 
 
 # ---------------------------------------------------------------------------- provenance
 
+
 def git_state(root: Path) -> dict[str, Any]:
     """Commit and dirty flag of the source tree, when it is a git checkout."""
     try:
-        commit = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
-                                timeout=10).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, timeout=10).stdout.strip()
+        commit = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.strip()
         return {"commit": commit or None, "dirty": bool(dirty)}
     except (OSError, subprocess.SubprocessError):
         return {"commit": None, "dirty": None}

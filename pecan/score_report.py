@@ -1,6 +1,7 @@
 """The figures of a scoring run: per split (train / val / test / unseen) and over all scored poses, the
 model's AUC, accuracy, top-1 and top-3 success and the rank of the first near-native pose per complex, beside
 the docking score's own AUC and top-k on the same poses. The summary leads with the held-out splits."""
+
 from __future__ import annotations
 
 import math
@@ -18,9 +19,12 @@ HELD_OUT_FIRST = ("val", "test", "unseen", "unknown", "train")
 def _ranking(scores: np.ndarray, labels: np.ndarray, complexes: np.ndarray, prefix: str) -> dict[str, Any]:
     """AUC, top-1, top-3 and the first near-native rank of one ranking, keys starting with ``prefix``."""
     ranks = first_native_rank(scores, labels, complexes)
-    return {f"{prefix}auc": roc_auc(scores, labels), f"{prefix}top1": topk_success(scores, labels, complexes, 1),
-            f"{prefix}top3": topk_success(scores, labels, complexes, 3),
-            f"{prefix}mean_first_native_rank": float(ranks.mean()) if len(ranks) else math.nan}
+    return {
+        f"{prefix}auc": roc_auc(scores, labels),
+        f"{prefix}top1": topk_success(scores, labels, complexes, 1),
+        f"{prefix}top3": topk_success(scores, labels, complexes, 3),
+        f"{prefix}mean_first_native_rank": float(ranks.mean()) if len(ranks) else math.nan,
+    }
 
 
 def metrics(scores: pd.DataFrame) -> dict[str, Any]:
@@ -32,15 +36,26 @@ def metrics(scores: pd.DataFrame) -> dict[str, Any]:
         return out
     labels = labeled["label"].to_numpy().astype(int)
     complexes = labeled["complex"].to_numpy()
-    out.update({"labeled": True, "positives": int(labels.sum()),
-                "accuracy": accuracy(labeled["logit"].to_numpy(), labels),
-                **_ranking(labeled["score"].to_numpy(), labels, complexes, "")})
+    out.update(
+        {
+            "labeled": True,
+            "positives": int(labels.sum()),
+            "accuracy": accuracy(labeled["logit"].to_numpy(), labels),
+            **_ranking(labeled["score"].to_numpy(), labels, complexes, ""),
+        }
+    )
     ranks = first_native_rank(labeled["score"].to_numpy(), labels, complexes)
     out["first_native_rank"] = {str(k): int(v) for k, v in ranks.items()}
     docked = labeled[np.isfinite(labeled["docking_score"].to_numpy(dtype=float))]
     # Docking scores are energies: lower is better, so the baseline ranks by the negated score.
-    out.update(_ranking(-docked["docking_score"].to_numpy(dtype=float), docked["label"].to_numpy().astype(int),
-                        docked["complex"].to_numpy(), "docking_"))
+    out.update(
+        _ranking(
+            -docked["docking_score"].to_numpy(dtype=float),
+            docked["label"].to_numpy().astype(int),
+            docked["complex"].to_numpy(),
+            "docking_",
+        )
+    )
     out["docking_poses"] = len(docked)
     return out
 
@@ -48,8 +63,9 @@ def metrics(scores: pd.DataFrame) -> dict[str, Any]:
 def split_metrics(scores: pd.DataFrame) -> dict[str, Any]:
     """Figures over all scored poses (top level) and per split (``splits``)."""
     values = metrics(scores)
-    values["splits"] = {split: metrics(scores[scores["split"] == split])
-                        for split in HELD_OUT_FIRST if (scores["split"] == split).any()}
+    values["splits"] = {
+        split: metrics(scores[scores["split"] == split]) for split in HELD_OUT_FIRST if (scores["split"] == split).any()
+    }
     return values
 
 
@@ -57,11 +73,13 @@ def metrics_line(values: dict[str, Any]) -> str:
     """One printed line: the model's figures beside the docking score's."""
     if not values.get("labeled"):
         return f"scored {values['poses']} poses of {values['complexes']} complexes (no labels: no metrics)"
-    return (f"scored {values['poses']} poses of {values['complexes']} complexes ({values['positives']} near-native) | "
-            f"model AUC {values['auc']:.3f} top-1 {values['top1']:.3f} top-3 {values['top3']:.3f} "
-            f"accuracy {values['accuracy']:.3f} | docking score AUC {values['docking_auc']:.3f} "
-            f"top-1 {values['docking_top1']:.3f} top-3 {values['docking_top3']:.3f} "
-            f"({values['docking_poses']} poses with a docking score)")
+    return (
+        f"scored {values['poses']} poses of {values['complexes']} complexes ({values['positives']} near-native) | "
+        f"model AUC {values['auc']:.3f} top-1 {values['top1']:.3f} top-3 {values['top3']:.3f} "
+        f"accuracy {values['accuracy']:.3f} | docking score AUC {values['docking_auc']:.3f} "
+        f"top-1 {values['docking_top1']:.3f} top-3 {values['docking_top3']:.3f} "
+        f"({values['docking_poses']} poses with a docking score)"
+    )
 
 
 def summary_lines(values: dict[str, Any]) -> list[str]:

@@ -1,6 +1,7 @@
 """Scored poses back as SDF: each complex's input records, sorted by PECAN score, with the SD properties
 ``pecan_score`` and ``pecan_rank`` (and ``rmsd``/``label`` when the complex had a crystal ligand). Needs RDKit
 (the `convert` extra); only `pecan score` imports it."""
+
 from __future__ import annotations
 
 import math

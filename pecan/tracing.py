@@ -10,6 +10,7 @@ data/item; dataloader/fetch; comm/all_reduce, all_gather, bcast, barrier; device
 pipeline/epoch, train, evaluate; checkpoint/capture, restart), PECAN's own beneath ``pecan.*``
 (``PECAN_SPANS``). Every event carries the rank, and the epoch and step where the process knows them.
 """
+
 from __future__ import annotations
 
 import atexit
@@ -40,17 +41,37 @@ PECAN_SPANS = {
 }
 
 # Variables dftracer's native library parses at start-up; an empty value makes some of them fail.
-_CHECKED_ENV = ("DFTRACER_DATA_DIR", "DFTRACER_LOG_FILE", "DFTRACER_ENABLE", "DFTRACER_INC_METADATA",
-                "DFTRACER_INIT", "DFTRACER_LOG_LEVEL", "DFTRACER_TRACE_COMPRESSION", "DFTRACER_BIND_SIGNALS",
-                "DFTRACER_TIME_METRIC")
-_BOOLEAN_ENV = ("DFTRACER_ENABLE", "DFTRACER_INC_METADATA", "DFTRACER_TRACE_COMPRESSION",
-                "DFTRACER_BIND_SIGNALS")
-_CHOICE_ENV = {"DFTRACER_INIT": ("PRELOAD", "FUNCTION"), "DFTRACER_LOG_LEVEL": ("DEBUG", "INFO", "WARN", "ERROR"),
-               "DFTRACER_TIME_METRIC": ("NS", "US", "MS", "SEC")}
+_CHECKED_ENV = (
+    "DFTRACER_DATA_DIR",
+    "DFTRACER_LOG_FILE",
+    "DFTRACER_ENABLE",
+    "DFTRACER_INC_METADATA",
+    "DFTRACER_INIT",
+    "DFTRACER_LOG_LEVEL",
+    "DFTRACER_TRACE_COMPRESSION",
+    "DFTRACER_BIND_SIGNALS",
+    "DFTRACER_TIME_METRIC",
+)
+_BOOLEAN_ENV = ("DFTRACER_ENABLE", "DFTRACER_INC_METADATA", "DFTRACER_TRACE_COMPRESSION", "DFTRACER_BIND_SIGNALS")
+_CHOICE_ENV = {
+    "DFTRACER_INIT": ("PRELOAD", "FUNCTION"),
+    "DFTRACER_LOG_LEVEL": ("DEBUG", "INFO", "WARN", "ERROR"),
+    "DFTRACER_TIME_METRIC": ("NS", "US", "MS", "SEC"),
+}
 
-_state: dict[str, Any] = {"enabled": False, "logger": None, "instance": None, "dir": None, "rank": 0,
-                          "context": {"rank": 0}, "typed_context": ({"rank": (0, 0)}, {}, {}), "requested": False, "available": None, "posix": None,
-                          "ignored_env": []}
+_state: dict[str, Any] = {
+    "enabled": False,
+    "logger": None,
+    "instance": None,
+    "dir": None,
+    "rank": 0,
+    "context": {"rank": 0},
+    "typed_context": ({"rank": (0, 0)}, {}, {}),
+    "requested": False,
+    "available": None,
+    "posix": None,
+    "ignored_env": [],
+}
 
 
 def is_enabled() -> bool:
@@ -91,8 +112,13 @@ def clean_environment(environ: dict | None = None) -> list[str]:
     return dropped
 
 
-def setup(enabled: bool, trace_dir: str | os.PathLike, rank: int = 0, tag: str = "rank",
-          data_dir: str | os.PathLike | None = None) -> bool:
+def setup(
+    enabled: bool,
+    trace_dir: str | os.PathLike,
+    rank: int = 0,
+    tag: str = "rank",
+    data_dir: str | os.PathLike | None = None,
+) -> bool:
     """Initialise tracing for this process; returns whether traces will actually be written.
 
     ``data_dir`` turns on dftracer's POSIX (file-I/O) events for files under it (trace.posix).
@@ -107,8 +133,10 @@ def setup(enabled: bool, trace_dir: str | os.PathLike, rank: int = 0, tag: str =
     _state["ignored_env"] = clean_environment()
     _state["available"] = native_available()
     if not _state["available"]:
-        log.warning("trace.enabled is true but the native dftracer library is missing "
-                    "(pip install '.[trace-native]'); tracing is off")
+        log.warning(
+            "trace.enabled is true but the native dftracer library is missing "
+            "(pip install '.[trace-native]'); tracing is off"
+        )
         return False
     os.environ["DFTRACER_ENABLE"] = "1"
     os.environ.setdefault("DFTRACER_INC_METADATA", "1")
@@ -121,16 +149,23 @@ def setup(enabled: bool, trace_dir: str | os.PathLike, rank: int = 0, tag: str =
     trace_dir.mkdir(parents=True, exist_ok=True)
     log_file = trace_dir / f"pecan-{tag}{rank}-pid{os.getpid()}"
     instance = dftracer.initialize_log(logfile=str(log_file), data_dir=data_dirs, process_id=rank)
-    _state.update(enabled=True, logger=instance.logger, instance=instance, dir=str(trace_dir), rank=rank, posix=data_dirs)
+    _state.update(
+        enabled=True, logger=instance.logger, instance=instance, dir=str(trace_dir), rank=rank, posix=data_dirs
+    )
     atexit.register(finalize)
     return True
 
 
 def status() -> dict[str, Any]:
     """Tracing as this process ran it, for runs.jsonl: requested, native library available, active."""
-    return {"requested": bool(_state["requested"]), "available": _state["available"],
-            "active": bool(_state["enabled"]), "dir": _state["dir"], "posix_data_dir": _state["posix"],
-            "ignored_env": list(_state["ignored_env"])}
+    return {
+        "requested": bool(_state["requested"]),
+        "available": _state["available"],
+        "active": bool(_state["enabled"]),
+        "dir": _state["dir"],
+        "posix_data_dir": _state["posix"],
+        "ignored_env": list(_state["ignored_env"]),
+    }
 
 
 def finalize() -> None:
@@ -192,8 +227,15 @@ class Event:
         if logger is not None:  # None: finalized inside the span; the event is dropped, not half-written
             end = logger.get_time()
             ints, floats, strings = _typed(self.args, self.context)
-            logger.log_event(self.name, self.category, self.start, end - self.start,
-                             int_args=ints, float_args=floats, string_args=strings)
+            logger.log_event(
+                self.name,
+                self.category,
+                self.start,
+                end - self.start,
+                int_args=ints,
+                float_args=floats,
+                string_args=strings,
+            )
             logger.exit_event()
         return False
 
@@ -215,8 +257,9 @@ def log_span(category: str, name: str, start: int, duration: int, **args: Any) -
     if not _state["enabled"]:
         return
     ints, floats, strings = _typed(args, _state["typed_context"])
-    _state["logger"].log_event(name, category, int(start), max(int(duration), 0),
-                               int_args=ints, float_args=floats, string_args=strings)
+    _state["logger"].log_event(
+        name, category, int(start), max(int(duration), 0), int_args=ints, float_args=floats, string_args=strings
+    )
 
 
 def traced(category: str, name: str) -> Callable:

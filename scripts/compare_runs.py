@@ -5,6 +5,7 @@
 
 The same as `pecan runs compare`; the logic (and its full description) lives in pecan/runs/compare.py.
 """
+
 from __future__ import annotations
 
 import sys

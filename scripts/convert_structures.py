@@ -1,4 +1,5 @@
 """`pecan convert` (pecan/commands/convert.py), kept so that existing command lines keep working."""
+
 import pathlib
 import sys
 

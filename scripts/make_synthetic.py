@@ -1,4 +1,5 @@
 """`pecan synth` (pecan/commands/synth.py), kept so that existing command lines keep working."""
+
 import pathlib
 import sys
 

@@ -4,6 +4,7 @@ Usage: python scripts/mutation_summary.py [--survivors]
 Prints killed / survived / other per module of scripts/mutation.sh, and with --survivors each surviving
 mutant's diff (what docs/mutation-report.md explains one line each).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,8 +26,9 @@ def module_patterns() -> dict[str, list[str]]:
 
 def results(mutmut: str) -> list[tuple[str, str]]:
     """(mutant name, status) for every generated mutant."""
-    out = subprocess.run([mutmut, "results", "--all", "true"], cwd=ROOT, capture_output=True, text=True,
-                         check=True).stdout
+    out = subprocess.run(
+        [mutmut, "results", "--all", "true"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout
     return [tuple(line.strip().rsplit(": ", 1)) for line in out.splitlines() if ": " in line]
 
 
@@ -57,7 +59,11 @@ def main() -> int:
         for module, names in survivors.items():
             for name in names:
                 diff = subprocess.run([args.mutmut, "show", name], cwd=ROOT, capture_output=True, text=True).stdout
-                changed = [l for l in diff.splitlines() if l.startswith(("-", "+")) and not l.startswith(("---", "+++"))]
+                changed = [
+                    line
+                    for line in diff.splitlines()
+                    if line.startswith(("-", "+")) and not line.startswith(("---", "+++"))
+                ]
                 print(f"\n[{module}] {name}\n  " + "\n  ".join(changed))
     return 0
 

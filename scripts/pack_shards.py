@@ -1,4 +1,5 @@
 """`pecan pack` (pecan/commands/pack.py), kept so that existing command lines keep working."""
+
 import pathlib
 import sys
 

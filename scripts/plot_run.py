@@ -4,6 +4,7 @@
 
 The same as `pecan runs plot`; the logic lives in pecan/runs/plot.py. Needs matplotlib: pip install '.[plots]'.
 """
+
 from __future__ import annotations
 
 import sys

@@ -4,6 +4,7 @@
 
 The same as `pecan runs trace`; the logic lives in pecan/runs/trace.py.
 """
+
 from __future__ import annotations
 
 import sys

@@ -1,4 +1,5 @@
 """Shared fixtures and markers."""
+
 import sys
 from pathlib import Path
 

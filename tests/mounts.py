@@ -1,4 +1,5 @@
 """Real read-only and full file systems for storage tests (needs root and mount; callers skip otherwise)."""
+
 from __future__ import annotations
 
 import subprocess
@@ -10,8 +11,10 @@ import pytest
 def _mount(*args: str) -> None:
     result = subprocess.run(["mount", *args], capture_output=True, text=True, timeout=30)
     if result.returncode != 0:
-        pytest.skip(f"cannot mount ({' '.join(args)}): {result.stderr.strip() or result.returncode}; "
-                    "storage tests need root and mount")
+        pytest.skip(
+            f"cannot mount ({' '.join(args)}): {result.stderr.strip() or result.returncode}; "
+            "storage tests need root and mount"
+        )
 
 
 class Mounts:

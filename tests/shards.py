@@ -1,4 +1,5 @@
 """Tiny hand-made shards for tests (independent of the synthetic generator)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -44,8 +45,16 @@ def pose_attrs(rng: np.random.Generator, rmsd: float) -> dict:
     return attrs
 
 
-def write_shard(path: Path, n_complexes: int = 2, n_poses: int = 3, seed: int = 0, crystal: bool = True,
-                prefix: str = "c", crystal_name: str = "pdbbind", rmsds: Optional[list] = None) -> list[dict]:
+def write_shard(
+    path: Path,
+    n_complexes: int = 2,
+    n_poses: int = 3,
+    seed: int = 0,
+    crystal: bool = True,
+    prefix: str = "c",
+    crystal_name: str = "pdbbind",
+    rmsds: Optional[list] = None,
+) -> list[dict]:
     """Write a shard in the FAST layout; returns the index rows it holds."""
     rng = np.random.default_rng(seed)
     rows = []

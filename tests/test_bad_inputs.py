@@ -1,6 +1,7 @@
 """The bad-input catalogue: every damaged shard, CSV, config and run directory gets a clear exit code and a
 message naming the file / key / pose, or (under a skip switch) a counted skip. The README lists the same
 cases. Runs go through main_app.main in-process; only the kill -9 cases need subprocesses."""
+
 from __future__ import annotations
 
 import logging
@@ -30,6 +31,7 @@ POSES = fmt.DEFAULT_POSE_GROUP
 
 # ---------------------------------------------------------------------------- helpers
 
+
 @pytest.fixture
 def data_dir(tmp_path):
     """2 shards x 3 complexes x (3 poses + crystal) and index.csv with relative shard names."""
@@ -41,12 +43,15 @@ def data_dir(tmp_path):
 def write_config(tmp_path: Path, data_dir: Path, extra: str = "") -> Path:
     """A tiny, fast run config; ``extra`` is appended YAML (more sections or keys)."""
     path = tmp_path / "run.yaml"
-    path.write_text(textwrap.dedent(f"""\
+    path.write_text(
+        textwrap.dedent(f"""\
         data: {{data_dir: {data_dir}, train_csvs: [index.csv], val_fraction: 0.34, batch_size: 4,
-                num_workers: 0, cache_dir: {tmp_path / 'cache'}}}
+                num_workers: 0, cache_dir: {tmp_path / "cache"}}}
         model: {{hidden: 8, layers: 1, rbf: 4}}
-        train: {{epochs: 1, lr: 0.003, out_dir: {tmp_path / 'run'}, progress: false}}
-        """) + extra)
+        train: {{epochs: 1, lr: 0.003, out_dir: {tmp_path / "run"}, progress: false}}
+        """)
+        + extra
+    )
     return path
 
 
@@ -76,6 +81,7 @@ def first_pose(data_dir: Path) -> tuple[Path, str]:
 
 # ---------------------------------------------------------------------------- silently wrong data
 
+
 def test_duplicated_csv_rows_error_naming_line(tmp_path, data_dir, caplog, capsys):
     edit_csv(data_dir, lambda f: pd.concat([f, f.iloc[:5]], ignore_index=True))
     code, text = run(tmp_path, data_dir, caplog=caplog, capsys=capsys)
@@ -87,16 +93,23 @@ def test_duplicated_csv_rows_error_naming_line(tmp_path, data_dir, caplog, capsy
 
 def test_duplicated_csv_rows_dropped_with_count_under_skip(tmp_path, data_dir, caplog, capsys):
     edit_csv(data_dir, lambda f: pd.concat([f, f.iloc[:5]], ignore_index=True))
-    code, text = run(tmp_path, data_dir, "data.on_bad_sample=skip", "train.max_steps_per_epoch=1",
-                     caplog=caplog, capsys=capsys)
+    code, text = run(
+        tmp_path, data_dir, "data.on_bad_sample=skip", "train.max_steps_per_epoch=1", caplog=caplog, capsys=capsys
+    )
     assert code == 0, text
     assert records(tmp_path)[0]["skipped_at_start"] == 5
     assert "24 samples of 6 complexes (5 bad row(s) dropped)" in text
 
 
 def test_shard_listed_twice_is_an_error(tmp_path, data_dir, caplog, capsys):
-    code, text = run(tmp_path, data_dir, "data.train_csvs=null", 'data.train_fns=["*.hdf5", "shard_0.hdf5"]',
-                     caplog=caplog, capsys=capsys)
+    code, text = run(
+        tmp_path,
+        data_dir,
+        "data.train_csvs=null",
+        'data.train_fns=["*.hdf5", "shard_0.hdf5"]',
+        caplog=caplog,
+        capsys=capsys,
+    )
     assert code == 1 and "shard_0.hdf5 is listed more than once" in text
 
 
@@ -122,6 +135,7 @@ def test_negative_rmsd_names_pose(tmp_path, data_dir, caplog, capsys):
 
 # ---------------------------------------------------------------------------- a wrong CSV never swaps the data set
 
+
 def test_csv_missing_column_is_an_error_not_a_fallback(tmp_path, data_dir, caplog, capsys):
     edit_csv(data_dir, lambda f: f.drop(columns=["poseid"]))
     code, text = run(tmp_path, data_dir, 'data.train_fns=["*.hdf5"]', caplog=caplog, capsys=capsys)
@@ -140,13 +154,15 @@ def test_unreadable_csv_falls_back_to_the_shards(tmp_path, data_dir, caplog, cap
     (data_dir / "index.csv").unlink()
     if how == "directory":
         (data_dir / "index.csv").mkdir()
-    code, text = run(tmp_path, data_dir, 'data.train_fns=["*.hdf5"]', "train.max_steps_per_epoch=1",
-                     caplog=caplog, capsys=capsys)
+    code, text = run(
+        tmp_path, data_dir, 'data.train_fns=["*.hdf5"]', "train.max_steps_per_epoch=1", caplog=caplog, capsys=capsys
+    )
     assert code == 0, text
     assert "cannot read index CSV" in text and "deriving the index" in text
 
 
 # ---------------------------------------------------------------------------- raw exceptions become named errors
+
 
 def derive(*sets):
     return ("data.train_csvs=null", 'data.train_fns=["*.hdf5"]', *sets)
@@ -154,16 +170,17 @@ def derive(*sets):
 
 def test_truncated_shard_names_shard(tmp_path, data_dir, caplog, capsys):
     shard = data_dir / "shard_1.hdf5"
-    shard.write_bytes(shard.read_bytes()[:shard.stat().st_size // 2])
+    shard.write_bytes(shard.read_bytes()[: shard.stat().st_size // 2])
     code, text = run(tmp_path, data_dir, caplog=caplog, capsys=capsys)
     assert code == 1 and "shard_1.hdf5" in text and "Traceback" not in text
 
 
 def test_truncated_shard_skipped_with_count(tmp_path, data_dir, caplog, capsys):
     shard = data_dir / "shard_1.hdf5"
-    shard.write_bytes(shard.read_bytes()[:shard.stat().st_size // 2])
-    code, text = run(tmp_path, data_dir, "data.on_bad_sample=skip", "train.max_steps_per_epoch=1",
-                     caplog=caplog, capsys=capsys)
+    shard.write_bytes(shard.read_bytes()[: shard.stat().st_size // 2])
+    code, text = run(
+        tmp_path, data_dir, "data.on_bad_sample=skip", "train.max_steps_per_epoch=1", caplog=caplog, capsys=capsys
+    )
     assert code == 0, text
     assert records(tmp_path)[0]["skipped_at_start"] == 12  # all 3 x (3 + crystal) samples of shard_1
     assert "shard_1.hdf5" in text
@@ -201,6 +218,7 @@ def test_oversize_pose_rejected_before_edges(tmp_path, data_dir, caplog, capsys,
 
 # ---------------------------------------------------------------------------- skip skips what it says
 
+
 @pytest.mark.parametrize("io_mode", ["packed", "handle_cache"])
 def test_bad_pose_skip_counted_on_every_io_mode(tmp_path, data_dir, caplog, capsys, io_mode):
     shard, pose = first_pose(data_dir)
@@ -209,8 +227,15 @@ def test_bad_pose_skip_counted_on_every_io_mode(tmp_path, data_dir, caplog, caps
         atoms[0, 0] = np.nan
         del handle[f"{pose}/data"]
         handle[f"{pose}/data"] = atoms
-    code, text = run(tmp_path, data_dir, "data.on_bad_sample=skip", f"data.io_mode={io_mode}",
-                     "data.val_fraction=0.5", caplog=caplog, capsys=capsys)
+    code, text = run(
+        tmp_path,
+        data_dir,
+        "data.on_bad_sample=skip",
+        f"data.io_mode={io_mode}",
+        "data.val_fraction=0.5",
+        caplog=caplog,
+        capsys=capsys,
+    )
     assert code == 0, text
     record = records(tmp_path)[0]
     assert record["skipped_at_start"] + record["skipped_samples"] >= 1
@@ -220,8 +245,13 @@ def test_bad_pose_skip_counted_on_every_io_mode(tmp_path, data_dir, caplog, caps
 def test_complex_without_pose_group_skipped_in_index_and_packs(tmp_path, data_dir, caplog, capsys):
     with h5py.File(data_dir / "shard_0.hdf5", "a") as handle:
         del handle[f"c001/{POSES}"]
-    code, text = run(tmp_path, data_dir, *derive("data.on_bad_sample=skip", "train.max_steps_per_epoch=1"),
-                     caplog=caplog, capsys=capsys)
+    code, text = run(
+        tmp_path,
+        data_dir,
+        *derive("data.on_bad_sample=skip", "train.max_steps_per_epoch=1"),
+        caplog=caplog,
+        capsys=capsys,
+    )
     assert code == 0, text
     assert records(tmp_path)[0]["skipped_at_start"] == 1
     assert "complex c001 has no pose group" in text
@@ -229,13 +259,15 @@ def test_complex_without_pose_group_skipped_in_index_and_packs(tmp_path, data_di
 
 def test_non_hdf5_shard_skipped_under_skip(tmp_path, data_dir, caplog, capsys):
     (data_dir / "shard_1.hdf5").write_bytes(b"not an hdf5 file" * 100)
-    code, text = run(tmp_path, data_dir, "data.on_bad_sample=skip", "train.max_steps_per_epoch=1",
-                     caplog=caplog, capsys=capsys)
+    code, text = run(
+        tmp_path, data_dir, "data.on_bad_sample=skip", "train.max_steps_per_epoch=1", caplog=caplog, capsys=capsys
+    )
     assert code == 0, text
     assert records(tmp_path)[0]["skipped_at_start"] == 12 and "shard_1.hdf5" in text
 
 
 # ---------------------------------------------------------------------------- run integrity
+
 
 def test_second_run_on_out_dir_exits_2_naming_holder(tmp_path, data_dir, caplog, capsys):
     holder = subprocess.Popen(["sleep", "60"])
@@ -302,8 +334,16 @@ def test_disk_full_names_path(tmp_path, data_dir, caplog, capsys):
     if done.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
     try:
-        code, text = run(tmp_path, data_dir, f"train.out_dir={mount / 'run'}", "model.hidden=64",
-                         "model.layers=3", "train.max_steps_per_epoch=1", caplog=caplog, capsys=capsys)
+        code, text = run(
+            tmp_path,
+            data_dir,
+            f"train.out_dir={mount / 'run'}",
+            "model.hidden=64",
+            "model.layers=3",
+            "train.max_steps_per_epoch=1",
+            caplog=caplog,
+            capsys=capsys,
+        )
     finally:
         subprocess.run(["umount", str(mount)], check=False)
     assert code == 1
@@ -353,15 +393,26 @@ KILLER = textwrap.dedent("""
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("point, temp_left", [("checkpoint_temp", "checkpoints/.last.pt.*.tmp"),
-                                              ("after_checkpoint_rename", None),
-                                              ("record_write", ".epochs.jsonl.*.tmp")])
+@pytest.mark.parametrize(
+    "point, temp_left",
+    [
+        ("checkpoint_temp", "checkpoints/.last.pt.*.tmp"),
+        ("after_checkpoint_rename", None),
+        ("record_write", ".epochs.jsonl.*.tmp"),
+    ],
+)
 def test_kill_9_then_resume_keeps_every_epoch_once(tmp_path, data_dir, caplog, capsys, point, temp_left):
     config = write_config(tmp_path, data_dir)
     sets = ["--set", "train.epochs=3", "--set", "train.max_steps_per_epoch=2"]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-c", KILLER, point, "2", str(config), *sets], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", KILLER, point, "2", str(config), *sets],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == -signal.SIGKILL, done.stderr[-2000:]
     run_dir = tmp_path / "run"
     assert (run_dir / ".pecan.lock").exists()  # the killed run could not release it
@@ -376,14 +427,25 @@ def test_kill_9_then_resume_keeps_every_epoch_once(tmp_path, data_dir, caplog, c
 
 # ---------------------------------------------------------------------------- config values, checked at load
 
-@pytest.mark.parametrize("setting, key", [
-    ("train.device=gpu", "train.device"), ("train.device=cuda", "train.device"),
-    ("model.name=foo", "model.name"), ("model.nn_type=99", "model.nn_type"),
-    ("model.nn_type=-3", "model.nn_type"), ("train.weight_decay=-1", "train.weight_decay"),
-    ("train.warmup_steps=-1", "train.warmup_steps"), ("model.rbf=0", "model.rbf"),
-    ("model.cutoff=-2", "model.cutoff"), ("train.seed=-3", "train.seed"), ("data.max_atoms=0", "data.max_atoms"),
-    ("train.lr=.nan", "train.lr"), ("train.resume=/nowhere/last.pt", "train.resume"),
-])
+
+@pytest.mark.parametrize(
+    "setting, key",
+    [
+        ("train.device=gpu", "train.device"),
+        ("train.device=cuda", "train.device"),
+        ("model.name=foo", "model.name"),
+        ("model.nn_type=99", "model.nn_type"),
+        ("model.nn_type=-3", "model.nn_type"),
+        ("train.weight_decay=-1", "train.weight_decay"),
+        ("train.warmup_steps=-1", "train.warmup_steps"),
+        ("model.rbf=0", "model.rbf"),
+        ("model.cutoff=-2", "model.cutoff"),
+        ("train.seed=-3", "train.seed"),
+        ("data.max_atoms=0", "data.max_atoms"),
+        ("train.lr=.nan", "train.lr"),
+        ("train.resume=/nowhere/last.pt", "train.resume"),
+    ],
+)
 def test_invalid_values_exit_2_naming_key(tmp_path, data_dir, caplog, capsys, setting, key):
     if setting == "train.device=cuda":
         import torch
@@ -396,13 +458,20 @@ def test_invalid_values_exit_2_naming_key(tmp_path, data_dir, caplog, capsys, se
     assert not (tmp_path / "run").exists()
 
 
-@pytest.mark.parametrize("yaml_text, check", [
-    ("data: {train_csvs: null, val_csvs: null, train_fns: null, val_fns: null, data_dir: d}",
-     lambda c: c.data.train_csvs == [] and c.data.val_fns == []),
-    ("train:\ndata: {data_dir: d}", lambda c: c.train.epochs == 7),
-    ("train: {lr: 1e-3, weight_decay: 1E+4}\ndata: {data_dir: d}",
-     lambda c: c.train.lr == 1e-3 and c.train.weight_decay == 1e4),
-])
+@pytest.mark.parametrize(
+    "yaml_text, check",
+    [
+        (
+            "data: {train_csvs: null, val_csvs: null, train_fns: null, val_fns: null, data_dir: d}",
+            lambda c: c.data.train_csvs == [] and c.data.val_fns == [],
+        ),
+        ("train:\ndata: {data_dir: d}", lambda c: c.train.epochs == 7),
+        (
+            "train: {lr: 1e-3, weight_decay: 1E+4}\ndata: {data_dir: d}",
+            lambda c: c.train.lr == 1e-3 and c.train.weight_decay == 1e4,
+        ),
+    ],
+)
 def test_configs_users_write_are_accepted(tmp_path, yaml_text, check):
     path = tmp_path / "c.yaml"
     path.write_text(yaml_text)
@@ -419,13 +488,29 @@ def test_yaml_float_strings_are_still_checked(tmp_path):
 
 # ---------------------------------------------------------------------------- first command on a fresh checkout
 
+
 @pytest.mark.slow
 def test_demo_config_generates_its_data_on_first_use(tmp_path, caplog, capsys):
     caplog.set_level(logging.INFO)
-    argv = ["configs/demo.yaml", "--set", f"data.data_dir={tmp_path / 'demo'}", "--set",
-            f"train.out_dir={tmp_path / 'run'}", "--set", "synthetic.shards=1", "--set",
-            "synthetic.complexes_per_shard=3", "--set", "train.epochs=1", "--set", "train.max_steps_per_epoch=1",
-            "--set", "train.progress=false", "--set", f"data.cache_dir={tmp_path / 'cache'}"]
+    argv = [
+        "configs/demo.yaml",
+        "--set",
+        f"data.data_dir={tmp_path / 'demo'}",
+        "--set",
+        f"train.out_dir={tmp_path / 'run'}",
+        "--set",
+        "synthetic.shards=1",
+        "--set",
+        "synthetic.complexes_per_shard=3",
+        "--set",
+        "train.epochs=1",
+        "--set",
+        "train.max_steps_per_epoch=1",
+        "--set",
+        "train.progress=false",
+        "--set",
+        f"data.cache_dir={tmp_path / 'cache'}",
+    ]
     cwd = os.getcwd()
     os.chdir(ROOT)
     try:
@@ -441,6 +526,7 @@ def test_demo_config_generates_its_data_on_first_use(tmp_path, caplog, capsys):
 
 
 # ---------------------------------------------------------------------------- cases that already worked
+
 
 def test_unknown_key_exits_2(tmp_path, data_dir, caplog, capsys):
     code, text = run(tmp_path, data_dir, "data.batchsize=3", caplog=caplog, capsys=capsys)

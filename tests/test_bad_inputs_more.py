@@ -2,6 +2,7 @@
 geometry, absurd features, labels that contradict rmsd, ambiguous paths, duplicate YAML keys and an
 interrupted first-use generation. Each case asserts the exit code and that the message names the file,
 pose or key; the silently-wrong classes also assert how many samples actually trained."""
+
 from __future__ import annotations
 
 import json
@@ -58,6 +59,7 @@ def trained_without_first_pose() -> int:
 
 # ---------------------------------------------------------------------------- one shard, two names
 
+
 def test_symlink_matched_by_glob_is_an_error_naming_both(tmp_path, data_dir, caplog, capsys):
     os.symlink(data_dir / "shard_0.hdf5", data_dir / "shard_0_link.hdf5")
     code, text = run(tmp_path, data_dir, *derive(), caplog=caplog, capsys=capsys)
@@ -99,6 +101,7 @@ def test_two_spellings_of_one_shard_in_a_csv(tmp_path, data_dir, caplog, capsys)
 
 # ---------------------------------------------------------------------------- changed in place, size and mtime kept
 
+
 def edit_in_place(shard: Path, change) -> None:
     """Change a shard's bytes without changing its size or mtime (as cp -p / rsync -t / a restore would)."""
     before = shard.stat()
@@ -121,8 +124,14 @@ def test_pack_rebuilt_when_shard_edited_in_place_keeping_size_and_mtime(tmp_path
     with h5py.File(shard) as handle:
         edited_x = float(handle[f"{pose}/data"][0, 0])
     caplog.clear()
-    code, text = run(tmp_path, data_dir, "train.max_steps_per_epoch=1", f"train.out_dir={tmp_path / 'run2'}",
-                     caplog=caplog, capsys=capsys)
+    code, text = run(
+        tmp_path,
+        data_dir,
+        "train.max_steps_per_epoch=1",
+        f"train.out_dir={tmp_path / 'run2'}",
+        caplog=caplog,
+        capsys=capsys,
+    )
     assert code == 0, text
     assert "is stale" in text and "packing 1 of 2 shard(s)" in text
     pack = packed.find_valid_pack(shard, pack_params(DataConfig()), str(tmp_path / "cache"))
@@ -138,8 +147,13 @@ def test_derived_index_rederived_when_shard_edited_in_place(tmp_path, data_dir, 
     assert code == 0, text
     edit_in_place(shard, lambda handle: handle[pose].attrs.modify("score", -99.5))
     caplog.clear()
-    code, text = run(tmp_path, data_dir, *derive("train.max_steps_per_epoch=1", f"train.out_dir={tmp_path / 'r2'}"),
-                     caplog=caplog, capsys=capsys)
+    code, text = run(
+        tmp_path,
+        data_dir,
+        *derive("train.max_steps_per_epoch=1", f"train.out_dir={tmp_path / 'r2'}"),
+        caplog=caplog,
+        capsys=capsys,
+    )
     assert code == 0, text
     assert "derived index" in text and "is stale" in text
     derived = pd.read_csv(data_dir / "pecan_all.csv", dtype={"poseid": str})
@@ -163,8 +177,12 @@ def test_stale_pack_where_nothing_is_writable_is_an_error_naming_the_shard(tmp_p
     monkeypatch.setattr(locations.tempfile, "tempdir", str(tmp_path / "ro-tmp"))
     cache = str(tmp_path / "ro-cache")
     assert ensure_packed([shard], params, cache) == [tmp_path / "ro-cache" / built.name]  # valid: used read-only
-    edit_in_place(tmp_path / "data" / "s.hdf5", lambda h: h["c000/pybel/processed/docking/c000_pose0/data"].
-                  write_direct(np.zeros((1, 22), np.float32) + 1, dest_sel=np.s_[0:1]))
+    edit_in_place(
+        tmp_path / "data" / "s.hdf5",
+        lambda h: h["c000/pybel/processed/docking/c000_pose0/data"].write_direct(
+            np.zeros((1, 22), np.float32) + 1, dest_sel=np.s_[0:1]
+        ),
+    )
     with pytest.raises(DataError, match=f"{shard}: .*packs"):
         ensure_packed([shard], params, cache)
 
@@ -173,12 +191,16 @@ def test_stale_pack_where_nothing_is_writable_is_an_error_naming_the_shard(tmp_p
 
 GEOMETRY_CASES = {
     "nm": (lambda a: np.concatenate([a[:, :3] / 10, a[:, 3:]], axis=1), "coordinates look like nm"),
-    "ligand 1000 A away": (lambda a: a + np.where(a[:, 16:17] > 0, 1000.0, 0.0) * np.eye(22)[0],
-                           "ligand has no receptor atom within 6 Å — different frames?"),
+    "ligand 1000 A away": (
+        lambda a: a + np.where(a[:, 16:17] > 0, 1000.0, 0.0) * np.eye(22)[0],
+        "ligand has no receptor atom within 6 Å — different frames?",
+    ),
     "no protein atoms": (lambda a: a[a[:, 16] > 0], "pose has 0 protein atoms"),
     "one point": (lambda a: np.concatenate([np.zeros_like(a[:, :3]), a[:, 3:]], axis=1), "degenerate geometry"),
-    "absurd feature": (lambda a: np.concatenate([a[:, :15], np.full_like(a[:, 15:16], 3e38), a[:, 16:]], axis=1),
-                       "column 15 must lie in [-8, 8]"),
+    "absurd feature": (
+        lambda a: np.concatenate([a[:, :15], np.full_like(a[:, 15:16], 3e38), a[:, 16:]], axis=1),
+        "column 15 must lie in [-8, 8]",
+    ),
 }
 
 
@@ -202,8 +224,11 @@ def test_impossible_pose_dropped_and_counted_under_skip(tmp_path, data_dir, capl
 
 
 def test_float64_that_overflows_float32_names_pose(tmp_path, data_dir, caplog, capsys):
-    rewrite_pose(data_dir, lambda a: np.concatenate([a[:, :1] + np.eye(len(a))[0:1].T * 1e39, a[:, 1:]], axis=1),
-                 dtype=np.float64)
+    rewrite_pose(
+        data_dir,
+        lambda a: np.concatenate([a[:, :1] + np.eye(len(a))[0:1].T * 1e39, a[:, 1:]], axis=1),
+        dtype=np.float64,
+    )
     code, text = run(tmp_path, data_dir, caplog=caplog, capsys=capsys)
     assert code == 1 and "pose c000/c000_pose0" in text and "overflow float32" in text
 
@@ -232,13 +257,15 @@ def test_nonfinite_loss_names_the_poses_of_its_batch(tmp_path, data_dir, caplog,
 
 # ---------------------------------------------------------------------------- labels with one meaning
 
+
 def test_label_contradicting_rmsd_is_an_error_or_a_counted_warning(tmp_path, data_dir, caplog, capsys):
     edit_csv(data_dir, lambda f: f.assign(label=[1] + list(f["label"][1:]), rmsd=[9.5] + list(f["rmsd"][1:])))
     code, text = run(tmp_path, data_dir, caplog=caplog, capsys=capsys)
     assert code == 1 and "index.csv: pose c000/c000_pose0" in text and "has label 1 but rmsd 9.5" in text
     assert "1 of 24 labelled rows contradict" in text
-    code, text = run(tmp_path, data_dir, "data.label_conflict=warn", "train.max_steps_per_epoch=1",
-                     caplog=caplog, capsys=capsys)
+    code, text = run(
+        tmp_path, data_dir, "data.label_conflict=warn", "train.max_steps_per_epoch=1", caplog=caplog, capsys=capsys
+    )
     assert code == 0 and "training on the stored labels" in text
 
 
@@ -246,11 +273,20 @@ def test_rmsd_threshold_takes_effect_under_label_source_rmsd(tmp_path, data_dir,
     # Every docked pose has rmsd < 6 (tests.shards): threshold 7 makes them all positive, i.e. one class.
     code, text = run(tmp_path, data_dir, "data.rmsd_threshold=7.0", caplog=caplog, capsys=capsys)
     assert code == 1 and "contradict their rmsd" in text  # auto: stored labels disagree at 7 A
-    code, text = run(tmp_path, data_dir, "data.rmsd_threshold=7.0", "data.label_source=rmsd",
-                     caplog=caplog, capsys=capsys)
+    code, text = run(
+        tmp_path, data_dir, "data.rmsd_threshold=7.0", "data.label_source=rmsd", caplog=caplog, capsys=capsys
+    )
     assert code == 1 and "single-class training set" in text and "data.allow_single_class" in text
-    code, text = run(tmp_path, data_dir, "data.rmsd_threshold=7.0", "data.label_source=rmsd",
-                     "data.allow_single_class=true", "train.max_steps_per_epoch=1", caplog=caplog, capsys=capsys)
+    code, text = run(
+        tmp_path,
+        data_dir,
+        "data.rmsd_threshold=7.0",
+        "data.label_source=rmsd",
+        "data.allow_single_class=true",
+        "train.max_steps_per_epoch=1",
+        caplog=caplog,
+        capsys=capsys,
+    )
     assert code == 0, text
 
 
@@ -262,8 +298,8 @@ def test_is_crystal_other_than_0_1_names_line(tmp_path, data_dir, caplog, capsys
 
 # ---------------------------------------------------------------------------- which file was read
 
-def test_csv_in_working_directory_that_differs_is_an_error_naming_both(tmp_path, data_dir, caplog, capsys,
-                                                                       monkeypatch):
+
+def test_csv_in_working_directory_that_differs_is_an_error_naming_both(tmp_path, data_dir, caplog, capsys, monkeypatch):
     elsewhere = tmp_path / "other_set"
     elsewhere.mkdir()
     pd.read_csv(data_dir / "index.csv").iloc[:8].to_csv(elsewhere / "index.csv", index=False)
@@ -278,10 +314,14 @@ def test_csv_in_working_directory_that_differs_is_an_error_naming_both(tmp_path,
 
 # ---------------------------------------------------------------------------- strict YAML
 
-@pytest.mark.parametrize("extra, key, lines", [
-    ("data: {val_fraction: 0.5}\n", "data", "line 1 and line 5"),
-    ("trace: {enabled: false, dir: t, enabled: true}\n", "enabled", "line 5 and line 5"),
-])
+
+@pytest.mark.parametrize(
+    "extra, key, lines",
+    [
+        ("data: {val_fraction: 0.5}\n", "data", "line 1 and line 5"),
+        ("trace: {enabled: false, dir: t, enabled: true}\n", "enabled", "line 5 and line 5"),
+    ],
+)
 def test_duplicate_yaml_key_exits_2_naming_key_and_lines(tmp_path, data_dir, caplog, capsys, extra, key, lines):
     code, text = run(tmp_path, data_dir, caplog=caplog, capsys=capsys, extra=extra)
     assert code == 2 and f"key '{key}' appears twice" in text and lines in text and "run.yaml" in text
@@ -291,20 +331,24 @@ def test_duplicate_key_in_block_style_names_both_lines(tmp_path):
     from pecan import config
 
     path = tmp_path / "c.yaml"
-    path.write_text(textwrap.dedent("""\
+    path.write_text(
+        textwrap.dedent("""\
         train:
           lr: 0.01
           epochs: 2
           lr: 0.5
-        """))
+        """)
+    )
     with pytest.raises(config.ConfigError, match=r"key 'lr' appears twice in one mapping, at line 2 and line 4"):
         config.load(path)
 
 
 # ---------------------------------------------------------------------------- interrupted first-use generation
 
-GENERATE = ("import sys; from pecan.synthetic.cache import ensure_dataset; ensure_dataset(sys.argv[1], n_shards=8, "
-            "complexes_per_shard=3, seed=0, rmsd_threshold=2.0, index_name='index.csv', progress=False)")
+GENERATE = (
+    "import sys; from pecan.synthetic.cache import ensure_dataset; ensure_dataset(sys.argv[1], n_shards=8, "
+    "complexes_per_shard=3, seed=0, rmsd_threshold=2.0, index_name='index.csv', progress=False)"
+)
 
 
 def test_generation_killed_midway_is_redone_never_trained_on(tmp_path, caplog):
@@ -322,9 +366,13 @@ def test_generation_killed_midway_is_redone_never_trained_on(tmp_path, caplog):
     assert child.wait() == -signal.SIGKILL
     assert not list(out.glob("*.hdf5")) and not (out / "index.csv").exists()  # nothing half-made in place
     caplog.set_level(logging.INFO)
-    cfg = cfgmod.from_dict({"data": {"data_dir": str(out), "train_csvs": ["index.csv"]},
-                            "synthetic": {"enabled": True, "shards": 8, "complexes_per_shard": 3},
-                            "train": {"progress": False}})
+    cfg = cfgmod.from_dict(
+        {
+            "data": {"data_dir": str(out), "train_csvs": ["index.csv"]},
+            "synthetic": {"enabled": True, "shards": 8, "complexes_per_shard": 3},
+            "train": {"progress": False},
+        }
+    )
     ensure_from_config(cfg)
     assert "removing" in caplog.text and "interrupted generation" in caplog.text
     assert sorted(p.name for p in out.glob("*.hdf5")) == [f"shard_{i:03d}.hdf5" for i in range(8)]
@@ -337,9 +385,13 @@ def test_generation_killed_while_moving_files_into_place_is_redone(tmp_path, cap
     from pecan import config as cfgmod
     from pecan.synthetic import cache
 
-    cfg = cfgmod.from_dict({"data": {"data_dir": str(tmp_path / "d"), "train_csvs": ["index.csv"]},
-                            "synthetic": {"enabled": True, "shards": 2, "complexes_per_shard": 2},
-                            "train": {"progress": False}})
+    cfg = cfgmod.from_dict(
+        {
+            "data": {"data_dir": str(tmp_path / "d"), "train_csvs": ["index.csv"]},
+            "synthetic": {"enabled": True, "shards": 2, "complexes_per_shard": 2},
+            "train": {"progress": False},
+        }
+    )
     real_replace, moved = os.replace, []
 
     def die_after_first(src, dst):

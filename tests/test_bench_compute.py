@@ -1,4 +1,5 @@
 """benchmarks/bench_compute.py: the textbook baseline is a proper EGNN and the CPU path runs end to end."""
+
 import json
 
 import torch
@@ -32,14 +33,39 @@ def test_textbook_layer_is_equivariant():
 
 def test_cpu_run_writes_the_table_and_demo_stage(tmp_path):
     out = tmp_path / "compute.json"
-    code = bench_compute.main(["--threads", "1", "--graphs", "1", "--atoms", "40", "--steps", "1", "--repeats", "1",
-                               "--modes", "fp32", "bf16", "--levers", "--demo", "--demo-batches", "1", "2",
-                               "--out", str(out)])
+    code = bench_compute.main(
+        [
+            "--threads",
+            "1",
+            "--graphs",
+            "1",
+            "--atoms",
+            "40",
+            "--steps",
+            "1",
+            "--repeats",
+            "1",
+            "--modes",
+            "fp32",
+            "bf16",
+            "--levers",
+            "--demo",
+            "--demo-batches",
+            "1",
+            "2",
+            "--out",
+            str(out),
+        ]
+    )
     assert code == 0
     report = json.loads(out.read_text())
     results = report["results"]
     assert {r["model"] for r in results.values()} == {
-        "textbook", "pecan", "pecan_concat_first_linear", "pecan_geometry_per_layer"}
+        "textbook",
+        "pecan",
+        "pecan_concat_first_linear",
+        "pecan_geometry_per_layer",
+    }
     assert results["textbook|coords_on|fp32|target"]["vs_textbook"] == 1.0
     assert all(r["median_step_s"] > 0 and r["vs_fp32"] > 0 for r in results.values())
     assert set(report["demo_model"]["batches"]) == {"1|fp32", "2|fp32", "1|bf16", "2|bf16"}

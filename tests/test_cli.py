@@ -1,4 +1,5 @@
 """The `pecan` command: subcommand list, dispatch, unknown names, `python -m pecan`."""
+
 import subprocess
 import sys
 from pathlib import Path
@@ -35,8 +36,9 @@ def test_every_subcommand_module_has_a_main_with_help():
 
 
 def test_python_dash_m_pecan_runs_the_command():
-    done = subprocess.run([sys.executable, "-m", "pecan", "--help"], check=False, cwd=ROOT, capture_output=True, text=True,
-                          timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "pecan", "--help"], check=False, cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 0 and "train" in done.stdout
 
 
@@ -73,9 +75,27 @@ def test_config_needs_a_file_or_keys(capsys):
 
 def test_synth_writes_a_data_set_the_pack_command_packs(tmp_path, capsys):
     data = tmp_path / "data"
-    assert cli.main(["synth", "--out", str(data), "--shards", "2", "--complexes-per-shard", "1",
-                     "--poses-per-complex", "2:2", "--pocket-atoms", "300", "--ligand-atoms", "15:16",
-                     "--no-progress"]) == 0
+    assert (
+        cli.main(
+            [
+                "synth",
+                "--out",
+                str(data),
+                "--shards",
+                "2",
+                "--complexes-per-shard",
+                "1",
+                "--poses-per-complex",
+                "2:2",
+                "--pocket-atoms",
+                "300",
+                "--ligand-atoms",
+                "15:16",
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     assert "2 shards, 6 samples" in capsys.readouterr().out
     config = tmp_path / "run.yaml"
     config.write_text(f"data: {{data_dir: {data}, train_csvs: [index.csv], cache_dir: {tmp_path / 'packs'}}}\n")

@@ -1,4 +1,5 @@
 """scripts/compare_runs.py: replicate statistics and the comparability checks."""
+
 import importlib.util
 from pathlib import Path
 
@@ -13,15 +14,26 @@ compare_runs = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(compare_runs)
 
 
-def fake_run(directory: Path, rates: list[float], epochs: int = None, world: int = 1, samples: int = 100,
-             opens: float = 0.0) -> Path:
+def fake_run(
+    directory: Path, rates: list[float], epochs: int = None, world: int = 1, samples: int = 100, opens: float = 0.0
+) -> Path:
     directory.mkdir(parents=True)
     (directory / "config.yaml").write_text(yaml.safe_dump({"train": {"epochs": epochs or len(rates)}}))
     for k, rate in enumerate(rates):
-        append_record(directory / "epochs.jsonl", {
-            "epoch": k + 1, "samples_per_s": rate, "wall_s": samples / rate, "data_wait_share": 0.1,
-            "file_opens_per_sample": opens, "h5_calls_per_sample": 12 * opens, "world_size": world,
-            "samples": samples, "io_mode": "packed" if opens == 0 else "reopen"})
+        append_record(
+            directory / "epochs.jsonl",
+            {
+                "epoch": k + 1,
+                "samples_per_s": rate,
+                "wall_s": samples / rate,
+                "data_wait_share": 0.1,
+                "file_opens_per_sample": opens,
+                "h5_calls_per_sample": 12 * opens,
+                "world_size": world,
+                "samples": samples,
+                "io_mode": "packed" if opens == 0 else "reopen",
+            },
+        )
     return directory
 
 
@@ -87,16 +99,24 @@ def test_replicates_must_agree_and_one_epoch_is_noted(tmp_path):
 def with_config(run: Path, **sections) -> Path:
     """Give a fake run a resolved config (as config.yaml holds it) and a runs.jsonl start record."""
     (run / "config.yaml").write_text(yaml.safe_dump({"train": {"epochs": 3, "out_dir": str(run)}, **sections}))
-    append_record(run / "runs.jsonl", {"world_size": 1, "git": {"commit": "abc", "dirty": False},
-                                       "packages": {"torch": "2.13"}, "host": run.name})
+    append_record(
+        run / "runs.jsonl",
+        {"world_size": 1, "git": {"commit": "abc", "dirty": False}, "packages": {"torch": "2.13"}, "host": run.name},
+    )
     return run
 
 
 def test_every_config_difference_is_listed_and_strict_refuses(tmp_path, capsys):
-    a = with_config(fake_run(tmp_path / "h48", [5.0, 5.0, 5.0]), model={"hidden": 48, "layers": 2},
-                    data={"batch_size": 8, "io_mode": "packed"})
-    b = with_config(fake_run(tmp_path / "h96", [5.0, 5.0, 5.0]), model={"hidden": 96, "layers": 2},
-                    data={"batch_size": 16, "io_mode": "packed"})
+    a = with_config(
+        fake_run(tmp_path / "h48", [5.0, 5.0, 5.0]),
+        model={"hidden": 48, "layers": 2},
+        data={"batch_size": 8, "io_mode": "packed"},
+    )
+    b = with_config(
+        fake_run(tmp_path / "h96", [5.0, 5.0, 5.0]),
+        model={"hidden": 96, "layers": 2},
+        data={"batch_size": 16, "io_mode": "packed"},
+    )
     table, warnings = compare_runs.compare({"a": [a], "b": [b]})
     rows = [row for row in table.splitlines() if row.startswith("| model.") or row.startswith("| data.")]
     assert rows == ["| data.batch_size | 8 | 16 | no |", "| model.hidden | 48 | 96 | no |"]

@@ -1,4 +1,5 @@
 """Config: YAML + overrides, type checks, unknown keys, env gates, saved resolved config."""
+
 import pytest
 import yaml
 
@@ -14,8 +15,7 @@ def write(tmp_path, text):
 
 def test_load_with_overrides(tmp_path):
     path = write(tmp_path, "data:\n  data_dir: d\n  batch_size: 4\ntrain:\n  epochs: 3\n")
-    config = cfgmod.load(path, ["train.epochs=1", "data.train_fns=[a.hdf5,b.hdf5]", "train.lr=0.01",
-                                "model.nn_type=3"])
+    config = cfgmod.load(path, ["train.epochs=1", "data.train_fns=[a.hdf5,b.hdf5]", "train.lr=0.01", "model.nn_type=3"])
     assert config.train.epochs == 1
     assert config.data.train_fns == ["a.hdf5", "b.hdf5"]
     assert config.data.batch_size == 4
@@ -30,14 +30,17 @@ def test_int_widens_to_float_but_not_bool(tmp_path):
         cfgmod.load(write(tmp_path, "data: {data_dir: d}\ntrain: {epochs: true}\n"))
 
 
-@pytest.mark.parametrize("text, key", [
-    ("data: {data_dir: d, batchsize: 3}\n", "data.batchsize"),
-    ("data: {data_dir: d}\nmodle: {}\n", "modle"),
-    ("data: {data_dir: d, batch_size: many}\n", "data.batch_size"),
-    ("data: {data_dir: d, io_mode: fast}\n", "data.io_mode"),
-    ("data: {data_dir: d, val_fraction: 1.5}\n", "data.val_fraction"),
-    ("train: {epochs: 2}\n", "data.train_csvs"),
-])
+@pytest.mark.parametrize(
+    "text, key",
+    [
+        ("data: {data_dir: d, batchsize: 3}\n", "data.batchsize"),
+        ("data: {data_dir: d}\nmodle: {}\n", "modle"),
+        ("data: {data_dir: d, batch_size: many}\n", "data.batch_size"),
+        ("data: {data_dir: d, io_mode: fast}\n", "data.io_mode"),
+        ("data: {data_dir: d, val_fraction: 1.5}\n", "data.val_fraction"),
+        ("train: {epochs: 2}\n", "data.train_csvs"),
+    ],
+)
 def test_bad_config_names_key_and_file(tmp_path, text, key):
     path = write(tmp_path, text)
     with pytest.raises(ConfigError) as err:
@@ -99,6 +102,7 @@ def test_bundled_configs_are_valid():
 
 
 # ---------------------------------------------------------------------------- parsing rules, one per type
+
 
 def build(section: str, **values):
     raw = {"data": {"data_dir": "d"}}
@@ -180,35 +184,52 @@ def test_sections_must_be_mappings_and_keys_known():
     assert "model.hiden" in str(err.value) and "hidden" in str(err.value) and "cfg.yaml" in str(err.value)
 
 
-@pytest.mark.parametrize("text, keys, value", [
-    ("train.epochs=3", ["train", "epochs"], 3),
-    ("train.lr=0.001", ["train", "lr"], 1e-3),
-    ("data.train_fns=[a, b]", ["data", "train_fns"], ["a", "b"]),
-    ("train.resume=", ["train", "resume"], ""),
-    ("train.out_dir=a=b", ["train", "out_dir"], "a=b"),
-    (" train.compile =true", ["train", "compile"], True),
-])
+@pytest.mark.parametrize(
+    "text, keys, value",
+    [
+        ("train.epochs=3", ["train", "epochs"], 3),
+        ("train.lr=0.001", ["train", "lr"], 1e-3),
+        ("data.train_fns=[a, b]", ["data", "train_fns"], ["a", "b"]),
+        ("train.resume=", ["train", "resume"], ""),
+        ("train.out_dir=a=b", ["train", "out_dir"], "a=b"),
+        (" train.compile =true", ["train", "compile"], True),
+    ],
+)
 def test_parse_override(text, keys, value):
     assert cfgmod.parse_override(text) == (keys, value)
 
 
-@pytest.mark.parametrize("text, message", [
-    ("epochs", "expected section.key=value"),
-    ("epochs=1", "key must be section.key"),
-    ("a.b.c=1", "key must be section.key"),
-    (".epochs=1", "key must be section.key"),
-    ("train.epochs=[1", "not valid YAML"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("epochs", "expected section.key=value"),
+        ("epochs=1", "key must be section.key"),
+        ("a.b.c=1", "key must be section.key"),
+        (".epochs=1", "key must be section.key"),
+        ("train.epochs=[1", "not valid YAML"),
+    ],
+)
 def test_bad_override_is_named(text, message):
     with pytest.raises(ConfigError, match=message) as err:
         cfgmod.parse_override(text)
     assert text in str(err.value)
 
 
-@pytest.mark.parametrize("raw, expected", [
-    (None, None), ("", None), ("1", True), ("true", True), (" Yes ", True), ("ON", True),
-    ("0", False), ("false", False), ("no", False), ("Off", False),
-])
+@pytest.mark.parametrize(
+    "raw, expected",
+    [
+        (None, None),
+        ("", None),
+        ("1", True),
+        ("true", True),
+        (" Yes ", True),
+        ("ON", True),
+        ("0", False),
+        ("false", False),
+        ("no", False),
+        ("Off", False),
+    ],
+)
 def test_env_flag_values(raw, expected):
     environ = {} if raw is None else {"PECAN_X": raw}
     assert cfgmod.env_flag("PECAN_X", environ) is expected
@@ -234,7 +255,10 @@ def test_model_section_by_legacy_number_and_its_errors_named():
     for model, message in [
         ({"name": [1]}, "cfg.yaml: 'model.name' must be str, got [1]"),
         ({"nn_type": "three"}, "cfg.yaml: 'model.nn_type' must be int or NoneType, got 'three'"),
-        ({"name": "nope"}, "cfg.yaml: 'model.name'/'model.nn_type': unknown model 'nope'; valid: cnn3d, sgcnn, ggcnn, egnn"),
+        (
+            {"name": "nope"},
+            "cfg.yaml: 'model.name'/'model.nn_type': unknown model 'nope'; valid: cnn3d, sgcnn, ggcnn, egnn",
+        ),
     ]:
         with pytest.raises(ConfigError) as err:
             cfgmod.from_dict({"data": data, "model": model}, source="cfg.yaml")
@@ -248,7 +272,8 @@ def test_key_of_another_variant_names_the_variants_that_have_it():
     assert str(err.value) == (
         "cfg.yaml: 'model.use_vdw' is a key of the sgcnn and ggcnn variant, not of egnn (the selected model); "
         "egnn keys: attention, cutoff, dropout, hidden, layers, name, nn_type, rbf, update_coords, use_docking_score, "
-        "use_pose_features")
+        "use_pose_features"
+    )
 
 
 @pytest.fixture

@@ -1,5 +1,6 @@
 """The documentation stays true: links resolve, the README stays a landing page, nothing cites documents
 outside the repository, and the checkable statements of docs/architecture.md and docs/data-path.md hold."""
+
 import ast
 import re
 from pathlib import Path
@@ -60,8 +61,9 @@ def test_every_relative_link_points_to_an_existing_file_and_heading():
 
 def test_link_check_catches_a_missing_page(tmp_path):
     page = tmp_path / "page.md"
-    page.write_text("[ok](page.md) [gone](missing.md) [web](https://example.org) `[code](no.md)`\n"
-                    "```\n[fenced](fenced.md)\n```\n")
+    page.write_text(
+        "[ok](page.md) [gone](missing.md) [web](https://example.org) `[code](no.md)`\n```\n[fenced](fenced.md)\n```\n"
+    )
     targets = [path.name for path, _ in links(page)]
     assert targets == ["page.md", "missing.md", "no.md"]
     assert anchor("## `egnn` (default)".lstrip("# ")) == "egnn-default"
@@ -75,8 +77,15 @@ def test_readme_is_a_landing_page():
 def test_nothing_cites_documents_outside_the_repository():
     # Spelled in two pieces so that this file does not match itself.
     pattern = re.compile("field" + r"[ _-]notes", re.IGNORECASE)
-    texts = [*PAGES, ROOT / "BENCHMARKS.md", ROOT / "Makefile", ROOT / "setup.py", ROOT / "setup.cfg",
-             *python_files("pecan", "model", "scripts", "tests", "main_app.py"), *sorted((ROOT / "configs").glob("*"))]
+    texts = [
+        *PAGES,
+        ROOT / "BENCHMARKS.md",
+        ROOT / "Makefile",
+        ROOT / "setup.py",
+        ROOT / "setup.cfg",
+        *python_files("pecan", "model", "scripts", "tests", "main_app.py"),
+        *sorted((ROOT / "configs").glob("*")),
+    ]
     citing = [relative(p) for p in texts if p.is_file() and pattern.search(p.read_text(errors="replace"))]
     assert not citing
 
@@ -111,15 +120,22 @@ def test_only_fileio_renames_into_place():
 
 
 def test_only_tracing_imports_dftracer():
-    importers = {relative(p) for p in python_files("pecan", "model", "scripts", "benchmarks", "main_app.py")
-                 if any(name.split(".")[0] == "dftracer" for name in imported_modules(p))}
+    importers = {
+        relative(p)
+        for p in python_files("pecan", "model", "scripts", "benchmarks", "main_app.py")
+        if any(name.split(".")[0] == "dftracer" for name in imported_modules(p))
+    }
     assert importers == {"pecan/tracing.py"}
 
 
 def test_models_import_no_pandas_h5py_training_or_tracing():
     forbidden = ("pandas", "h5py", "pecan.train", "pecan.tracing")
-    offending = {f"{relative(p)}: {name}" for p in python_files("model") for name in imported_modules(p)
-                 if name.startswith(forbidden)}
+    offending = {
+        f"{relative(p)}: {name}"
+        for p in python_files("model")
+        for name in imported_modules(p)
+        if name.startswith(forbidden)
+    }
     assert not offending
     # architecture.md: the models take their input sizes from the model-input contract and nothing else of pecan.
     pecan_modules = {name for p in python_files("model") for name in imported_modules(p) if name.startswith("pecan")}
@@ -127,14 +143,21 @@ def test_models_import_no_pandas_h5py_training_or_tracing():
 
 
 def test_data_never_imports_train():
-    offending = {relative(p) for p in python_files("pecan/data")
-                 if any(name.startswith("pecan.train") for name in imported_modules(p))}
+    offending = {
+        relative(p)
+        for p in python_files("pecan/data")
+        if any(name.startswith("pecan.train") for name in imported_modules(p))
+    }
     assert not offending
 
 
 def test_collectives_are_where_architecture_says():
-    calls = files_matching(r"\b(dist|torch\.distributed)\.(all_reduce|all_gather\w*|broadcast\w*|barrier|reduce\w*|"
-                           r"gather|scatter|all_to_all\w*|send|recv)\(", "pecan", "model")
+    calls = files_matching(
+        r"\b(dist|torch\.distributed)\.(all_reduce|all_gather\w*|broadcast\w*|barrier|reduce\w*|"
+        r"gather|scatter|all_to_all\w*|send|recv)\(",
+        "pecan",
+        "model",
+    )
     assert calls == concern_row("collectives"), "update the 'collectives' row of docs/architecture.md"
 
 
@@ -155,11 +178,27 @@ def synthetic_index(tmp_path_factory):
     from pecan.synthetic import generate_dataset
 
     directory = tmp_path_factory.mktemp("docs-data")
-    generate_dataset(directory, n_shards=1, complexes_per_shard=2, poses_per_complex=(3, 4),
-                     pocket_atoms=(300, 310), ligand_atoms=(15, 18), seed=1, progress=False)
-    frame = build_index([str(directory / "index.csv")], [], str(directory), pose_group="pybel/processed/docking",
-                        crystal_group="pybel/processed/pdbbind", use_crystal=True, rmsd_threshold=2.0,
-                        index_prefix="docs", write_csv=False)
+    generate_dataset(
+        directory,
+        n_shards=1,
+        complexes_per_shard=2,
+        poses_per_complex=(3, 4),
+        pocket_atoms=(300, 310),
+        ligand_atoms=(15, 18),
+        seed=1,
+        progress=False,
+    )
+    frame = build_index(
+        [str(directory / "index.csv")],
+        [],
+        str(directory),
+        pose_group="pybel/processed/docking",
+        crystal_group="pybel/processed/pdbbind",
+        use_crystal=True,
+        rmsd_threshold=2.0,
+        index_prefix="docs",
+        write_csv=False,
+    )
     return directory, frame
 
 
@@ -181,9 +220,11 @@ def steady_calls(frame, mode):
 def add_radii(shard):
     """Give every pose and crystal group a van_der_waals attribute, as FAST's shards have."""
     with h5py.File(shard, "a") as handle:
+
         def visit(name, item):
             if isinstance(item, h5py.Dataset) and name.endswith("/data"):
                 item.parent.attrs["van_der_waals"] = np.full(item.shape[0], 1.7, np.float32)
+
         handle.visititems(visit)
 
 

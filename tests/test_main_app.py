@@ -1,4 +1,5 @@
 """End to end: generated shards -> main_app -> a model that learned, and the report files."""
+
 import subprocess
 import sys
 from pathlib import Path
@@ -10,14 +11,47 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_two_epochs_on_generated_data(tmp_path):
-    generate_dataset(tmp_path / "data", n_shards=2, complexes_per_shard=4, poses_per_complex=(6, 8),
-                     pocket_atoms=(300, 320), ligand_atoms=(15, 22), seed=3, progress=False)
+    generate_dataset(
+        tmp_path / "data",
+        n_shards=2,
+        complexes_per_shard=4,
+        poses_per_complex=(6, 8),
+        pocket_atoms=(300, 320),
+        ligand_atoms=(15, 22),
+        seed=3,
+        progress=False,
+    )
     done = subprocess.run(
-        [sys.executable, "main_app.py", "configs/demo.yaml", "--set", f"data.data_dir={tmp_path / 'data'}",
-         "--set", f"train.out_dir={tmp_path / 'run'}", "--set", "train.epochs=2", "--set", "model.hidden=16",
-         "--set", "model.layers=2", "--set", "data.batch_size=4", "--set", "train.lr=0.003",
-         "--set", "train.warmup_steps=0", "--set", "data.val_fraction=0.25", "--set", "train.progress=false"],
-        cwd=ROOT, capture_output=True, text=True, timeout=600)
+        [
+            sys.executable,
+            "main_app.py",
+            "configs/demo.yaml",
+            "--set",
+            f"data.data_dir={tmp_path / 'data'}",
+            "--set",
+            f"train.out_dir={tmp_path / 'run'}",
+            "--set",
+            "train.epochs=2",
+            "--set",
+            "model.hidden=16",
+            "--set",
+            "model.layers=2",
+            "--set",
+            "data.batch_size=4",
+            "--set",
+            "train.lr=0.003",
+            "--set",
+            "train.warmup_steps=0",
+            "--set",
+            "data.val_fraction=0.25",
+            "--set",
+            "train.progress=false",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     records = report.read_records(tmp_path / "run" / "epochs.jsonl")
     assert len(records) == 2
@@ -33,16 +67,30 @@ def test_two_epochs_on_generated_data(tmp_path):
 def test_bad_config_exits_with_named_key(tmp_path):
     config = tmp_path / "bad.yaml"
     config.write_text("data: {data_dir: x, batchsize: 3}\n")
-    done = subprocess.run([sys.executable, "main_app.py", str(config)], cwd=ROOT, capture_output=True, text=True,
-                          timeout=120)
+    done = subprocess.run(
+        [sys.executable, "main_app.py", str(config)], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 2 and "data.batchsize" in done.stderr and "bad.yaml" in done.stderr
 
 
 def test_missing_data_exits_with_named_file(tmp_path):
-    done = subprocess.run([sys.executable, "main_app.py", "configs/demo.yaml", "--set",
-                           f"data.data_dir={tmp_path / 'nothing'}", "--set", f"train.out_dir={tmp_path / 'run'}",
-                           "--set", "synthetic.enabled=false"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "main_app.py",
+            "configs/demo.yaml",
+            "--set",
+            f"data.data_dir={tmp_path / 'nothing'}",
+            "--set",
+            f"train.out_dir={tmp_path / 'run'}",
+            "--set",
+            "synthetic.enabled=false",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 1 and "nothing" in done.stderr
 
 

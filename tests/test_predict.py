@@ -1,4 +1,5 @@
 """Scoring with a trained checkpoint (main_app --predict), and the loss's positive-class weight."""
+
 import json
 import os
 import socket
@@ -39,16 +40,35 @@ def trained(tmp_path_factory):
 
 
 def clean_env() -> dict:
-    out = {k: v for k, v in os.environ.items() if not k.startswith(("RANK", "WORLD_SIZE", "LOCAL_", "MASTER_",
-                                                                    "SLURM_", "FLUX_", "PECAN_"))}
+    out = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("RANK", "WORLD_SIZE", "LOCAL_", "MASTER_", "SLURM_", "FLUX_", "PECAN_"))
+    }
     out.update(PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT))
     return out
 
 
 def predict_cli(config_path, checkpoint, out, *extra, launcher=()):
-    return subprocess.run([sys.executable, *launcher, "main_app.py", str(config_path), "--predict", str(checkpoint),
-                           "--out", str(out), *extra], cwd=ROOT, env=clean_env(), capture_output=True, text=True,
-                          timeout=300, start_new_session=True)
+    return subprocess.run(
+        [
+            sys.executable,
+            *launcher,
+            "main_app.py",
+            str(config_path),
+            "--predict",
+            str(checkpoint),
+            "--out",
+            str(out),
+            *extra,
+        ],
+        cwd=ROOT,
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        start_new_session=True,
+    )
 
 
 def check_scores(scores: pd.DataFrame, values: dict, config) -> None:
@@ -62,8 +82,9 @@ def check_scores(scores: pd.DataFrame, values: dict, config) -> None:
     labels = scores["label"].to_numpy()
     assert values["poses"] == len(scores) and values["labeled"]
     assert values["auc"] == pytest.approx(roc_auc(scores["score"].to_numpy(), labels))
-    assert values["top1"] == pytest.approx(top1_success(scores["score"].to_numpy(), labels,
-                                                        scores["complex"].to_numpy()))
+    assert values["top1"] == pytest.approx(
+        top1_success(scores["score"].to_numpy(), labels, scores["complex"].to_numpy())
+    )
     assert values["docking_auc"] == pytest.approx(roc_auc(-scores["docking_score"].to_numpy(), labels))
     assert values["accuracy"] == pytest.approx(((scores["score"] > 0.5) == (labels == 1)).mean())
 
@@ -113,8 +134,9 @@ def test_predict_scores_poses_without_a_known_answer(trained, io_mode):
                 del pose.attrs["rmsd"], pose.attrs["label"]
     out = tmp / f"unknown_{io_mode}.csv"
     settings = [f"data.test_fns=[{shard}]", f"data.io_mode={io_mode}"]
-    values = run_predict(cfgmod.load(config_path, settings), discover({}), torch.device("cpu"), str(checkpoint),
-                         str(out))
+    values = run_predict(
+        cfgmod.load(config_path, settings), discover({}), torch.device("cpu"), str(checkpoint), str(out)
+    )
     scores = pd.read_csv(out)
     assert len(scores) == 6 and scores["label"].isna().all() and scores["rmsd"].isna().all()
     assert ((scores["score"] > 0) & (scores["score"] < 1)).all()
@@ -122,8 +144,17 @@ def test_predict_scores_poses_without_a_known_answer(trained, io_mode):
         assert sorted(group["rank"]) == [1, 2, 3]
     assert values["labeled"] is False and "auc" not in values
     with pytest.raises(DataError, match="neither a label nor an rmsd"):
-        build_index([], [str(shard)], "", pose_group=config.data.pose_group, crystal_group=config.data.crystal_group,
-                    use_crystal=False, rmsd_threshold=2.0, index_prefix="x", write_csv=False)
+        build_index(
+            [],
+            [str(shard)],
+            "",
+            pose_group=config.data.pose_group,
+            crystal_group=config.data.crystal_group,
+            use_crystal=False,
+            rmsd_threshold=2.0,
+            index_prefix="x",
+            write_csv=False,
+        )
 
 
 def test_checkpoint_of_another_model_config_is_refused(trained):
@@ -146,14 +177,23 @@ def test_stored_model_config_wins_over_the_yaml(trained, caplog):
     model = load_model(checkpoint, other, torch.device("cpu"))
     assert "using the model config stored in" in caplog.text
     assert sum(p.numel() for p in model.parameters()) == sum(
-        v.numel() for v in ckpt.load_checkpoint(checkpoint)["model"].values())
+        v.numel() for v in ckpt.load_checkpoint(checkpoint)["model"].values()
+    )
 
 
 def test_pos_weight_auto_and_in_the_loss(tmp_path):
     _, config = tiny_run(tmp_path, "train.pos_weight=auto", "train.epochs=1")
-    frame = build_index(config.data.train_csvs, [], config.data.data_dir, pose_group=config.data.pose_group,
-                        crystal_group=config.data.crystal_group, use_crystal=True, rmsd_threshold=2.0,
-                        index_prefix="x", write_csv=False)
+    frame = build_index(
+        config.data.train_csvs,
+        [],
+        config.data.data_dir,
+        pose_group=config.data.pose_group,
+        crystal_group=config.data.crystal_group,
+        use_crystal=True,
+        rmsd_threshold=2.0,
+        index_prefix="x",
+        write_csv=False,
+    )
     positives = int(frame["label"].sum())
     labels = frame["label"].to_numpy()
     assert resolve_pos_weight("auto", labels) == pytest.approx((len(frame) - positives) / positives)
@@ -195,13 +235,17 @@ def test_two_rank_predict_equals_one_rank(trained):
     assert len(two) == len(one) and list(two["pose"]) == list(one["pose"])
     np.testing.assert_allclose(two["score"], one["score"], rtol=1e-5)
     assert json.loads(metrics_path(double).read_text())["auc"] == pytest.approx(
-        json.loads(metrics_path(single).read_text())["auc"])
+        json.loads(metrics_path(single).read_text())["auc"]
+    )
 
 
 def test_training_and_scoring_never_import_the_converter():
-    code = ("import sys, main_app, pecan.train.trainer, pecan.predict, pecan.data.loader; "
-            "bad = [m for m in sys.modules if m.split('.')[0] in ('rdkit', 'prolif', 'MDAnalysis') "
-            "or m.startswith('pecan.convert')]; print(bad); sys.exit(1 if bad else 0)")
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=clean_env(), capture_output=True, text=True,
-                          timeout=120)
+    code = (
+        "import sys, main_app, pecan.train.trainer, pecan.predict, pecan.data.loader; "
+        "bad = [m for m in sys.modules if m.split('.')[0] in ('rdkit', 'prolif', 'MDAnalysis') "
+        "or m.startswith('pecan.convert')]; print(bad); sys.exit(1 if bad else 0)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=clean_env(), capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stdout + done.stderr

@@ -1,5 +1,6 @@
 """Scoring you can trust: the checkpoint pins its sample settings, scoring is read-only and independent of
 the training run's state, duplicate poses are named, and every score says which split its complex was in."""
+
 import json
 import logging
 import shutil
@@ -71,8 +72,9 @@ def test_an_allowed_change_scores_with_a_warning(trained, caplog):
 
 def test_the_command_line_refusal_exits_2(trained, capsys):
     tmp, path, _, checkpoint = trained
-    code = main_app.main([str(path), "--set", "data.edge_cutoff=3.0", "--predict", str(checkpoint),
-                          "--out", str(tmp / "cli.csv")])
+    code = main_app.main(
+        [str(path), "--set", "data.edge_cutoff=3.0", "--predict", str(checkpoint), "--out", str(tmp / "cli.csv")]
+    )
     assert code == 2 and not (tmp / "cli.csv").exists()
 
 
@@ -100,12 +102,18 @@ def test_old_checkpoint_loads_with_a_warning_listing_what_was_assumed(trained, c
 def test_the_voxel_grid_is_a_pinned_setting_of_cnn3d():
     config = cfgmod.from_dict({"data": {"data_dir": "d"}, "model": {"name": "cnn3d", "grid_size": 16}})
     trained = sample_settings(config)
-    assert trained == {"data.pocket_radius": 6.0, "data.edge_cutoff": 4.5, "model.grid_size": 16,
-                       "model.resolution": 1.0, "model.radius_scale": 1.0}
+    assert trained == {
+        "data.pocket_radius": 6.0,
+        "data.edge_cutoff": 4.5,
+        "model.grid_size": 16,
+        "model.resolution": 1.0,
+        "model.radius_scale": 1.0,
+    }
     with pytest.raises(ConfigError, match="model.grid_size: trained 16, given 24"):
         check_settings(trained, {**trained, "model.grid_size": 24}, (), "ckpt.pt")
     assert check_settings(trained, {**trained, "model.grid_size": 24}, ("model.grid_size",), "ckpt.pt") == [
-        "model.grid_size"]
+        "model.grid_size"
+    ]
 
 
 def test_scoring_ignores_the_run_state_in_out_dir(trained):
@@ -162,8 +170,9 @@ def test_split_column_and_per_split_metrics(trained, capsys, caplog):
         got = values["splits"][split]
         assert got["poses"] == len(part) and got["complexes"] == part["complex"].nunique()
         assert got["auc"] == pytest.approx(roc_auc(part["score"].to_numpy(), labels), nan_ok=True)
-        assert got["top3"] == pytest.approx(topk_success(part["score"].to_numpy(), labels,
-                                                         part["complex"].to_numpy(), 3), nan_ok=True)
+        assert got["top3"] == pytest.approx(
+            topk_success(part["score"].to_numpy(), labels, part["complex"].to_numpy(), 3), nan_ok=True
+        )
         assert got["docking_auc"] == pytest.approx(roc_auc(-part["docking_score"].to_numpy(), labels), nan_ok=True)
     assert "6 of the 8 scored complexes were used to train this checkpoint" in caplog.text
     printed = capsys.readouterr().out.splitlines()

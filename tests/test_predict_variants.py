@@ -1,5 +1,6 @@
 """Every registered variant trains and scores: `pecan predict CKPT` rebuilds it from the checkpoint alone, and
 its scores equal those of `main_app.py CONFIG --predict CKPT` (the YAML path) on the same poses."""
+
 import json
 
 import numpy as np
@@ -36,8 +37,12 @@ def test_each_variant_trains_and_scores_from_its_checkpoint(tmp_path, variant):
     assert state["model_config"]["name"] == variant
     alone = tmp_path / "alone.csv"
     # No YAML: model, sample settings and label rule all come from the checkpoint.
-    assert predict_command.main([str(checkpoint), "--data-dir", str(tmp_path / "data"), "--out", str(alone),
-                                 "--device", "cpu"]) == 0
+    assert (
+        predict_command.main(
+            [str(checkpoint), "--data-dir", str(tmp_path / "data"), "--out", str(alone), "--device", "cpu"]
+        )
+        == 0
+    )
     scores = pd.read_csv(alone)
     assert list(scores.columns) == list(SCORE_COLUMNS) and len(scores) == 2 * 3 * 4
     assert ((scores["score"] > 0) & (scores["score"] < 1)).all()

@@ -1,4 +1,5 @@
 """pecan.progress: the mode follows the stream; lines carry counts, rates and an ETA, never a carriage return."""
+
 import io
 import logging
 
@@ -48,6 +49,10 @@ def test_off_writes_nothing_and_track_counts(caplog, capsys):
         assert list(progress.track(range(5), "items", mode="off")) == list(range(5))
         assert list(progress.track(range(3), "items", mode="lines", every_s=0.0)) == [0, 1, 2]
     messages = [r.getMessage() for r in caplog.records]
-    assert [m.split(" | ")[0] for m in messages] == ["items: 1/3 it (33%)", "items: 2/3 it (67%)",
-                                                      "items: 3/3 it (100%)", "items: 3/3 it (100%)"]
+    assert [m.split(" | ")[0] for m in messages] == [
+        "items: 1/3 it (33%)",
+        "items: 2/3 it (67%)",
+        "items: 3/3 it (100%)",
+        "items: 3/3 it (100%)",
+    ]
     assert "\r" not in capsys.readouterr().err

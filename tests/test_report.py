@@ -1,4 +1,5 @@
 """pecan.report: per-rank summary, the wall-time and summary tables, provenance; plots; thread sizing."""
+
 import importlib.util
 from pathlib import Path
 
@@ -25,10 +26,22 @@ def test_rank_summary_mean_max_and_straggler_ratio():
 
 def record(epoch: int, world: int = 2) -> dict:
     rows = [rank_row(0.1, 1.0), rank_row(0.2, 1.5)][:world]
-    return {"epoch": epoch, "wall_s": 10.0, "samples": 100, "samples_per_s": 10.0, "train_loss": 0.5,
-            "val_loss": 0.6, "val_auc": 0.7, "world_size": world, "io_mode": "packed", "data_wait_share": 0.01,
-            "num_workers": 2, "intra_op_threads": 3, **{p: 0.1 * (k + 1) for k, p in enumerate(report.PHASES)},
-            **report.rank_summary(rows)}
+    return {
+        "epoch": epoch,
+        "wall_s": 10.0,
+        "samples": 100,
+        "samples_per_s": 10.0,
+        "train_loss": 0.5,
+        "val_loss": 0.6,
+        "val_auc": 0.7,
+        "world_size": world,
+        "io_mode": "packed",
+        "data_wait_share": 0.01,
+        "num_workers": 2,
+        "intra_op_threads": 3,
+        **{p: 0.1 * (k + 1) for k, p in enumerate(report.PHASES)},
+        **report.rank_summary(rows),
+    }
 
 
 def test_wall_time_table_shows_ranks_and_loader():
@@ -94,8 +107,16 @@ def test_cpu_share_per_rank_and_the_starved_warning():
 
 
 def test_compact_line_has_the_shares_that_matter_and_the_eta():
-    one = {**record(2, world=1), "wall_s": 10.0, "data_wait_s": 1.0, "forward_s": 2.0, "backward_s": 3.0,
-           "optimizer_s": 1.0, "eval_s": 2.0, "checkpoint_s": 0.5}
+    one = {
+        **record(2, world=1),
+        "wall_s": 10.0,
+        "data_wait_s": 1.0,
+        "forward_s": 2.0,
+        "backward_s": 3.0,
+        "optimizer_s": 1.0,
+        "eval_s": 2.0,
+        "checkpoint_s": 0.5,
+    }
     line = report.compact_line(one, 5, 30.0)
     assert line.startswith("epoch   2/5 | 10.0s | loss 0.5000 | val_loss 0.6000 | val_auc 0.7000 | 10.0 samples/s")
     assert "data 10% compute 60% eval 20% ckpt 5% | ETA 0:00:30" in line and "comm" not in line

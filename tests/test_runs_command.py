@@ -1,4 +1,5 @@
 """`pecan runs compare|plot|report|trace`: one command over run directories, the scripts as thin shims."""
+
 from pathlib import Path
 
 import pytest

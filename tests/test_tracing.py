@@ -1,4 +1,5 @@
 """Tracing: a no-op by default; with the native library, one trace file per process with our events."""
+
 import gzip
 import json
 import os
@@ -50,8 +51,14 @@ def test_ai_categories_match_the_installed_dftracer():
 
 
 def test_bad_tracer_environment_is_warned_and_dropped(caplog):
-    environ = {"DFTRACER_DATA_DIR": "  ", "DFTRACER_ENABLE": "yes", "DFTRACER_INIT": "function",
-               "DFTRACER_LOG_LEVEL": "loud", "DFTRACER_INC_METADATA": "1", "OTHER": ""}
+    environ = {
+        "DFTRACER_DATA_DIR": "  ",
+        "DFTRACER_ENABLE": "yes",
+        "DFTRACER_INIT": "function",
+        "DFTRACER_LOG_LEVEL": "loud",
+        "DFTRACER_INC_METADATA": "1",
+        "OTHER": "",
+    }
     with caplog.at_level("WARNING"):
         dropped = tracing.clean_environment(environ)
     assert sorted(dropped) == ["DFTRACER_DATA_DIR", "DFTRACER_ENABLE", "DFTRACER_LOG_LEVEL"]
@@ -75,19 +82,46 @@ def test_packed_run_writes_traces(tmp_path):
     from tests.train.helpers import tiny_run
 
     path, _ = tiny_run(tmp_path)
-    done = subprocess.run([sys.executable, "main_app.py", str(path), "--set", "trace.enabled=true",
-                           "--set", "train.epochs=1", "--set", "data.io_mode=packed", "--set", "data.num_workers=1",
-                           "--set", "train.tensorboard=true"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "DFTRACER_DATA_DIR": "", "PYTHONPATH": str(ROOT)})
+    done = subprocess.run(
+        [
+            sys.executable,
+            "main_app.py",
+            str(path),
+            "--set",
+            "trace.enabled=true",
+            "--set",
+            "train.epochs=1",
+            "--set",
+            "data.io_mode=packed",
+            "--set",
+            "data.num_workers=1",
+            "--set",
+            "train.tensorboard=true",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "DFTRACER_DATA_DIR": "", "PYTHONPATH": str(ROOT)},
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "DFTRACER_DATA_DIR is empty; ignored" in done.stderr
     trace_dir = tmp_path / "run" / "traces"
     names = counts(events(trace_dir))
-    for expected in [("pecan.setup", "packs"), ("pecan.io", "pack_gather"), ("pecan.data", "collate"),
-                     ("pecan.data", "batch"), ("pecan.loader", "handover"), ("dataloader", "fetch"),
-                     ("compute", "forward"), ("compute", "backward"), ("compute", "step"), ("pipeline", "epoch"),
-                     ("pipeline", "evaluate"), ("checkpoint", "capture")]:
+    for expected in [
+        ("pecan.setup", "packs"),
+        ("pecan.io", "pack_gather"),
+        ("pecan.data", "collate"),
+        ("pecan.data", "batch"),
+        ("pecan.loader", "handover"),
+        ("dataloader", "fetch"),
+        ("compute", "forward"),
+        ("compute", "backward"),
+        ("compute", "step"),
+        ("pipeline", "epoch"),
+        ("pipeline", "evaluate"),
+        ("checkpoint", "capture"),
+    ]:
         assert names[expected] > 0, expected
     assert names[("data", "item")] == 0  # packed data has no per-sample step; its batch is pack_gather
     assert names[("pecan.io", "pack_gather")] == names[("pecan.data", "batch")]
@@ -153,8 +187,11 @@ def test_event_arguments_keep_their_types_and_nesting(tmp_path):
     script.write_text(EVENT_SCRIPT.format(root=str(ROOT), trace=str(tmp_path / "traces")))
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]
-    found = {(e["cat"], e["name"]): e for e in events(tmp_path / "traces") if not e["cat"].isupper()
-             and e["cat"] != "dftracer"}
+    found = {
+        (e["cat"], e["name"]): e
+        for e in events(tmp_path / "traces")
+        if not e["cat"].isupper() and e["cat"] != "dftracer"
+    }
     assert set(found) == {("compute", "forward"), ("pecan.io", "h5_read"), ("comm", "all_reduce")}
     forward = found[("compute", "forward")]["args"]
     assert (forward["rank"], forward["epoch"], forward["step"], forward["size"], forward["atoms"]) == (3, 2, 7, 4, 12)
@@ -174,14 +211,31 @@ def load_script(name: str):
     return module
 
 
-MAIN_SPANS = [("pipeline", "epoch"), ("pipeline", "train"), ("pipeline", "evaluate"), ("checkpoint", "capture"),
-              ("dataloader", "fetch"), ("pecan.loader", "handover"), ("device", "transfer"), ("compute", "forward"),
-              ("compute", "backward"), ("compute", "step"), ("pecan.eval", "eval_forward"),
-              ("device", "eval_transfer"), ("comm", "all_gather"),
-              ("comm", "barrier")]
+MAIN_SPANS = [
+    ("pipeline", "epoch"),
+    ("pipeline", "train"),
+    ("pipeline", "evaluate"),
+    ("checkpoint", "capture"),
+    ("dataloader", "fetch"),
+    ("pecan.loader", "handover"),
+    ("device", "transfer"),
+    ("compute", "forward"),
+    ("compute", "backward"),
+    ("compute", "step"),
+    ("pecan.eval", "eval_forward"),
+    ("device", "eval_transfer"),
+    ("comm", "all_gather"),
+    ("comm", "barrier"),
+]
 SETUP_SPANS = [("pecan.setup", "index"), ("pecan.setup", "model"), ("checkpoint", "restart"), ("comm", "bcast")]
-WORKER_SPANS = [("data", "item"), ("pecan.io", "h5_read"), ("pecan.graph", "build"), ("pecan.data", "collate"),
-                ("pecan.data", "batch"), ("POSIX", "pread64")]
+WORKER_SPANS = [
+    ("data", "item"),
+    ("pecan.io", "h5_read"),
+    ("pecan.graph", "build"),
+    ("pecan.data", "collate"),
+    ("pecan.data", "batch"),
+    ("POSIX", "pread64"),
+]
 
 
 @pytest.mark.multiprocess
@@ -194,11 +248,33 @@ def test_two_rank_traced_run_covers_every_phase(tmp_path):
 
     path, _ = tiny_run(tmp_path)
     environ = {k: v for k, v in os.environ.items() if not k.startswith(("RANK", "WORLD_SIZE", "LOCAL_", "MASTER_"))}
-    done = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
-                           "main_app.py", str(path), "--set", "trace.enabled=true", "--set", "trace.posix=true",
-                           "--set", "data.io_mode=reopen", "--set", "data.num_workers=1", "--set", "train.plots=true"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=400, start_new_session=True,
-                          env={**environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)})
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nproc_per_node=2",
+            "main_app.py",
+            str(path),
+            "--set",
+            "trace.enabled=true",
+            "--set",
+            "trace.posix=true",
+            "--set",
+            "data.io_mode=reopen",
+            "--set",
+            "data.num_workers=1",
+            "--set",
+            "train.plots=true",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=400,
+        start_new_session=True,
+        env={**environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)},
+    )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     run_dir = tmp_path / "run"
     records = report.read_records(run_dir / "epochs.jsonl")

@@ -5,6 +5,7 @@
 Prints B - A for model top-1 and top-3 with 95% percentile intervals (resampling complexes, the same
 resample for both recipes). A lever is kept when the interval of its top-1 difference lies above 0.
 """
+
 from __future__ import annotations
 
 import argparse

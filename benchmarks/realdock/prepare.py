@@ -13,6 +13,7 @@ Source 2, the AutoDock Vina examples (ccsb-scripps/AutoDock-Vina, ``example/*/da
 shipped as a protonated receptor PDB and an SDF ligand; the receptor is cropped the same way (waters dropped).
 Writes inputs/<pdbid>/receptor.pdb, inputs/<pdbid>/ligand.sdf, sources.csv and excluded.csv.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,23 +31,63 @@ VINA_REPOSITORY = "ccsb-scripps/AutoDock-Vina"
 # pdbid -> (receptor, crystal ligand) in the Vina repository: the examples whose ligand is the crystal pose
 VINA_EXAMPLES = {
     "1iep": ("example/basic_docking/data/1iep_receptorH.pdb", "example/basic_docking/data/1iep_ligand.sdf"),
-    "1s63": ("example/docking_with_zinc_metalloproteins/data/proteinH.pdb",
-             "example/docking_with_zinc_metalloproteins/data/1s63_ligand.sdf"),
+    "1s63": (
+        "example/docking_with_zinc_metalloproteins/data/proteinH.pdb",
+        "example/docking_with_zinc_metalloproteins/data/1s63_ligand.sdf",
+    ),
     "1uw6": ("example/hydrated_docking/data/1uw6_receptorH.pdb", "example/hydrated_docking/data/1uw6_ligand.sdf"),
 }
 # beyond what a redocking benchmark at modest exhaustiveness can sample: left out, listed in excluded.csv
 TOO_FLEXIBLE = {"3er5": "91 heavy atoms, 37 rotatable bonds"}
-AD_ELEMENT = {"A": "C", "C": "C", "N": "N", "NA": "N", "NS": "N", "OA": "O", "OS": "O", "O": "O", "SA": "S",
-              "S": "S", "HD": "H", "HS": "H", "H": "H", "P": "P", "F": "F", "Cl": "Cl", "CL": "Cl", "Br": "Br",
-              "BR": "Br", "I": "I", "Zn": "Zn", "ZN": "Zn", "Fe": "Fe", "FE": "Fe", "Mg": "Mg", "MG": "Mg",
-              "Mn": "Mn", "MN": "Mn", "Ca": "Ca", "CA": "Ca", "Na": "Na", "K": "K", "Cu": "Cu", "Co": "Co",
-              "Ni": "Ni", "Cd": "Cd", "Hg": "Hg", "Se": "Se", "B": "B", "Si": "Si"}
+AD_ELEMENT = {
+    "A": "C",
+    "C": "C",
+    "N": "N",
+    "NA": "N",
+    "NS": "N",
+    "OA": "O",
+    "OS": "O",
+    "O": "O",
+    "SA": "S",
+    "S": "S",
+    "HD": "H",
+    "HS": "H",
+    "H": "H",
+    "P": "P",
+    "F": "F",
+    "Cl": "Cl",
+    "CL": "Cl",
+    "Br": "Br",
+    "BR": "Br",
+    "I": "I",
+    "Zn": "Zn",
+    "ZN": "Zn",
+    "Fe": "Fe",
+    "FE": "Fe",
+    "Mg": "Mg",
+    "MG": "Mg",
+    "Mn": "Mn",
+    "MN": "Mn",
+    "Ca": "Ca",
+    "CA": "Ca",
+    "Na": "Na",
+    "K": "K",
+    "Cu": "Cu",
+    "Co": "Co",
+    "Ni": "Ni",
+    "Cd": "Cd",
+    "Hg": "Hg",
+    "Se": "Se",
+    "B": "B",
+    "Si": "Si",
+}
 
 
 def git_show(git_dir: Path, commit: str, path: str) -> str:
     """One file of the clone at ``commit``."""
-    return subprocess.run(["git", "-C", str(git_dir), "show", f"{commit}:{path}"], check=True,
-                          capture_output=True, text=True).stdout
+    return subprocess.run(
+        ["git", "-C", str(git_dir), "show", f"{commit}:{path}"], check=True, capture_output=True, text=True
+    ).stdout
 
 
 def pdb_lines(pdbqt: str, keep_hydrogens: bool) -> list[str]:
@@ -110,19 +151,30 @@ def vina_example(git_dir: Path, commit: str, pdbid: str, radius: float, out: Pat
     ligand_text = git_show(git_dir, commit, ligand_path)
     ligand = Chem.MolFromMolBlock(ligand_text, removeHs=False)
     heavy = ligand.GetConformer().GetPositions()[[a.GetAtomicNum() > 1 for a in ligand.GetAtoms()]]
-    records = [line for line in git_show(git_dir, commit, receptor_path).splitlines()
-               if line.startswith(("ATOM", "HETATM")) and line[17:20] not in ("HOH", "WAT")]
+    records = [
+        line
+        for line in git_show(git_dir, commit, receptor_path).splitlines()
+        if line.startswith(("ATOM", "HETATM")) and line[17:20] not in ("HOH", "WAT")
+    ]
     receptor = crop(records, heavy, radius)
     (out / "receptor.pdb").write_text("\n".join(receptor) + "\nEND\n")
     (out / "ligand.sdf").write_text(ligand_text)
-    return {"complex_id": pdbid, "repository": VINA_REPOSITORY, "commit": commit, "receptor_source": receptor_path,
-            "ligand_source": ligand_path, "receptor_atoms_kept": len(receptor), "ligand_heavy_atoms": len(heavy)}
+    return {
+        "complex_id": pdbid,
+        "repository": VINA_REPOSITORY,
+        "commit": commit,
+        "receptor_source": receptor_path,
+        "ligand_source": ligand_path,
+        "receptor_atoms_kept": len(receptor),
+        "ligand_heavy_atoms": len(heavy),
+    }
 
 
 def resolve(git_dir: Path, revision: str = "HEAD") -> str:
     """The full commit id of ``revision``."""
-    return subprocess.run(["git", "-C", str(git_dir), "rev-parse", revision], check=True, capture_output=True,
-                          text=True).stdout.strip()
+    return subprocess.run(
+        ["git", "-C", str(git_dir), "rev-parse", revision], check=True, capture_output=True, text=True
+    ).stdout.strip()
 
 
 def main(argv=None) -> int:
@@ -133,8 +185,12 @@ def main(argv=None) -> int:
     parser.add_argument("--crop", type=float, default=16.0)
     args = parser.parse_args(argv)
     commit = resolve(args.git_dir)
-    listing = subprocess.run(["git", "-C", str(args.git_dir), "ls-tree", "--name-only", commit, "data/"],
-                             check=True, capture_output=True, text=True).stdout.split()
+    listing = subprocess.run(
+        ["git", "-C", str(args.git_dir), "ls-tree", "--name-only", commit, "data/"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.split()
     sources, excluded = [], []
     for folder in sorted(listing):
         pdbid = folder.rsplit("/", 1)[-1]
@@ -144,8 +200,9 @@ def main(argv=None) -> int:
         receptor_path, ligand_path = f"{folder}/protein.pdbqt", f"{folder}/flex-xray.pdbqt"
         ligand_text = git_show(args.git_dir, commit, ligand_path)
         ligand = pdb_lines(ligand_text, keep_hydrogens=False)
-        receptor = crop(pdb_lines(git_show(args.git_dir, commit, receptor_path), keep_hydrogens=True),
-                        xyz(ligand), args.crop)
+        receptor = crop(
+            pdb_lines(git_show(args.git_dir, commit, receptor_path), keep_hydrogens=True), xyz(ligand), args.crop
+        )
         out = HERE / "inputs" / pdbid
         out.mkdir(parents=True, exist_ok=True)
         (out / "receptor.pdb").write_text("\n".join(receptor) + "\nEND\n")
@@ -156,9 +213,17 @@ def main(argv=None) -> int:
                 path.unlink()
             out.rmdir()
             continue
-        sources.append({"complex_id": pdbid, "repository": REPOSITORY, "commit": commit,
-                        "receptor_source": receptor_path, "ligand_source": ligand_path,
-                        "receptor_atoms_kept": len(receptor), "ligand_heavy_atoms": len(ligand)})
+        sources.append(
+            {
+                "complex_id": pdbid,
+                "repository": REPOSITORY,
+                "commit": commit,
+                "receptor_source": receptor_path,
+                "ligand_source": ligand_path,
+                "receptor_atoms_kept": len(receptor),
+                "ligand_heavy_atoms": len(ligand),
+            }
+        )
     vina_commit = resolve(args.vina_git_dir)
     for pdbid in VINA_EXAMPLES:
         out = HERE / "inputs" / pdbid

@@ -3,11 +3,13 @@
     python benchmarks/realdock/run.py [--config configs/redock.yaml] [--set KEY=VALUE ...] [--tag NAME]
                                       [--families kinase,protease] [--work WORK_DIR]
 
-Converts each complex of docked/manifest.csv into shards (once; reused), then for each family: trains the recipe on the
-other families (``python main_app.py CONFIG``), scores the held-out family with ``--predict`` and compares
+Converts each complex of docked/manifest.csv into shards (once; reused), then for each family: trains the
+recipe on the other families (``python main_app.py CONFIG``), scores the held-out family with ``--predict`` and compares
 the model's ranking of each complex's poses with the docking score's on the same poses. Writes
-benchmarks/realdock/results/<tag>.json (every fold and the pooled figures) and prints the Markdown table of BENCHMARKS.md.
+benchmarks/realdock/results/<tag>.json (every fold and the pooled figures) and prints the Markdown table of
+BENCHMARKS.md.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -24,18 +26,24 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT))
 
-from pecan.convert.complexes import Options
-from pecan.convert.run import convert as convert_structures
-from pecan.convert.run import summary_line
-from pecan.redock.ranking import complex_table, summarize
+from pecan.convert.complexes import Options  # noqa: E402 - after the sys.path line (run as a script)
+from pecan.convert.run import convert as convert_structures  # noqa: E402 - after the sys.path line (run as a script)
+from pecan.convert.run import summary_line  # noqa: E402 - after the sys.path line (run as a script)
+from pecan.redock.ranking import complex_table, summarize  # noqa: E402 - after the sys.path line (run as a script)
 
 
 def parse_args(argv=None) -> argparse.Namespace:
     """Command-line options."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", type=Path, default=ROOT / "configs" / "redock.yaml", help="the recipe")
-    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                        help="config override for every fold (repeatable)")
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="config override for every fold (repeatable)",
+    )
     parser.add_argument("--tag", default="recipe", help="names the results file and the fold run directories")
     parser.add_argument("--docked", type=Path, default=HERE / "docked", help="output directory of pecan redock")
     parser.add_argument("--work", type=Path, default=HERE / "work", help="shards, fold runs and results")
@@ -61,15 +69,19 @@ def without_orphan_hydrogens(receptor: Path, out: Path) -> Path:
 
 # Conversion attempts, in order, for a complex the converter rejects: as docked, then without orphan
 # hydrogens, then also without HETATM residues (a cofactor or ion ProLIF cannot read).
-ATTEMPTS = (("as docked", False, False), ("orphan hydrogens removed", True, False),
-            ("orphan hydrogens and HETATM residues removed", True, True))
+ATTEMPTS = (
+    ("as docked", False, False),
+    ("orphan hydrogens removed", True, False),
+    ("orphan hydrogens and HETATM residues removed", True, True),
+)
 
 
 def convert_one(row: dict, docked: Path, out: Path) -> str:
     """Convert one complex into ``out``; returns the attempt that worked ('' when none did)."""
     out.mkdir(parents=True, exist_ok=True)
-    one = {k: (str((docked / v).resolve()) if k in ("receptor", "poses", "crystal_ligand") else v)
-           for k, v in row.items()}
+    one = {
+        k: (str((docked / v).resolve()) if k in ("receptor", "poses", "crystal_ligand") else v) for k, v in row.items()
+    }
     for attempt, (what, clean, drop_hetero) in enumerate(ATTEMPTS):
         if clean:
             one["receptor"] = str(without_orphan_hydrogens(Path(one["receptor"]), out / "receptor_clean.pdb"))
@@ -78,8 +90,9 @@ def convert_one(row: dict, docked: Path, out: Path) -> str:
             (out / "failures.csv").replace(out / f"failures_attempt{attempt}.csv")
         # The converter of scripts/convert_structures.py, called in-process: one import of RDKit and ProLIF
         # for all complexes instead of one per complex.
-        summary = convert_structures(out / "manifest.csv", out, Options(drop_hetero=drop_hetero),
-                                     prefix=row["complex_id"], progress=False)
+        summary = convert_structures(
+            out / "manifest.csv", out, Options(drop_hetero=drop_hetero), prefix=row["complex_id"], progress=False
+        )
         print(f"{row['complex_id']} ({what}): {summary_line(summary)}", flush=True)
         if summary["complexes"]:
             (out / "attempt.txt").write_text(what + "\n")
@@ -118,36 +131,61 @@ def fold_csvs(index: pd.DataFrame, families: dict, family: str, fold_dir: Path, 
 def run_fold(args: argparse.Namespace, shards: Path, train: Path, test: Path, fold_dir: Path) -> pd.DataFrame:
     """Train on ``train``, predict ``test``; returns the scores table."""
     run_dir = fold_dir / args.tag
-    fixed = [f"data.data_dir={shards}", f"data.train_csvs=[{train}]", f"data.test_csvs=[{test}]",
-             f"train.out_dir={run_dir}", "train.progress=false", "train.resume=never", "synthetic.enabled=false"]
+    fixed = [
+        f"data.data_dir={shards}",
+        f"data.train_csvs=[{train}]",
+        f"data.test_csvs=[{test}]",
+        f"train.out_dir={run_dir}",
+        "train.progress=false",
+        "train.resume=never",
+        "synthetic.enabled=false",
+    ]
     settings = [item for value in [*fixed, *args.overrides] for item in ("--set", value)]
     main_app = str(ROOT / "main_app.py")
     with open(fold_dir / f"{args.tag}.log", "w") as log:
-        subprocess.run([sys.executable, main_app, str(args.config), *settings], check=True, stdout=log,
-                       stderr=subprocess.STDOUT, cwd=ROOT)
+        subprocess.run(
+            [sys.executable, main_app, str(args.config), *settings],
+            check=True,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=ROOT,
+        )
         checkpoint = run_dir / "checkpoints" / "best.pt"
         if not checkpoint.exists():
             checkpoint = run_dir / "checkpoints" / "last.pt"
         scores = fold_dir / f"{args.tag}_scores.csv"
-        subprocess.run([sys.executable, main_app, str(args.config), *settings, "--predict", str(checkpoint),
-                        "--out", str(scores)], check=True, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
+        subprocess.run(
+            [sys.executable, main_app, str(args.config), *settings, "--predict", str(checkpoint), "--out", str(scores)],
+            check=True,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=ROOT,
+        )
     return pd.read_csv(scores)
 
 
 def row(name: str, result: dict) -> str:
     """One Markdown table row: rates with their 95% intervals."""
+
     def cell(key):
         item = result[key]
-        return f"{item['hits']}/{result['complexes']} ({100 * item['rate']:.0f}% [{100 * item['ci95'][0]:.0f}, " \
-               f"{100 * item['ci95'][1]:.0f}])"
+        return (
+            f"{item['hits']}/{result['complexes']} ({100 * item['rate']:.0f}% [{100 * item['ci95'][0]:.0f}, "
+            f"{100 * item['ci95'][1]:.0f}])"
+        )
+
     diff = result["top1_difference"]
-    return (f"| {name} | {result['complexes']} | {cell('model_top1')} | {cell('docking_top1')} | {cell('model_top3')} "
-            f"| {cell('docking_top3')} | {cell('ceiling')} | {100 * diff['mean']:+.0f} [{100 * diff['ci95'][0]:+.0f}, "
-            f"{100 * diff['ci95'][1]:+.0f}] | {result['model_auc']:.2f} / {result['docking_auc']:.2f} |")
+    return (
+        f"| {name} | {result['complexes']} | {cell('model_top1')} | {cell('docking_top1')} | {cell('model_top3')} "
+        f"| {cell('docking_top3')} | {cell('ceiling')} | {100 * diff['mean']:+.0f} [{100 * diff['ci95'][0]:+.0f}, "
+        f"{100 * diff['ci95'][1]:+.0f}] | {result['model_auc']:.2f} / {result['docking_auc']:.2f} |"
+    )
 
 
-TABLE_HEADER = ("| held-out family | complexes | model top-1 | docking top-1 | model top-3 | docking top-3 | ceiling "
-                "| top-1 difference (pp) | AUC model / docking |\n|---|---|---|---|---|---|---|---|---|")
+TABLE_HEADER = (
+    "| held-out family | complexes | model top-1 | docking top-1 | model top-3 | docking top-3 | ceiling "
+    "| top-1 difference (pp) | AUC model / docking |\n|---|---|---|---|---|---|---|---|---|"
+)
 
 
 def main(argv=None) -> int:
@@ -168,9 +206,14 @@ def main(argv=None) -> int:
         folds[family] = summarize(scores, args.n_boot)
         folds[family]["per_complex"] = complex_table(scores).to_dict("index")
         print(row(family, folds[family]), flush=True)
-    result = {"tag": args.tag, "config": str(args.config), "overrides": args.overrides,
-              "recipe": yaml.safe_load(Path(args.config).read_text()), "folds": folds,
-              "pooled": summarize(pd.concat(pooled, ignore_index=True), args.n_boot)}
+    result = {
+        "tag": args.tag,
+        "config": str(args.config),
+        "overrides": args.overrides,
+        "recipe": yaml.safe_load(Path(args.config).read_text()),
+        "folds": folds,
+        "pooled": summarize(pd.concat(pooled, ignore_index=True), args.n_boot),
+    }
     out = args.results / f"{args.tag}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=1, default=lambda value: value.item()))  # numpy scalars

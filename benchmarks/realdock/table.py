@@ -1,7 +1,8 @@
 """Markdown tables of benchmarks/realdock results: one per recipe (folds + pooled) and a pooled summary.
 
-    python benchmarks/realdock/table.py results/recipe.json [results/dockscore.json ...]
+python benchmarks/realdock/table.py results/recipe.json [results/dockscore.json ...]
 """
+
 from __future__ import annotations
 
 import json

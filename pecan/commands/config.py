@@ -1,6 +1,7 @@
 """`pecan config CONFIG [--set section.key=value ...]`: print the resolved config (YAML, overrides and
 environment folded in, checked as a run would check it); `pecan config --keys`: every key with its type,
 default and documentation."""
+
 from __future__ import annotations
 
 import argparse
@@ -12,8 +13,14 @@ def parse_args(argv=None, prog: str | None = None) -> argparse.Namespace:
     """Command-line options."""
     parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     parser.add_argument("config", nargs="?", help="YAML run config to resolve")
-    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE",
-                        help="override a config value; the value is parsed as YAML (repeatable)")
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="SECTION.KEY=VALUE",
+        help="override a config value; the value is parsed as YAML (repeatable)",
+    )
     parser.add_argument("--keys", action="store_true", help="list every key with its type, default and meaning")
     args = parser.parse_args(argv)
     if args.keys == bool(args.config):

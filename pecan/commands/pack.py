@@ -4,6 +4,7 @@ shards ahead of time (otherwise rank 0 builds them at first use).
 Packs go where a run would look for them: the first writable directory of the location chain
 (data.cache_dir, beside the shards, the per-user cache, the per-user temp dir), so read-only data works.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -17,11 +18,18 @@ from pecan.errors import exit_code
 
 def parse_args(argv=None, prog: str | None = None) -> argparse.Namespace:
     """Command-line options."""
-    parser = argparse.ArgumentParser(prog=prog, description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog=prog, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("config", help="YAML run config whose data section names the shards")
-    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE",
-                        help="override a config value; the value is parsed as YAML (repeatable)")
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="SECTION.KEY=VALUE",
+        help="override a config value; the value is parsed as YAML (repeatable)",
+    )
     parser.add_argument("--processes", type=int, default=os.cpu_count() or 1, help="shards packed in parallel")
     return parser.parse_args(argv)
 

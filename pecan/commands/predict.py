@@ -5,6 +5,7 @@ The run config is rebuilt from the checkpoint itself (its model section, its sam
 rule), with the inputs named on the command line as the test inputs; ``--config`` starts from a YAML instead,
 ``--set`` overrides either. Scoring is read-only: no lock, no resume check, nothing of train.out_dir is read.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -17,8 +18,17 @@ from pecan.errors import exit_code
 
 # data.* keys a checkpoint's stored run config keeps when scoring without a YAML: how samples are found,
 # built and labelled. Locations and io settings belong to the machine that trained, so they are dropped.
-KEPT_DATA_KEYS = ("pose_group", "crystal_group", "rmsd_threshold", "pocket_radius", "edge_cutoff", "max_atoms",
-                  "max_edges", "on_bad_sample", "batch_size")
+KEPT_DATA_KEYS = (
+    "pose_group",
+    "crystal_group",
+    "rmsd_threshold",
+    "pocket_radius",
+    "edge_cutoff",
+    "max_atoms",
+    "max_edges",
+    "on_bad_sample",
+    "batch_size",
+)
 
 
 def parse_args(argv=None, prog: str | None = None) -> argparse.Namespace:
@@ -27,14 +37,31 @@ def parse_args(argv=None, prog: str | None = None) -> argparse.Namespace:
     parser.add_argument("checkpoint", help="a checkpoint of a training run (e.g. RUN/checkpoints/best.pt)")
     parser.add_argument("--data-dir", default="", help="directory of the shards; relative paths resolve here")
     parser.add_argument("--csv", action="append", default=[], metavar="CSV", help="index CSV of the poses (repeatable)")
-    parser.add_argument("--shards", action="append", default=[], metavar="GLOB",
-                        help="shard files or globs (repeatable); default: every *.hdf5 of --data-dir")
+    parser.add_argument(
+        "--shards",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="shard files or globs (repeatable); default: every *.hdf5 of --data-dir",
+    )
     parser.add_argument("--out", default="scores.csv", help="the scores CSV; the metrics JSON goes beside it")
     parser.add_argument("--config", help="start from this YAML instead of the checkpoint's stored run config")
-    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE",
-                        help="override a config value; the value is parsed as YAML (repeatable)")
-    parser.add_argument("--allow-setting-change", dest="allow", action="append", default=[], metavar="KEY",
-                        help="score with a pinned setting (e.g. data.edge_cutoff) that differs from the trained one")
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="SECTION.KEY=VALUE",
+        help="override a config value; the value is parsed as YAML (repeatable)",
+    )
+    parser.add_argument(
+        "--allow-setting-change",
+        dest="allow",
+        action="append",
+        default=[],
+        metavar="KEY",
+        help="score with a pinned setting (e.g. data.edge_cutoff) that differs from the trained one",
+    )
     parser.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N (default auto)")
     return parser.parse_args(argv)
 
@@ -61,8 +88,11 @@ def build_config(args: argparse.Namespace) -> config_module.Config:
         raise config_module.ConfigError("pecan predict: name the poses to score: --data-dir, --csv or --shards")
     if named:
         # Relative inputs resolve against --data-dir, else the working directory.
-        raw.setdefault("data", {}).update(data_dir=args.data_dir or ".", test_csvs=list(args.csv),
-                                          test_fns=list(args.shards) or ([] if args.csv else ["*.hdf5"]))
+        raw.setdefault("data", {}).update(
+            data_dir=args.data_dir or ".",
+            test_csvs=list(args.csv),
+            test_fns=list(args.shards) or ([] if args.csv else ["*.hdf5"]),
+        )
     if args.device != "auto" or not args.config:
         raw.setdefault("train", {})["device"] = args.device
     return config_module.load_mapping(raw, args.overrides, source)
@@ -91,8 +121,9 @@ def score(config: config_module.Config, checkpoint: str, out: str, allow: tuple[
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    logging.basicConfig(level=logging.INFO if env.is_main else logging.WARNING,
-                        format=f"[pecan r{env.rank}] %(levelname)s %(message)s")
+    logging.basicConfig(
+        level=logging.INFO if env.is_main else logging.WARNING, format=f"[pecan r{env.rank}] %(levelname)s %(message)s"
+    )
     finished = False
     try:
         device = resolve_device(config.train.device, init_distributed(env), env.local_rank)

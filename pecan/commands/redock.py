@@ -6,6 +6,7 @@ for `python scripts/convert_structures.py DIR/manifest.csv --out SHARDS`, DIR/re
 score, seconds per complex) and DIR/failures.csv. A rerun skips finished complexes. Needs the dock extra
 (pip install -e '.[dock]') and Open Babel's obabel for PDB receptors. See docs/redock.md.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -20,14 +21,27 @@ def parse_args(argv=None, prog: str | None = None) -> argparse.Namespace:
     parser.add_argument("--out", type=Path, required=True, help="output directory (poses, manifest.csv, ...)")
     parser.add_argument("--exhaustiveness", type=int, default=8, help="Vina's search effort (default 8)")
     parser.add_argument("--n-poses", type=int, default=20, help="poses kept per complex (default 20)")
-    parser.add_argument("--energy-range", type=float, default=10.0,
-                        help="kcal/mol above the best pose that are still kept (default 10)")
-    parser.add_argument("--box-padding", type=float, default=4.0,
-                        help="A added on every side of the crystal ligand's extent (default 4)")
-    parser.add_argument("--box-size", type=float, default=0.0,
-                        help="a cubic box of this edge (A) instead of extent + padding (default: off)")
-    parser.add_argument("--seed", type=int, default=1,
-                        help="run seed; each complex's seed derives from it and its id (recorded in redock.csv)")
+    parser.add_argument(
+        "--energy-range", type=float, default=10.0, help="kcal/mol above the best pose that are still kept (default 10)"
+    )
+    parser.add_argument(
+        "--box-padding",
+        type=float,
+        default=4.0,
+        help="A added on every side of the crystal ligand's extent (default 4)",
+    )
+    parser.add_argument(
+        "--box-size",
+        type=float,
+        default=0.0,
+        help="a cubic box of this edge (A) instead of extent + padding (default: off)",
+    )
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=1,
+        help="run seed; each complex's seed derives from it and its id (recorded in redock.csv)",
+    )
     parser.add_argument("--scoring", choices=("vina", "vinardo"), default="vina")
     parser.add_argument("--workers", type=int, default=1, help="complexes docked at once (processes)")
     parser.add_argument("--cpu", type=int, default=1, help="Vina threads per complex")
@@ -54,9 +68,16 @@ def main(argv=None, prog: str | None = None) -> int:
         from pecan.redock.dock import DockOptions
         from pecan.redock.run import redock, summary_line
 
-        options = DockOptions(exhaustiveness=args.exhaustiveness, n_poses=args.n_poses,
-                              energy_range=args.energy_range, box_padding=args.box_padding,
-                              box_size=args.box_size, seed=args.seed, cpu=args.cpu, scoring=args.scoring)
+        options = DockOptions(
+            exhaustiveness=args.exhaustiveness,
+            n_poses=args.n_poses,
+            energy_range=args.energy_range,
+            box_padding=args.box_padding,
+            box_size=args.box_size,
+            seed=args.seed,
+            cpu=args.cpu,
+            scoring=args.scoring,
+        )
         summary = redock(args.manifest, args.out, options, args.workers, progress=not args.no_progress)
     except ImportError as err:
         print(f"error: {err}", file=sys.stderr)

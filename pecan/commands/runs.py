@@ -1,10 +1,11 @@
 """`pecan runs compare|plot|report|trace`: read run directories after (or while) they train.
 
-    pecan runs compare A=RUN[,RUN...] B=RUN ... [--strict] [--allow KEY]   figures and every differing setting
-    pecan runs plot RUN [RUN ...] [--out DIR]                                run.png, or one overlay PNG
-    pecan runs report RUN                                                    summary, last epoch, CPU share
-    pecan runs trace RUN [--check] [--perfetto OUT.json]                     phase x rank x epoch from traces
+pecan runs compare A=RUN[,RUN...] B=RUN ... [--strict] [--allow KEY]   figures and every differing setting
+pecan runs plot RUN [RUN ...] [--out DIR]                                run.png, or one overlay PNG
+pecan runs report RUN                                                    summary, last epoch, CPU share
+pecan runs trace RUN [--check] [--perfetto OUT.json]                     phase x rank x epoch from traces
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,8 +40,9 @@ def main(argv=None, prog: str | None = None) -> int:
     """Dispatch to the compare, plot, report or trace action."""
     from pecan.runs import compare, plot
 
-    parser = argparse.ArgumentParser(prog=prog, description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog=prog, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
     compare.add_arguments(actions.add_parser("compare", help="compare runs: figures and every differing setting"))
     plot.add_arguments(actions.add_parser("plot", help="plot one run, or several on the same axes"))

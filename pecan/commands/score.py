@@ -7,6 +7,7 @@ sample settings), and written back as SDF, each complex's poses sorted by score 
 ``pecan_score`` and ``pecan_rank`` (and ``rmsd``/``label`` when a crystal ligand is given). scores.csv and
 the metrics JSON go beside the SDF. ``--manifest M.csv`` scores many complexes (the converter's manifest).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,10 +33,20 @@ def parse_args(argv=None, prog: str | None = None) -> argparse.Namespace:
     parser.add_argument("--score-property", default="", help="SD property holding each pose's docking score")
     parser.add_argument("--manifest", help="converter manifest CSV: many complexes (instead of --receptor/--poses)")
     parser.add_argument("--out", required=True, help="the scored SDF; scores.csv and metrics JSON go beside it")
-    parser.add_argument("--pocket-radius", type=float, default=8.0,
-                        help="receptor atoms kept around each pose at conversion (Angstrom, default 8)")
-    parser.add_argument("--allow-setting-change", dest="allow", action="append", default=[], metavar="KEY",
-                        help="score with a pinned setting that differs from the trained one")
+    parser.add_argument(
+        "--pocket-radius",
+        type=float,
+        default=8.0,
+        help="receptor atoms kept around each pose at conversion (Angstrom, default 8)",
+    )
+    parser.add_argument(
+        "--allow-setting-change",
+        dest="allow",
+        action="append",
+        default=[],
+        metavar="KEY",
+        help="score with a pinned setting that differs from the trained one",
+    )
     parser.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N (default auto)")
     return parser.parse_args(argv)
 
@@ -53,9 +64,13 @@ def manifest_rows(args: argparse.Namespace) -> pd.DataFrame:
         return rows
     if not (args.receptor and args.poses):
         raise ConfigError("pecan score: give --receptor and --poses (or --manifest)")
-    row = {"complex_id": args.complex_id or Path(args.poses).stem, "receptor": str(Path(args.receptor).resolve()),
-           "poses": str(Path(args.poses).resolve()), "score_property": args.score_property,
-           "crystal_ligand": str(Path(args.crystal).resolve()) if args.crystal else ""}
+    row = {
+        "complex_id": args.complex_id or Path(args.poses).stem,
+        "receptor": str(Path(args.receptor).resolve()),
+        "poses": str(Path(args.poses).resolve()),
+        "score_property": args.score_property,
+        "crystal_ligand": str(Path(args.crystal).resolve()) if args.crystal else "",
+    }
     return pd.DataFrame([row])
 
 
@@ -64,8 +79,9 @@ def scoring_config(state: dict, shards: Path, work: Path, device: str) -> config
     from pecan.commands.predict import mapping_from_checkpoint
 
     raw = mapping_from_checkpoint(state)
-    raw["data"].update(data_dir=str(shards), test_fns=["*.hdf5"], cache_dir=str(work / "cache"),
-                       index_dir=str(work / "index"))
+    raw["data"].update(
+        data_dir=str(shards), test_fns=["*.hdf5"], cache_dir=str(work / "cache"), index_dir=str(work / "index")
+    )
     raw["train"].update(device=device)
     return config_module.load_mapping(raw, (), "pecan score")
 
@@ -79,8 +95,9 @@ def convert_inputs(rows: pd.DataFrame, work: Path, options) -> Path:
     summary = convert(manifest, work / "shards", options, prefix="score", progress=sys.stderr.isatty())
     failures = pd.read_csv(summary["failures"], keep_default_na=False)
     for failure in failures.itertuples():
-        logging.getLogger("pecan").warning("not scored: complex %s pose %s: %s", failure.complex,
-                                           failure.pose or "(all)", failure.reason)
+        logging.getLogger("pecan").warning(
+            "not scored: complex %s pose %s: %s", failure.complex, failure.pose or "(all)", failure.reason
+        )
     print(summary_line({**summary, "failures": "the warnings above"}), flush=True)
     if not summary["complexes"]:
         raise ConfigError("pecan score: no pose could be converted (see the warnings above)")

@@ -6,6 +6,7 @@ With --config RUN.yaml the output directory, index name and RMSD threshold come 
 section (data_dir, train_csvs[0], rmsd_threshold) and generation is skipped when that directory
 already holds the same data set (--ensure), so `make demo` can call it on every run.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,8 +34,9 @@ def parse_args(argv=None, prog=None):
     """Command-line options; names mirror generate_dataset's arguments."""
     parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=pathlib.Path, help="output directory")
-    parser.add_argument("--config", type=pathlib.Path,
-                        help="run config whose data section names the output (implies --ensure)")
+    parser.add_argument(
+        "--config", type=pathlib.Path, help="run config whose data section names the output (implies --ensure)"
+    )
     parser.add_argument("--shards", type=int, default=2)
     parser.add_argument("--complexes-per-shard", type=int, default=10)
     parser.add_argument("--poses-per-complex", type=int_range, default=(10, 30), metavar="LO:HI")
@@ -45,8 +47,9 @@ def parse_args(argv=None, prog=None):
     parser.add_argument("--index-name", help="default index.csv, or the config's first train CSV")
     parser.add_argument("--no-crystal", action="store_true", help="omit the pdbbind crystal poses")
     parser.add_argument("--no-progress", action="store_true")
-    parser.add_argument("--ensure", action="store_true",
-                        help="skip generation when --out already holds this exact data set")
+    parser.add_argument(
+        "--ensure", action="store_true", help="skip generation when --out already holds this exact data set"
+    )
     args = parser.parse_args(argv)
     if args.config is None and args.out is None:
         parser.error("one of --out or --config is required")
@@ -76,10 +79,17 @@ def apply_config(args):
 def main(argv=None, prog=None) -> int:
     """Generate the data set and print where it went and how fast."""
     args = apply_config(parse_args(argv, prog))
-    settings = dict(n_shards=args.shards, complexes_per_shard=args.complexes_per_shard,
-                    poses_per_complex=args.poses_per_complex, pocket_atoms=args.pocket_atoms,
-                    ligand_atoms=args.ligand_atoms, with_crystal=not args.no_crystal,
-                    rmsd_threshold=args.rmsd_threshold, seed=args.seed, index_name=args.index_name)
+    settings = dict(
+        n_shards=args.shards,
+        complexes_per_shard=args.complexes_per_shard,
+        poses_per_complex=args.poses_per_complex,
+        pocket_atoms=args.pocket_atoms,
+        ligand_atoms=args.ligand_atoms,
+        with_crystal=not args.no_crystal,
+        rmsd_threshold=args.rmsd_threshold,
+        seed=args.seed,
+        index_name=args.index_name,
+    )
     if args.ensure and dataset_is_current(args.out, **settings):
         print(f"{args.out} already holds this synthetic data set; nothing to do")
         return 0
@@ -89,7 +99,8 @@ def main(argv=None, prog=None) -> int:
     elapsed = time.perf_counter() - start
     with open(args.out / args.index_name) as index:
         samples = sum(1 for _ in index) - 1
-    print(f"{len(shards)} shards, {samples} samples in {args.out} "
-          f"({elapsed:.1f} s, {samples / max(elapsed, 1e-9):.0f} samples/s)")
+    print(
+        f"{len(shards)} shards, {samples} samples in {args.out} "
+        f"({elapsed:.1f} s, {samples / max(elapsed, 1e-9):.0f} samples/s)"
+    )
     return 0
-

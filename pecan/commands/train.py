@@ -2,6 +2,7 @@
 
 `python main_app.py CONFIG` is the same command (the card's interface); `--predict CKPT` scores instead.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -20,17 +21,33 @@ def parse_args(argv=None, prog: str | None = None) -> argparse.Namespace:
     """Command line: a config file and any number of --set overrides."""
     parser = argparse.ArgumentParser(prog=prog, description="Train an EGNN pose classifier on HDF5 shards.")
     parser.add_argument("config", help="YAML config file (see configs/demo.yaml and docs/configuration.md)")
-    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE",
-                        help="override a config value; the value is parsed as YAML (repeatable)")
-    parser.add_argument("--predict", metavar="CHECKPOINT", help="score the configured poses with this checkpoint "
-                                                                 "instead of training")
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="SECTION.KEY=VALUE",
+        help="override a config value; the value is parsed as YAML (repeatable)",
+    )
+    parser.add_argument(
+        "--predict", metavar="CHECKPOINT", help="score the configured poses with this checkpoint instead of training"
+    )
     parser.add_argument("--out", default="scores.csv", help="with --predict: the scores CSV (default scores.csv)")
-    parser.add_argument("--allow-setting-change", dest="allow", action="append", default=[], metavar="KEY",
-                        help="with --predict: score with the config's value of a setting the checkpoint pins "
-                             "(e.g. data.edge_cutoff) although it differs from the trained one (repeatable)")
-    parser.add_argument("--force-unlock", action="store_true",
-                        help="take over out_dir's .pecan.lock even if its owner looks alive (only when you know "
-                             "that run is gone; see docs/time-limits.md)")
+    parser.add_argument(
+        "--allow-setting-change",
+        dest="allow",
+        action="append",
+        default=[],
+        metavar="KEY",
+        help="with --predict: score with the config's value of a setting the checkpoint pins "
+        "(e.g. data.edge_cutoff) although it differs from the trained one (repeatable)",
+    )
+    parser.add_argument(
+        "--force-unlock",
+        action="store_true",
+        help="take over out_dir's .pecan.lock even if its owner looks alive (only when you know "
+        "that run is gone; see docs/time-limits.md)",
+    )
     return parser.parse_args(argv)
 
 
@@ -72,16 +89,17 @@ def setup_logging(rank: int, is_main: bool, out_dir: str) -> None:
     handler.pecan_run = True
     handler.setFormatter(logging.Formatter(f"%(asctime)s [pecan r{rank}] %(levelname)s %(name)s: %(message)s"))
     root.addHandler(handler)
-    logging.getLogger("pecan").info("rank %d, pid %d on %s, logs to %s", rank, os.getpid(), socket.gethostname(),
-                                    path)
+    logging.getLogger("pecan").info("rank %d, pid %d on %s, logs to %s", rank, os.getpid(), socket.gethostname(), path)
 
 
 def finished_line(config) -> str:
     """What a rerun of a finished run says: it is done, and which key trains it further."""
     epochs = config.train.epochs
-    return (f"run in {config.train.out_dir} is finished: all {epochs} epochs are done (checkpoints/last.pt). "
-            f"To train more, raise train.epochs (e.g. --set train.epochs={epochs + 5}) and rerun; to start over, "
-            "use a new train.out_dir")
+    return (
+        f"run in {config.train.out_dir} is finished: all {epochs} epochs are done (checkpoints/last.pt). "
+        f"To train more, raise train.epochs (e.g. --set train.epochs={epochs + 5}) and rerun; to start over, "
+        "use a new train.out_dir"
+    )
 
 
 def watch_signals(trainer, stop_signal: str):
@@ -117,13 +135,18 @@ def main(argv=None, prog: str | None = None) -> int:
     setup_logging(env.rank, env.is_main, config.train.out_dir)
     trainer, finished, signals, peers = None, False, None, None
     try:
-        device = resolve_device(config.train.device, init_distributed(env, timeout_s=config.train.collective_timeout_s),
-                                env.local_rank)
+        device = resolve_device(
+            config.train.device, init_distributed(env, timeout_s=config.train.collective_timeout_s), env.local_rank
+        )
         from pecan.train.peers import start_peer_watch
 
         peers = start_peer_watch(env.world_size)
-        tracing.setup(config.trace.enabled, config_module.trace_dir(config), env.rank,
-                      data_dir=config.data.data_dir if config.trace.posix else None)
+        tracing.setup(
+            config.trace.enabled,
+            config_module.trace_dir(config),
+            env.rank,
+            data_dir=config.data.data_dir if config.trace.posix else None,
+        )
         if config.synthetic.enabled and env.is_main:
             from pecan.synthetic.cache import ensure_from_config  # only demo configs load the generator
 

@@ -1,4 +1,5 @@
 """Molecules in, shard rows out: RDKit parsing, the 19 per-atom features, pockets and heavy-atom RMSD."""
+
 from __future__ import annotations
 
 import os
@@ -22,7 +23,6 @@ RDLogger.DisableLog("rdApp.*")
 
 from pecan.errors import ConversionError  # noqa: E402,F401  (re-exported)
 
-
 WATER_RESIDUES = {"HOH", "WAT", "DOD", "H2O", "TIP", "TIP3", "SOL"}
 ELEMENT_SLOTS = {5: 0, 6: 1, 7: 2, 8: 3, 15: 4, 16: 5, 34: 6, 9: 7, 17: 7, 35: 7, 53: 7}
 METAL_SLOT = 8
@@ -39,6 +39,7 @@ def feature_factory():
 
 
 # ---------------------------------------------------------------------------- reading files
+
 
 def _sanitize_leniently(mol: Chem.Mol) -> Chem.Mol:
     """Full sanitisation, or everything except the valence check (receptor PDBs often have odd valences)."""
@@ -98,6 +99,7 @@ def docking_score(mol: Chem.Mol, prop: str) -> float:
 
 # ---------------------------------------------------------------------------- features
 
+
 def _is_metal(atomic_number: int) -> bool:
     return atomic_number not in NON_METALS
 
@@ -130,19 +132,18 @@ def atom_features(mol: Chem.Mol, molcode: float) -> np.ndarray:
         charge = atom.GetDoubleProp("_GasteigerCharge") if atom.HasProp("_GasteigerCharge") else 0.0
         row[15] = charge if np.isfinite(charge) else 0.0
         row[fmt.MOLCODE_COLUMN] = molcode
-        row[17:22] = (index in hydrophobic, atom.GetIsAromatic(), index in acceptors, index in donors,
-                      atom.IsInRing())
+        row[17:22] = (index in hydrophobic, atom.GetIsAromatic(), index in acceptors, index in donors, atom.IsInRing())
     return rows
 
 
 def van_der_waals(mol: Chem.Mol) -> np.ndarray:
     """Van der Waals radius of each heavy atom (Angstrom), in the order of ``atom_features``."""
     table = Chem.GetPeriodicTable()
-    return np.array([table.GetRvdw(a.GetAtomicNum()) for a in mol.GetAtoms() if a.GetAtomicNum() > 1],
-                    dtype=np.float32)
+    return np.array([table.GetRvdw(a.GetAtomicNum()) for a in mol.GetAtoms() if a.GetAtomicNum() > 1], dtype=np.float32)
 
 
 # ---------------------------------------------------------------------------- pockets
+
 
 def heavy_positions(mol: Chem.Mol) -> np.ndarray:
     """Coordinates of the heavy atoms in file order."""
@@ -154,7 +155,7 @@ def _min_distances(points: np.ndarray, ligands: list[np.ndarray]) -> np.ndarray:
     best = np.full(len(points), np.inf)
     for ligand in ligands:
         for start in range(0, len(ligand), 64):
-            chunk = ligand[start:start + 64]
+            chunk = ligand[start : start + 64]
             d = np.sqrt(((points[:, None, :] - chunk[None, :, :]) ** 2).sum(-1)).min(1)
             best = np.minimum(best, d)
     return best
@@ -178,14 +179,16 @@ def pocket_submol(receptor: Chem.Mol, ligands: list[np.ndarray], radius: float) 
     return _sanitize_leniently(editable.GetMol())
 
 
-def pocket_rows(pocket_atoms: np.ndarray, pocket_vdw: np.ndarray, ligand_xyz: np.ndarray,
-                radius: float) -> tuple[np.ndarray, np.ndarray]:
+def pocket_rows(
+    pocket_atoms: np.ndarray, pocket_vdw: np.ndarray, ligand_xyz: np.ndarray, radius: float
+) -> tuple[np.ndarray, np.ndarray]:
     """The pocket rows (and radii) within ``radius`` of this pose's ligand atoms."""
     keep = _min_distances(pocket_atoms[:, :3].astype(np.float64), [ligand_xyz]) <= radius
     return pocket_atoms[keep], pocket_vdw[keep]
 
 
 # ---------------------------------------------------------------------------- RMSD
+
 
 def heavy_graph(mol: Chem.Mol) -> Chem.Mol:
     """Heavy atoms with every bond single and no charges or aromaticity: protonation and bond-order
@@ -210,8 +213,9 @@ def symmetric_rmsd(pose: Chem.Mol, crystal: Chem.Mol) -> float:
     """Heavy-atom RMSD over the graph's symmetry-equivalent atom mappings, without any alignment."""
     pose_graph, crystal_graph = heavy_graph(pose), heavy_graph(crystal)
     if pose_graph.GetNumAtoms() != crystal_graph.GetNumAtoms():
-        raise ConversionError(f"pose has {pose_graph.GetNumAtoms()} heavy atoms, the crystal ligand "
-                              f"{crystal_graph.GetNumAtoms()}")
+        raise ConversionError(
+            f"pose has {pose_graph.GetNumAtoms()} heavy atoms, the crystal ligand {crystal_graph.GetNumAtoms()}"
+        )
     try:
         return float(rdMolAlign.CalcRMS(pose_graph, crystal_graph))
     except RuntimeError as err:

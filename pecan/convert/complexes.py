@@ -1,4 +1,5 @@
 """One manifest row -> one converted complex (crystal and poses as shard arrays) plus its failures."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -67,8 +68,10 @@ def read_manifest(path: Path) -> list[ComplexEntry]:
     frame = pd.read_csv(path, dtype=str, keep_default_na=False)
     missing = [c for c in REQUIRED_COLUMNS if c not in frame.columns]
     if missing:
-        raise ValueError(f"manifest {path}: missing column(s) {', '.join(missing)} "
-                         f"(required: {', '.join(REQUIRED_COLUMNS)}; optional: {', '.join(OPTIONAL_COLUMNS)})")
+        raise ValueError(
+            f"manifest {path}: missing column(s) {', '.join(missing)} "
+            f"(required: {', '.join(REQUIRED_COLUMNS)}; optional: {', '.join(OPTIONAL_COLUMNS)})"
+        )
     duplicated = frame["complex_id"][frame["complex_id"].duplicated()]
     if len(duplicated):
         raise ValueError(f"manifest {path}: complex_id {duplicated.iloc[0]!r} appears more than once")
@@ -80,11 +83,16 @@ def read_manifest(path: Path) -> list[ComplexEntry]:
     entries = []
     for row in frame.to_dict("records"):
         affinity = row.get("affinity", "")
-        entries.append(ComplexEntry(
-            complex_id=row["complex_id"].strip(), receptor=resolve(row["receptor"]), poses=resolve(row["poses"]),
-            crystal_ligand=resolve(row.get("crystal_ligand", "")),
-            affinity=float(affinity) if not _blank(affinity) else float("nan"),
-            score_property=row.get("score_property", "").strip()))
+        entries.append(
+            ComplexEntry(
+                complex_id=row["complex_id"].strip(),
+                receptor=resolve(row["receptor"]),
+                poses=resolve(row["poses"]),
+                crystal_ligand=resolve(row.get("crystal_ligand", "")),
+                affinity=float(affinity) if not _blank(affinity) else float("nan"),
+                score_property=row.get("score_property", "").strip(),
+            )
+        )
     return entries
 
 
@@ -144,8 +152,7 @@ class ComplexConverter:
 
         counter = InteractionCounter(pocket)
         if crystal is not None:
-            self.result.crystal = self._sample(crystal, "", 0.0,
-                                               pocket_atoms, pocket_vdw, counter, is_crystal=True)
+            self.result.crystal = self._sample(crystal, "", 0.0, pocket_atoms, pocket_vdw, counter, is_crystal=True)
         for pose_id, mol in zip(ids, records):
             try:
                 if mol is None:
@@ -166,21 +173,29 @@ class ComplexConverter:
             raise ConversionError(f"crystal ligand {path}: RDKit cannot parse it")
         return mols[0]
 
-    def _sample(self, mol, pose_id: str, rmsd: float, pocket_atoms, pocket_vdw, counter,
-                is_crystal: bool = False) -> Sample:
+    def _sample(
+        self, mol, pose_id: str, rmsd: float, pocket_atoms, pocket_vdw, counter, is_crystal: bool = False
+    ) -> Sample:
         ligand = chem.atom_features(mol, 1.0)
-        protein, protein_vdw = chem.pocket_rows(pocket_atoms, pocket_vdw, ligand[:, :3].astype(np.float64),
-                                                self.options.pocket_radius)
+        protein, protein_vdw = chem.pocket_rows(
+            pocket_atoms, pocket_vdw, ligand[:, :3].astype(np.float64), self.options.pocket_radius
+        )
         what = "the crystal ligand" if is_crystal else "this pose"
         if len(protein) == 0:
             raise ConversionError(f"no receptor atoms within {self.options.pocket_radius} A of {what}")
-        attrs = {"rmsd": float(rmsd),
-                 "score": float("nan") if is_crystal else chem.docking_score(mol, self.entry.score_property)}
+        attrs = {
+            "rmsd": float(rmsd),
+            "score": float("nan") if is_crystal else chem.docking_score(mol, self.entry.score_property),
+        }
         if not np.isnan(rmsd):
             attrs["label"] = int(rmsd < self.options.rmsd_threshold)
         attrs.update(counter.counts(_with_hydrogens(mol)))
-        return Sample(pose_id or fmt.DEFAULT_CRYSTAL_GROUP.rpartition("/")[2], np.concatenate([ligand, protein]),
-                      np.concatenate([chem.van_der_waals(mol), protein_vdw]), attrs)
+        return Sample(
+            pose_id or fmt.DEFAULT_CRYSTAL_GROUP.rpartition("/")[2],
+            np.concatenate([ligand, protein]),
+            np.concatenate([chem.van_der_waals(mol), protein_vdw]),
+            attrs,
+        )
 
 
 def convert_complex(entry: ComplexEntry, options: Options) -> ConvertedComplex:

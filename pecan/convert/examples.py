@@ -6,6 +6,7 @@
 - ``1s2g``: ``prolif/data/implicitHbond/receptor.pdb``, ``1.D.sdf`` (ligand without hydrogens) as the
   crystal and ``1.D_protonated.sdf`` (the same ligand protonated) as its one pose.
 """
+
 from __future__ import annotations
 
 import re
@@ -42,11 +43,22 @@ def write_prolif_manifest(out_dir: Path) -> Path:
     """Write ``manifest.csv`` (and the scored pose SDF) for the two ProLIF example complexes into ``out_dir``."""
     out_dir.mkdir(parents=True, exist_ok=True)
     data = prolif_data()
-    rows = [{"complex_id": "vina", "receptor": data / "vina/rec.pdb", "crystal_ligand": data / "vina/lig.pdb",
-             "poses": vina_poses_with_scores(out_dir / "vina_scored.sdf").name, "score_property": "vina_score"},
-            {"complex_id": "1s2g", "receptor": data / "implicitHbond/receptor.pdb",
-             "crystal_ligand": data / "implicitHbond/1.D.sdf", "poses": data / "implicitHbond/1.D_protonated.sdf",
-             "score_property": ""}]
+    rows = [
+        {
+            "complex_id": "vina",
+            "receptor": data / "vina/rec.pdb",
+            "crystal_ligand": data / "vina/lig.pdb",
+            "poses": vina_poses_with_scores(out_dir / "vina_scored.sdf").name,
+            "score_property": "vina_score",
+        },
+        {
+            "complex_id": "1s2g",
+            "receptor": data / "implicitHbond/receptor.pdb",
+            "crystal_ligand": data / "implicitHbond/1.D.sdf",
+            "poses": data / "implicitHbond/1.D_protonated.sdf",
+            "score_property": "",
+        },
+    ]
     path = out_dir / "manifest.csv"
     pd.DataFrame(rows).to_csv(path, index=False)
     return path

@@ -13,6 +13,7 @@ ProLIF interaction type -> shard attribute (each detected ligand-protein atom-gr
 ProLIF finds hydrogen bonds through explicit hydrogens: a receptor or pose without hydrogens gets
 ``num_hbonds`` 0 (add hydrogens before docking, as docking programs require anyway).
 """
+
 from __future__ import annotations
 
 import warnings

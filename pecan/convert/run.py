@@ -1,4 +1,5 @@
 """The conversion run: manifest -> shards (process pool, atomic writes, resumable) -> index and failures."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -33,8 +34,10 @@ class ShardJob:
     @property
     def key(self) -> str:
         """Hash of the entries and options (a finished shard with the same key is reused)."""
-        text = json.dumps([[str(v) for v in dataclasses.astuple(e)] for e in self.entries]
-                          + [dataclasses.asdict(self.options)], sort_keys=True)
+        text = json.dumps(
+            [[str(v) for v in dataclasses.astuple(e)] for e in self.entries] + [dataclasses.asdict(self.options)],
+            sort_keys=True,
+        )
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     @property
@@ -47,12 +50,22 @@ def _shard_sample(sample, name: Optional[str] = None) -> fmt.ShardSample:
     return fmt.ShardSample(name or sample.pose_id, sample.data, sample.attrs, sample.vdw)
 
 
-def write_shard(path: Path, complexes: Iterable[ConvertedComplex], crystal_group: str = fmt.DEFAULT_CRYSTAL_GROUP,
-                pose_group: str = fmt.DEFAULT_POSE_GROUP) -> None:
+def write_shard(
+    path: Path,
+    complexes: Iterable[ConvertedComplex],
+    crystal_group: str = fmt.DEFAULT_CRYSTAL_GROUP,
+    pose_group: str = fmt.DEFAULT_POSE_GROUP,
+) -> None:
     """Converted complexes as one shard (pecan.data.format.write_shard, lzf-compressed)."""
-    items = (fmt.ShardComplex(item.complex_id, [_shard_sample(s) for s in item.poses],
-                              _shard_sample(item.crystal) if item.crystal is not None else None, item.affinity)
-             for item in complexes)
+    items = (
+        fmt.ShardComplex(
+            item.complex_id,
+            [_shard_sample(s) for s in item.poses],
+            _shard_sample(item.crystal) if item.crystal is not None else None,
+            item.affinity,
+        )
+        for item in complexes
+    )
     fmt.write_shard(path, items, pose_group=pose_group, crystal_group=crystal_group, compression="lzf")
 
 
@@ -82,18 +95,25 @@ def run_job(job: ShardJob) -> dict:
         write_shard(job.path, done)
     else:
         job.path.unlink(missing_ok=True)
-    record = {"key": job.key, "shard": job.path.name, "complexes": len(done),
-              "poses": sum(len(c.poses) for c in done),
-              "positives": sum(int(s.attrs.get("label", 0)) for c in done for s in c.poses),
-              "entries": len(job.entries), "failures": [f for c in converted for f in c.failures]}
+    record = {
+        "key": job.key,
+        "shard": job.path.name,
+        "complexes": len(done),
+        "poses": sum(len(c.poses) for c in done),
+        "positives": sum(int(s.attrs.get("label", 0)) for c in done for s in c.poses),
+        "entries": len(job.entries),
+        "failures": [f for c in converted for f in c.failures],
+    }
     _write_json(job.record_path, record)
     return {**record, "reused": False}
 
 
 def plan(entries: list[ComplexEntry], out_dir: Path, prefix: str, per_shard: int, options: Options) -> list[ShardJob]:
     """Complexes in manifest order, ``per_shard`` to a shard named <prefix>_<k>.hdf5."""
-    return [ShardJob(out_dir / f"{prefix}_{k // per_shard:04d}.hdf5", tuple(entries[k:k + per_shard]), options)
-            for k in range(0, len(entries), per_shard)]
+    return [
+        ShardJob(out_dir / f"{prefix}_{k // per_shard:04d}.hdf5", tuple(entries[k : k + per_shard]), options)
+        for k in range(0, len(entries), per_shard)
+    ]
 
 
 def remove_stale_shards(out_dir: Path, prefix: str, jobs: list[ShardJob]) -> list[Path]:
@@ -103,7 +123,7 @@ def remove_stale_shards(out_dir: Path, prefix: str, jobs: list[ShardJob]) -> lis
     removed = []
     for record in out_dir.glob(f".{prefix}_*.done.json"):
         if record not in planned:
-            shard = record.with_name(record.name[1:-len(".done.json")] + ".hdf5")
+            shard = record.with_name(record.name[1 : -len(".done.json")] + ".hdf5")
             shard.unlink(missing_ok=True)
             record.unlink()
             removed.append(shard)
@@ -133,8 +153,15 @@ def _run_all(jobs: list[ShardJob], workers: int, progress) -> list[dict]:
     return sorted(records, key=lambda r: r["shard"])
 
 
-def convert(manifest: Path, out_dir: Path, options: Options, prefix: str = "converted", per_shard: int = 50,
-            workers: int = 1, progress="auto") -> dict:
+def convert(
+    manifest: Path,
+    out_dir: Path,
+    options: Options,
+    prefix: str = "converted",
+    per_shard: int = 50,
+    workers: int = 1,
+    progress="auto",
+) -> dict:
     """Convert every manifest row; writes shards, <prefix>_all.csv and failures.csv; returns the summary."""
     entries = read_manifest(Path(manifest))
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -146,21 +173,34 @@ def convert(manifest: Path, out_dir: Path, options: Options, prefix: str = "conv
     shards = [out_dir / r["shard"] for r in records if r["complexes"]]
     index_path = out_dir / f"{prefix}_all.csv"
     if shards:
-        frame = derive_index(shards, fmt.DEFAULT_POSE_GROUP, fmt.DEFAULT_CRYSTAL_GROUP, True,
-                             options.rmsd_threshold, on_bad_sample="error")
+        frame = derive_index(
+            shards,
+            fmt.DEFAULT_POSE_GROUP,
+            fmt.DEFAULT_CRYSTAL_GROUP,
+            True,
+            options.rmsd_threshold,
+            on_bad_sample="error",
+        )
         frame["shard"] = [Path(s).name for s in frame["shard"]]
         write_csv(frame, index_path)
-    summary = {"complexes": sum(r["complexes"] for r in records), "poses": sum(r["poses"] for r in records),
-               "positives": sum(r["positives"] for r in records),
-               "skipped_complexes": sum(r["entries"] - r["complexes"] for r in records),
-               "skipped_poses": int((failures["pose"] != "").sum()) if len(failures) else 0,
-               "shards": len(shards), "reused_shards": sum(r["reused"] for r in records),
-               "index": str(index_path) if shards else None, "failures": str(out_dir / "failures.csv")}
+    summary = {
+        "complexes": sum(r["complexes"] for r in records),
+        "poses": sum(r["poses"] for r in records),
+        "positives": sum(r["positives"] for r in records),
+        "skipped_complexes": sum(r["entries"] - r["complexes"] for r in records),
+        "skipped_poses": int((failures["pose"] != "").sum()) if len(failures) else 0,
+        "shards": len(shards),
+        "reused_shards": sum(r["reused"] for r in records),
+        "index": str(index_path) if shards else None,
+        "failures": str(out_dir / "failures.csv"),
+    }
     return summary
 
 
 def summary_line(summary: dict) -> str:
     """One line for the end of a run."""
-    return (f"converted {summary['complexes']} complexes, {summary['poses']} poses ({summary['positives']} "
-            f"near-native), skipped {summary['skipped_complexes']} complexes and {summary['skipped_poses']} poses "
-            f"(see {summary['failures']}); {summary['shards']} shards ({summary['reused_shards']} reused)")
+    return (
+        f"converted {summary['complexes']} complexes, {summary['poses']} poses ({summary['positives']} "
+        f"near-native), skipped {summary['skipped_complexes']} complexes and {summary['skipped_poses']} poses "
+        f"(see {summary['failures']}); {summary['shards']} shards ({summary['reused_shards']} reused)"
+    )

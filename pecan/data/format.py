@@ -1,5 +1,6 @@
 """Shard layout (LLNL FAST/PECAN ML-HDF): group names, columns, attribute names, the walk over a shard's
 samples, and the one shard writer (used by the converter and the synthetic generator)."""
+
 from __future__ import annotations
 
 import math
@@ -35,12 +36,10 @@ INTERACTION_ATTRS = schema.POSE_FEATURES
 POSE_FEATURE_LIMIT = 1e4
 POSE_ATTRS = ("rmsd", "score", "label") + INTERACTION_ATTRS
 
-INDEX_COLUMNS = ("shard", "pdbid", "poseid", "label", "rmsd", "affinity", "score",
-                 *INTERACTION_ATTRS, "is_crystal")
+INDEX_COLUMNS = ("shard", "pdbid", "poseid", "label", "rmsd", "affinity", "score", *INTERACTION_ATTRS, "is_crystal")
 REQUIRED_INDEX_COLUMNS = ("shard", "pdbid", "poseid")
 
 SHARD_SUFFIXES = (".hdf5", ".hdf", ".h5")
-
 
 
 def crystal_candidates(crystal_group: str) -> list[str]:
@@ -69,6 +68,8 @@ def element_vdw(features: np.ndarray) -> np.ndarray:
     elements = features[:, ELEMENT_FEATURES].astype(np.float32)
     known = np.minimum(elements.sum(axis=1), 1.0)
     return (elements @ np.asarray(VDW_RADII, dtype=np.float32) + (1.0 - known) * VDW_DEFAULT).astype(np.float32)
+
+
 def feature_layout() -> dict:
     """What a model's inputs mean (recorded in checkpoints; a model trained on another layout cannot score)."""
     return {"n_features": N_FEATURES, "molcode_feature": MOLCODE_FEATURE, "pose_features": list(INTERACTION_ATTRS)}
@@ -77,6 +78,7 @@ def feature_layout() -> dict:
 # ---------------------------------------------------------------------------- walking a shard
 # The one walk over a complex's samples and the one reading of scalar attributes, shared by indexing
 # (pecan.data.index) and packing (pecan.data.packing).
+
 
 def complex_samples(complex_group, pose_group: str, crystal_group: str, use_crystal: bool = True):
     """Yield (poseid, is_crystal, group) for every docked pose of an open complex group, then its crystal
@@ -114,6 +116,7 @@ def scalar(attrs, name: str) -> float:
 # The one writer of the layout above, shared by pecan.convert and pecan.synthetic; h5py is imported only here,
 # when a shard is written, so that the config (which reads the constants above) never loads it.
 
+
 @dataclass
 class ShardSample:
     """One pose (or crystal pose) to write: its [n_atoms, 22] rows, its attributes and, when known, the
@@ -144,8 +147,13 @@ def _write_sample(parent, name: str, sample: ShardSample, compression: Optional[
         group.attrs[key] = value
 
 
-def write_shard(path: str | Path, complexes: Iterable[ShardComplex], pose_group: str = DEFAULT_POSE_GROUP,
-                crystal_group: str = DEFAULT_CRYSTAL_GROUP, compression: Optional[str] = None) -> None:
+def write_shard(
+    path: str | Path,
+    complexes: Iterable[ShardComplex],
+    pose_group: str = DEFAULT_POSE_GROUP,
+    crystal_group: str = DEFAULT_CRYSTAL_GROUP,
+    compression: Optional[str] = None,
+) -> None:
     """Write ``complexes`` as one shard in this layout, atomically (a temp file beside ``path``, then renamed).
     The crystal pose goes to ``crystal_group`` under its complex, whatever its sample's name."""
     import h5py

@@ -5,6 +5,7 @@ data.on_bad_sample: skip) instead of a graph that trains silently: values that o
 columns outside their ranges, no protein atoms, all atoms on one point, coordinates in nm, a ligand far
 from its receptor (another frame).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -20,11 +21,11 @@ DEGENERATE_EXTENT = 1e-3
 # Accepted range of each feature column of `data` (columns 3-21), wide enough for any FAST/PECAN producer.
 FEATURE_RANGES = {
     **{c: (0.0, 1.0) for c in range(3, 12)},  # element one-hot
-    12: (0.0, 8.0),    # hybridization
-    13: (0.0, 12.0),   # heavy-atom valence
-    14: (0.0, 12.0),   # hetero-atom valence
-    15: (-8.0, 8.0),   # partial charge
-    16: (-1.0, 1.0),   # molcode (checked exactly in graph.validate_atoms)
+    12: (0.0, 8.0),  # hybridization
+    13: (0.0, 12.0),  # heavy-atom valence
+    14: (0.0, 12.0),  # hetero-atom valence
+    15: (-8.0, 8.0),  # partial charge
+    16: (-1.0, 1.0),  # molcode (checked exactly in graph.validate_atoms)
     **{c: (0.0, 1.0) for c in range(17, 22)},  # hydrophobic, aromatic, acceptor, donor, in ring
 }
 _COLUMNS = np.array(sorted(FEATURE_RANGES))
@@ -50,8 +51,10 @@ def check_features(atoms: np.ndarray, where: str) -> None:
         return
     k = int(np.flatnonzero(bad.any(axis=0))[0])
     column, low, high = int(_COLUMNS[k]), float(_LOW[k]), float(_HIGH[k])
-    raise DataError(f"{where}: 'data' column {column} must lie in [{low:g}, {high:g}]; {int(bad[:, k].sum())} "
-                    f"row(s) do not, e.g. {float(values[bad[:, k], k][0]):g}")
+    raise DataError(
+        f"{where}: 'data' column {column} must lie in [{low:g}, {high:g}]; {int(bad[:, k].sum())} "
+        f"row(s) do not, e.g. {float(values[bad[:, k], k][0]):g}"
+    )
 
 
 def _extent(coords: np.ndarray) -> float:
@@ -66,8 +69,9 @@ def check_geometry(atoms: np.ndarray, where: str) -> None:
         raise DataError(f"{where}: pose has 0 protein atoms (no row with molcode -1); a pose needs its receptor")
     ligand = coords[is_ligand]
     if _extent(coords) < DEGENERATE_EXTENT or (len(ligand) > 1 and _extent(ligand) < DEGENERATE_EXTENT):
-        raise DataError(f"{where}: degenerate geometry: all {'ligand ' if _extent(coords) else ''}atoms lie on "
-                        "one point")
+        raise DataError(
+            f"{where}: degenerate geometry: all {'ligand ' if _extent(coords) else ''}atoms lie on one point"
+        )
     if len(ligand) < 2:
         return
     # A ligand is tens of atoms: the full pairwise matrix in numpy is cheaper than any library call overhead.
@@ -76,18 +80,24 @@ def check_geometry(atoms: np.ndarray, where: str) -> None:
     median = float(np.median(distances.min(axis=1)))
     low, high = BOND_RANGE
     if median < low:
-        raise DataError(f"{where}: coordinates look like nm, not Angstrom: ligand heavy atoms are {median:.3g} A "
-                        f"from their nearest neighbour (median), bonds are {low:g}-{high:g} A")
+        raise DataError(
+            f"{where}: coordinates look like nm, not Angstrom: ligand heavy atoms are {median:.3g} A "
+            f"from their nearest neighbour (median), bonds are {low:g}-{high:g} A"
+        )
     if median > high:
-        raise DataError(f"{where}: coordinates do not look like Angstrom: ligand heavy atoms are {median:.3g} A "
-                        f"from their nearest neighbour (median), bonds are {low:g}-{high:g} A")
+        raise DataError(
+            f"{where}: coordinates do not look like Angstrom: ligand heavy atoms are {median:.3g} A "
+            f"from their nearest neighbour (median), bonds are {low:g}-{high:g} A"
+        )
 
 
 def check_pocket(n_protein_kept: int, pocket_radius: float, where: str) -> None:
     """After the crop: a ligand with no receptor atom within the pocket radius is in another frame."""
     if n_protein_kept == 0:
-        raise DataError(f"{where}: ligand has no receptor atom within {pocket_radius:g} Å — different frames? "
-                        "(ligand and protein coordinates must share one frame)")
+        raise DataError(
+            f"{where}: ligand has no receptor atom within {pocket_radius:g} Å — different frames? "
+            "(ligand and protein coordinates must share one frame)"
+        )
 
 
 def check_pose(atoms: np.ndarray, where: str) -> None:
@@ -100,6 +110,8 @@ def check_pose_features(values: np.ndarray, where: str) -> np.ndarray:
     """The 5 interaction counts read per sample from HDF5 attributes, as float32, finite and bounded."""
     values = as_float32(values, where, "the interaction counts")
     if (np.abs(values) > fmt.POSE_FEATURE_LIMIT).any():
-        raise DataError(f"{where}: an interaction count ({', '.join(fmt.INTERACTION_ATTRS)}) exceeds "
-                        f"{fmt.POSE_FEATURE_LIMIT:g}: {values.tolist()}")
+        raise DataError(
+            f"{where}: an interaction count ({', '.join(fmt.INTERACTION_ATTRS)}) exceeds "
+            f"{fmt.POSE_FEATURE_LIMIT:g}: {values.tolist()}"
+        )
     return values

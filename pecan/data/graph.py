@@ -1,4 +1,5 @@
 """Atoms -> graph: validate the 22-column array, crop the pocket, build radius edges and edge types."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -21,10 +22,10 @@ LIGAND_LIGAND, LIGAND_PROTEIN, PROTEIN_PROTEIN = schema.LIGAND_LIGAND, schema.LI
 class AtomGraph:
     """One sample's graph as plain arrays (what the packed store keeps and the dataset turns into Data)."""
 
-    x: np.ndarray           # float32 [n, 19] atom features (columns 3..21)
-    pos: np.ndarray         # float32 [n, 3]
+    x: np.ndarray  # float32 [n, 19] atom features (columns 3..21)
+    pos: np.ndarray  # float32 [n, 3]
     edge_index: np.ndarray  # int64 [2, E], both directions, no self loops
-    edge_type: np.ndarray   # int8 [E]: 0 ligand-ligand, 1 ligand-protein, 2 protein-protein
+    edge_type: np.ndarray  # int8 [E]: 0 ligand-ligand, 1 ligand-protein, 2 protein-protein
     vdw: Optional[np.ndarray] = None  # float32 [n] van der Waals radius: the shard's attribute, else derived
 
     @property
@@ -37,8 +38,9 @@ def validate_atoms(atoms: np.ndarray, where: str) -> np.ndarray:
     """Check shape, finiteness (before and after the cast to float32) and ligand presence; ``where`` names
     shard and pose in the error."""
     if not isinstance(atoms, np.ndarray) or atoms.dtype.kind not in "fiu":
-        raise DataError(f"{where}: 'data' is not a numeric array (got {type(atoms).__name__} "
-                        f"{getattr(atoms, 'dtype', '')})")
+        raise DataError(
+            f"{where}: 'data' is not a numeric array (got {type(atoms).__name__} {getattr(atoms, 'dtype', '')})"
+        )
     if atoms.ndim != 2 or atoms.shape[1] != fmt.N_COLUMNS:
         raise DataError(f"{where}: 'data' has shape {atoms.shape}, expected [n_atoms, {fmt.N_COLUMNS}]")
     if not np.isfinite(atoms).all():
@@ -47,8 +49,10 @@ def validate_atoms(atoms: np.ndarray, where: str) -> np.ndarray:
     molcode = atoms[:, fmt.MOLCODE_COLUMN]
     odd = (molcode != 1) & (molcode != -1)
     if odd.any():
-        raise DataError(f"{where}: 'data' column {fmt.MOLCODE_COLUMN} (molcode) must be +1 (ligand) or -1 "
-                        f"(protein); {int(odd.sum())} row(s) have other values, e.g. {float(molcode[odd][0]):g}")
+        raise DataError(
+            f"{where}: 'data' column {fmt.MOLCODE_COLUMN} (molcode) must be +1 (ligand) or -1 "
+            f"(protein); {int(odd.sum())} row(s) have other values, e.g. {float(molcode[odd][0]):g}"
+        )
     if not (molcode > 0).any():
         raise DataError(f"{where}: pose has no ligand atoms (no row with molcode +1)")
     return geometry.as_float32(atoms, where)
@@ -66,8 +70,8 @@ def pocket_mask(atoms: np.ndarray, pocket_radius: float) -> np.ndarray:
     ligand, protein = coords[torch.from_numpy(is_ligand)], coords[torch.from_numpy(~is_ligand)]
     near = np.zeros(len(protein), dtype=bool)
     for start in range(0, len(protein), CHUNK_ROWS):
-        block = torch.cdist(protein[start:start + CHUNK_ROWS], ligand)
-        near[start:start + CHUNK_ROWS] = (block.min(dim=1).values <= pocket_radius).numpy()
+        block = torch.cdist(protein[start : start + CHUNK_ROWS], ligand)
+        near[start : start + CHUNK_ROWS] = (block.min(dim=1).values <= pocket_radius).numpy()
     keep = is_ligand.copy()
     keep[~is_ligand] = near
     return keep
@@ -85,15 +89,17 @@ def radius_edges(pos: np.ndarray, cutoff: float, max_edges: int = 0, where: str 
     coords = torch.from_numpy(np.ascontiguousarray(pos))
     pieces, total = [], 0
     for start in range(0, len(coords), CHUNK_ROWS):
-        block = torch.cdist(coords[start:start + CHUNK_ROWS], coords)
+        block = torch.cdist(coords[start : start + CHUNK_ROWS], coords)
         target, source = torch.nonzero(block < cutoff, as_tuple=True)  # row-major: target-sorted
         target = target + start
         keep = source != target
         pieces.append(torch.stack([source[keep], target[keep]]))
         total += pieces[-1].shape[1]
         if max_edges and total > max_edges:
-            raise DataError(f"{where}: more than data.max_edges={max_edges} edges within {cutoff} A "
-                            f"({len(coords)} atoms); raise data.max_edges or skip it with on_bad_sample: skip")
+            raise DataError(
+                f"{where}: more than data.max_edges={max_edges} edges within {cutoff} A "
+                f"({len(coords)} atoms); raise data.max_edges or skip it with on_bad_sample: skip"
+            )
     if not pieces:
         return np.zeros((2, 0), dtype=np.int64)
     return torch.cat(pieces, dim=1).numpy().astype(np.int64)
@@ -117,8 +123,15 @@ def validate_vdw(vdw: Optional[np.ndarray], n_atoms: int, where: str) -> Optiona
     return vdw
 
 
-def build_graph(atoms: np.ndarray, pocket_radius: float, edge_cutoff: float, where: str = "sample",
-                max_atoms: int = 0, max_edges: int = 0, vdw: Optional[np.ndarray] = None) -> AtomGraph:
+def build_graph(
+    atoms: np.ndarray,
+    pocket_radius: float,
+    edge_cutoff: float,
+    where: str = "sample",
+    max_atoms: int = 0,
+    max_edges: int = 0,
+    vdw: Optional[np.ndarray] = None,
+) -> AtomGraph:
     """Validated 22-column atoms (and their optional per-atom van der Waals radii) -> cropped graph with
     radius edges; radii are derived from the element one-hot when the shard has none. A pocket over
     ``max_atoms`` atoms or ``max_edges`` edges (when > 0) is a DataError naming the pose, raised before the
@@ -130,14 +143,20 @@ def build_graph(atoms: np.ndarray, pocket_radius: float, edge_cutoff: float, whe
     atoms = atoms[keep]
     geometry.check_pocket(int((atoms[:, fmt.MOLCODE_COLUMN] < 0).sum()), pocket_radius, where)
     if max_atoms and len(atoms) > max_atoms:
-        raise DataError(f"{where}: {len(atoms)} atoms within {pocket_radius} A of the ligand, more than "
-                        f"data.max_atoms={max_atoms}; raise it or skip such poses with on_bad_sample: skip")
+        raise DataError(
+            f"{where}: {len(atoms)} atoms within {pocket_radius} A of the ligand, more than "
+            f"data.max_atoms={max_atoms}; raise it or skip such poses with on_bad_sample: skip"
+        )
     pos = np.ascontiguousarray(atoms[:, fmt.COORD_COLUMNS])
     x = np.ascontiguousarray(atoms[:, fmt.FEATURE_COLUMNS])
     edge_index = radius_edges(pos, edge_cutoff, max_edges, where)
-    return AtomGraph(x=x, pos=pos, edge_index=edge_index,
-                     edge_type=edge_types(edge_index, x[:, fmt.MOLCODE_FEATURE] > 0),
-                     vdw=np.ascontiguousarray(vdw[keep]) if vdw is not None else fmt.element_vdw(x))
+    return AtomGraph(
+        x=x,
+        pos=pos,
+        edge_index=edge_index,
+        edge_type=edge_types(edge_index, x[:, fmt.MOLCODE_FEATURE] > 0),
+        vdw=np.ascontiguousarray(vdw[keep]) if vdw is not None else fmt.element_vdw(x),
+    )
 
 
 def random_rotation(rng: np.random.Generator) -> np.ndarray:

@@ -3,6 +3,7 @@
 What each level (``io_mode``) does is the table in ``pecan.data.io_modes``; this reader follows its flags.
 The zero-HDF5 level, ``packed``, lives in ``pecan.data.packed``.
 """
+
 from __future__ import annotations
 
 import logging
@@ -41,11 +42,22 @@ def rotate_data(data: Data) -> Data:
 class H5PoseDataset(ProcessLocal, torch.utils.data.Dataset):
     """Pose graphs read from HDF5 shards; ``io_mode`` picks how much HDF5 work each sample costs."""
 
-    def __init__(self, index: pd.DataFrame, *, pose_group: str = fmt.DEFAULT_POSE_GROUP,
-                 crystal_group: str = fmt.DEFAULT_CRYSTAL_GROUP, pocket_radius: float = 6.0,
-                 edge_cutoff: float = 4.5, rmsd_threshold: float = 2.0, io_mode: str = "handle_cache",
-                 on_bad_sample: str = "error", augment: bool = False, decode_cache: bool = True,
-                 max_atoms: int = 0, max_edges: int = 0) -> None:
+    def __init__(
+        self,
+        index: pd.DataFrame,
+        *,
+        pose_group: str = fmt.DEFAULT_POSE_GROUP,
+        crystal_group: str = fmt.DEFAULT_CRYSTAL_GROUP,
+        pocket_radius: float = 6.0,
+        edge_cutoff: float = 4.5,
+        rmsd_threshold: float = 2.0,
+        io_mode: str = "handle_cache",
+        on_bad_sample: str = "error",
+        augment: bool = False,
+        decode_cache: bool = True,
+        max_atoms: int = 0,
+        max_edges: int = 0,
+    ) -> None:
         self.mode = io_modes.get(io_mode)
         if self.mode.packed:
             raise ValueError(f"io_mode {io_mode!r} is not an HDF5 level ({', '.join(io_modes.H5_LEVELS)})")
@@ -161,8 +173,15 @@ class H5PoseDataset(ProcessLocal, torch.utils.data.Dataset):
         with tracing.span("pecan.io", "h5_read"):
             atoms, label, features, vdw = self._read(i)
         with tracing.span("pecan.graph", "build"):
-            graph = build_graph(atoms, self.pocket_radius, self.edge_cutoff, self.table.where(i), self.max_atoms,
-                                self.max_edges, vdw=vdw)
+            graph = build_graph(
+                atoms,
+                self.pocket_radius,
+                self.edge_cutoff,
+                self.table.where(i),
+                self.max_atoms,
+                self.max_edges,
+                vdw=vdw,
+            )
         if self.use_decode_cache:
             self._decoded[i] = graph
         return graph, label, features

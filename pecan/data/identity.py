@@ -8,6 +8,7 @@ differs, the file is hashed again and only a different hash makes a pack or deri
 that still matches is noted (with the new stat record) in a small ``.verified.json`` beside the pack or
 index, so a ``touch`` or ``chmod`` costs one re-hash, not one per start.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -31,8 +32,13 @@ _HASHES: dict[tuple, str] = {}
 def stat_record(path: Path) -> dict:
     """The stat fields that change whenever the file's bytes can have changed."""
     stat = os.stat(path)
-    return {"dev": stat.st_dev, "ino": stat.st_ino, "size": stat.st_size, "mtime_ns": stat.st_mtime_ns,
-            "ctime_ns": stat.st_ctime_ns}
+    return {
+        "dev": stat.st_dev,
+        "ino": stat.st_ino,
+        "size": stat.st_size,
+        "mtime_ns": stat.st_mtime_ns,
+        "ctime_ns": stat.st_ctime_ns,
+    }
 
 
 def content_hash(path: Path) -> str:
@@ -127,8 +133,9 @@ def find_duplicates(shards: Sequence[Path]) -> list[tuple[Path, Path, str]]:
     return duplicates
 
 
-def distinct_shards(shards: Iterable[Path], on_bad_sample: str, where: str,
-                    names: dict[Path, str] | None = None) -> list[Path]:
+def distinct_shards(
+    shards: Iterable[Path], on_bad_sample: str, where: str, names: dict[Path, str] | None = None
+) -> list[Path]:
     """Shards with every duplicate (same file or same content under another name) removed: an error naming
     both names, or under on_bad_sample: skip the later name dropped with a logged count."""
     shards = list(shards)
@@ -137,8 +144,10 @@ def distinct_shards(shards: Iterable[Path], on_bad_sample: str, where: str,
     if not duplicates:
         return shards
     first, later, why = duplicates[0]
-    message = (f"{where}: shard {_describe(later, names)} is {why} of shard {_describe(first, names)}; its samples "
-               f"would be counted twice ({len(duplicates)} such shard(s))")
+    message = (
+        f"{where}: shard {_describe(later, names)} is {why} of shard {_describe(first, names)}; its samples "
+        f"would be counted twice ({len(duplicates)} such shard(s))"
+    )
     if on_bad_sample != "skip":
         raise DataError(message + "; list each shard once (remove the link or copy)")
     log.warning("%s; dropping %d duplicate shard name(s)", message, len(duplicates))

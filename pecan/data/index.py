@@ -3,6 +3,7 @@
 Everything a sample needs besides its atoms (label, rmsd, score, the 5 interaction counts) lives here,
 so the per-sample read path never touches HDF5 attributes.
 """
+
 from __future__ import annotations
 
 import filecmp
@@ -28,14 +29,12 @@ from pecan.data.validation import (
     drop_repeated_shards,
     validate_index,
 )
+from pecan.errors import DataError, IndexUnreadable  # noqa: F401  (re-exported)
 
 log = logging.getLogger(__name__)
 
-
-from pecan.errors import DataError, IndexUnreadable  # noqa: F401  (re-exported)
-
-
 # ---------------------------------------------------------------------------- paths
+
 
 def resolve_shards(patterns: Iterable[str], data_dir: str = "") -> list[Path]:
     """Expand shard paths and globs (relative ones resolve against ``data_dir``); missing -> DataError.
@@ -73,8 +72,9 @@ def _first_pose(frame: pd.DataFrame, bad: pd.Series) -> str:
     return f"pose {row['pdbid']}/{row['poseid']} in shard {row['shard']}"
 
 
-def assign_labels(frame: pd.DataFrame, threshold: float, source: str, label_source: str = "auto",
-                  label_conflict: str = "error") -> pd.Series:
+def assign_labels(
+    frame: pd.DataFrame, threshold: float, source: str, label_source: str = "auto", label_conflict: str = "error"
+) -> pd.Series:
     """The label of every row under data.label_source: ``rmsd`` derives it from rmsd < threshold; ``stored``
     takes the stored label (rmsd fills only missing ones); ``auto`` does the same but compares both where
     both exist: a contradiction is an error, or under data.label_conflict: warn a logged count."""
@@ -83,21 +83,27 @@ def assign_labels(frame: pd.DataFrame, threshold: float, source: str, label_sour
     if label_source == "rmsd":
         no_rmsd = rmsd.isna() & stored.notna()
         if no_rmsd.any():
-            raise DataError(f"{source}: {_first_pose(frame, no_rmsd)} has a label but no rmsd, and "
-                            f"data.label_source: rmsd derives every label from rmsd ({int(no_rmsd.sum())} such "
-                            "rows); use label_source: stored for these data")
+            raise DataError(
+                f"{source}: {_first_pose(frame, no_rmsd)} has a label but no rmsd, and "
+                f"data.label_source: rmsd derives every label from rmsd ({int(no_rmsd.sum())} such "
+                "rows); use label_source: stored for these data"
+            )
         return derived
     if label_source == "auto":
         # A pose exactly at the threshold is left to its stored label: producers differ on < and <=.
         conflict = stored.isin([0, 1]) & derived.notna() & (stored != derived) & (rmsd != threshold)
         if conflict.any():
             row = frame[conflict].iloc[0]
-            message = (f"{source}: {_first_pose(frame, conflict)} has label {_plain_label(row['label'])} but rmsd "
-                       f"{row['rmsd']:g} (data.rmsd_threshold {threshold:g} says {int(row['rmsd'] < threshold)}); "
-                       f"{int(conflict.sum())} of {int(derived.notna().sum())} labelled rows contradict their rmsd")
+            message = (
+                f"{source}: {_first_pose(frame, conflict)} has label {_plain_label(row['label'])} but rmsd "
+                f"{row['rmsd']:g} (data.rmsd_threshold {threshold:g} says {int(row['rmsd'] < threshold)}); "
+                f"{int(conflict.sum())} of {int(derived.notna().sum())} labelled rows contradict their rmsd"
+            )
             if label_conflict != "warn":
-                raise DataError(message + "; set data.label_source to stored or rmsd to choose one, or "
-                                "data.label_conflict: warn to train on the stored labels")
+                raise DataError(
+                    message + "; set data.label_source to stored or rmsd to choose one, or "
+                    "data.label_conflict: warn to train on the stored labels"
+                )
             log.warning("%s; training on the stored labels (data.label_conflict: warn)", message)
     return stored.where(stored.notna(), derived)
 
@@ -106,8 +112,14 @@ def _plain_label(value) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
-def normalise(frame: pd.DataFrame, rmsd_threshold: float, source: str, labels_optional: bool = False,
-              label_source: str = "auto", label_conflict: str = "error") -> pd.DataFrame:
+def normalise(
+    frame: pd.DataFrame,
+    rmsd_threshold: float,
+    source: str,
+    labels_optional: bool = False,
+    label_source: str = "auto",
+    label_conflict: str = "error",
+) -> pd.DataFrame:
     """Fill optional columns, assign labels (assign_labels), and reject rows with neither a label nor an rmsd
     (unless ``labels_optional``: poses to score need no answer, their label stays empty)."""
     missing = [c for c in fmt.REQUIRED_INDEX_COLUMNS if c not in frame.columns]
@@ -121,17 +133,20 @@ def normalise(frame: pd.DataFrame, rmsd_threshold: float, source: str, labels_op
     for column in fmt.INTERACTION_ATTRS:
         frame[column] = pd.to_numeric(frame[column], errors="coerce").fillna(0.0) if column in frame else 0.0
     # Kept as read (not truncated to int): validate_index requires 0 or 1.
-    frame["is_crystal"] = (pd.to_numeric(frame["is_crystal"], errors="coerce").fillna(0)
-                           if "is_crystal" in frame else 0)
+    frame["is_crystal"] = pd.to_numeric(frame["is_crystal"], errors="coerce").fillna(0) if "is_crystal" in frame else 0
     frame["pdbid"] = frame["pdbid"].astype(str)
     frame["poseid"] = frame["poseid"].astype(str)
     frame["label"] = assign_labels(frame, rmsd_threshold, source, label_source, label_conflict)
     unlabeled = frame[frame["label"].isna()]
     if len(unlabeled) and not labels_optional:
         row = unlabeled.iloc[0]
-        raise DataError(f"{source}: pose {row['pdbid']}/{row['poseid']} in shard {row['shard']} has neither a "
-                        f"label nor an rmsd ({len(unlabeled)} such rows)")
-    if frame["label"].notna().all() and (frame["label"] % 1 == 0).all():  # fractional labels stay as they are, for validate_index to name
+        raise DataError(
+            f"{source}: pose {row['pdbid']}/{row['poseid']} in shard {row['shard']} has neither a "
+            f"label nor an rmsd ({len(unlabeled)} such rows)"
+        )
+    if (
+        frame["label"].notna().all() and (frame["label"] % 1 == 0).all()
+    ):  # fractional labels stay as they are, for validate_index to name
         frame["label"] = frame["label"].astype(int)
     return frame
 
@@ -141,15 +156,18 @@ def check_both_classes(frame: pd.DataFrame, allow_single_class: bool, source: st
     classes = sorted(frame["label"].dropna().unique().tolist())
     if len(classes) >= 2:
         return
-    message = (f"{source}: every one of its {len(frame)} samples has label {classes[0] if classes else '?'}; "
-               "a single-class training set cannot learn to tell poses apart (check data.rmsd_threshold and "
-               "data.label_source)")
+    message = (
+        f"{source}: every one of its {len(frame)} samples has label {classes[0] if classes else '?'}; "
+        "a single-class training set cannot learn to tell poses apart (check data.rmsd_threshold and "
+        "data.label_source)"
+    )
     if not allow_single_class:
         raise DataError(message + "; set data.allow_single_class: true to train anyway")
     log.warning("%s (allowed by data.allow_single_class)", message)
 
 
 # ---------------------------------------------------------------------------- CSV
+
 
 def _same_file_or_bytes(a: Path, b: Path) -> bool:
     try:
@@ -168,15 +186,22 @@ def resolve_index_csv(path: str | os.PathLike, data_dir: str) -> Path:
     if not in_data.exists():
         return here if here.exists() else in_data  # missing from both: named where it was looked for first
     if here.exists() and here != in_data and not _same_file_or_bytes(in_data, here):
-        raise DataError(f"index CSV {str(path)!r} is ambiguous: {in_data} (in data.data_dir) and {here} (in the "
-                        "working directory) both exist and differ; relative CSV paths resolve against data_dir, "
-                        "so give the other one as an absolute path, or remove one")
+        raise DataError(
+            f"index CSV {str(path)!r} is ambiguous: {in_data} (in data.data_dir) and {here} (in the "
+            "working directory) both exist and differ; relative CSV paths resolve against data_dir, "
+            "so give the other one as an absolute path, or remove one"
+        )
     return in_data
 
 
-def read_index_csv(path: str | os.PathLike, data_dir: str, rmsd_threshold: float,
-                   labels_optional: bool = False, label_source: str = "auto",
-                   label_conflict: str = "error") -> pd.DataFrame:
+def read_index_csv(
+    path: str | os.PathLike,
+    data_dir: str,
+    rmsd_threshold: float,
+    labels_optional: bool = False,
+    label_source: str = "auto",
+    label_conflict: str = "error",
+) -> pd.DataFrame:
     """Read one index CSV (resolve_index_csv); shard paths resolve against ``data_dir`` (else the CSV's
     directory)."""
     path = resolve_index_csv(path, data_dir)
@@ -185,8 +210,12 @@ def read_index_csv(path: str | os.PathLike, data_dir: str, rmsd_threshold: float
         if path.exists() and not path.is_file():
             raise IsADirectoryError(f"[Errno 21] not a regular file: '{path}'")
         # Ids are text whatever they spell: pandas would read a complex "NA" or a pose "None" as missing.
-        frame = pd.read_csv(path, dtype={"pdbid": str, "poseid": str, "shard": str}, keep_default_na=False,
-                            na_values={column: MISSING_NUMBERS for column in NUMERIC_COLUMNS})
+        frame = pd.read_csv(
+            path,
+            dtype={"pdbid": str, "poseid": str, "shard": str},
+            keep_default_na=False,
+            na_values={column: MISSING_NUMBERS for column in NUMERIC_COLUMNS},
+        )
     except OSError as err:
         raise IndexUnreadable(f"cannot read index CSV {path}: {err}") from err
     except (pd.errors.ParserError, UnicodeDecodeError, pd.errors.EmptyDataError) as err:
@@ -196,8 +225,9 @@ def read_index_csv(path: str | os.PathLike, data_dir: str, rmsd_threshold: float
     frame["_line"] = np.arange(len(frame)) + FIRST_DATA_LINE
     frame = normalise(frame, rmsd_threshold, str(path), labels_optional, label_source, label_conflict)
     base = Path(data_dir) if data_dir else path.parent
-    frame["shard"] = [str(p if Path(p).is_absolute() else locations.absolute(os.path.normpath(base / p)))
-                      for p in frame["shard"]]
+    frame["shard"] = [
+        str(p if Path(p).is_absolute() else locations.absolute(os.path.normpath(base / p))) for p in frame["shard"]
+    ]
     for shard in frame["shard"].unique():
         if not Path(shard).exists():
             line = int(frame.loc[frame["shard"] == shard, "_line"].iloc[0])
@@ -251,8 +281,14 @@ def _sidecar(csv: Path) -> Path:
     return csv.with_name(csv.name + ".json")
 
 
-def write_derived_index(frame: pd.DataFrame, shard_dir: Path, prefix: str, data_dir: str = "",
-                        index_dir: str = "", key: Optional[dict] = None) -> Path:
+def write_derived_index(
+    frame: pd.DataFrame,
+    shard_dir: Path,
+    prefix: str,
+    data_dir: str = "",
+    index_dir: str = "",
+    key: Optional[dict] = None,
+) -> Path:
     """Save a derived index (plus a sidecar naming what it was derived from) in the first writable location."""
     out = frame.copy()
     if data_dir:
@@ -274,8 +310,9 @@ def write_derived_index(frame: pd.DataFrame, shard_dir: Path, prefix: str, data_
     return path
 
 
-def find_derived_index(shard_dir: Path, prefix: str, index_dir: str, shards: list[Path],
-                       params: dict) -> Optional[Path]:
+def find_derived_index(
+    shard_dir: Path, prefix: str, index_dir: str, shards: list[Path], params: dict
+) -> Optional[Path]:
     """A derived CSV in the location chain whose sidecar matches the shards (same content) and settings; a
     stale one is passed over and derived again."""
     for location in index_locations(shard_dir, index_dir):
@@ -292,11 +329,19 @@ def find_derived_index(shard_dir: Path, prefix: str, index_dir: str, shards: lis
 
 # ---------------------------------------------------------------------------- deriving from shards
 
+
 def _pose_row(shard: Path, pdbid: str, poseid: str, group, affinity: float, is_crystal: int) -> dict:
     attrs = fmt.sample_attrs(group)
-    row = {"shard": str(shard), "pdbid": pdbid, "poseid": poseid,
-           "label": fmt.scalar(attrs, "label"), "rmsd": fmt.scalar(attrs, "rmsd"),
-           "affinity": affinity, "score": fmt.scalar(attrs, "score"), "is_crystal": is_crystal}
+    row = {
+        "shard": str(shard),
+        "pdbid": pdbid,
+        "poseid": poseid,
+        "label": fmt.scalar(attrs, "label"),
+        "rmsd": fmt.scalar(attrs, "rmsd"),
+        "affinity": affinity,
+        "score": fmt.scalar(attrs, "score"),
+        "is_crystal": is_crystal,
+    }
     for name in fmt.INTERACTION_ATTRS:
         row[name] = fmt.scalar(attrs, name)
     if is_crystal and np.isnan(row["rmsd"]):
@@ -304,18 +349,22 @@ def _pose_row(shard: Path, pdbid: str, poseid: str, group, affinity: float, is_c
     return row
 
 
-def _complex_rows(shard: Path, pdbid: str, complex_group, pose_group: str, crystal_group: str,
-                  use_crystal: bool) -> list[dict]:
+def _complex_rows(
+    shard: Path, pdbid: str, complex_group, pose_group: str, crystal_group: str, use_crystal: bool
+) -> list[dict]:
     affinity = fmt.scalar(complex_group.attrs, "affinity")
     poses = complex_group.get(pose_group)
     if poses is None:
         raise DataError(f"{shard}: complex {pdbid} has no pose group '{pose_group}'")
-    return [_pose_row(shard, pdbid, poseid, group, affinity, int(is_crystal))
-            for poseid, is_crystal, group in fmt.complex_samples(complex_group, pose_group, crystal_group, use_crystal)]
+    return [
+        _pose_row(shard, pdbid, poseid, group, affinity, int(is_crystal))
+        for poseid, is_crystal, group in fmt.complex_samples(complex_group, pose_group, crystal_group, use_crystal)
+    ]
 
 
-def _shard_rows(shard: Path, pose_group: str, crystal_group: str, use_crystal: bool,
-                on_bad_sample: str) -> tuple[list[dict], int]:
+def _shard_rows(
+    shard: Path, pose_group: str, crystal_group: str, use_crystal: bool, on_bad_sample: str
+) -> tuple[list[dict], int]:
     """Index rows of one shard and the number of complexes skipped; any h5py/numpy failure becomes a
     DataError naming shard and complex."""
     import h5py
@@ -335,17 +384,28 @@ def _shard_rows(shard: Path, pose_group: str, crystal_group: str, use_crystal: b
             try:
                 rows.extend(_complex_rows(shard, pdbid, handle[pdbid], pose_group, crystal_group, use_crystal))
             except Exception as err:  # noqa: BLE001 - any failure of a corrupt complex must name it
-                named = err if isinstance(err, DataError) else DataError(
-                    f"shard {shard}, complex {pdbid}: unreadable ({type(err).__name__}: {err})")
+                named = (
+                    err
+                    if isinstance(err, DataError)
+                    else DataError(f"shard {shard}, complex {pdbid}: unreadable ({type(err).__name__}: {err})")
+                )
                 skip_or_raise(named, on_bad_sample, "skipping")
                 skipped += 1
     return rows, skipped
 
 
-def derive_index(shards: Iterable[Path], pose_group: str, crystal_group: str, use_crystal: bool,
-                 rmsd_threshold: float, on_bad_sample: str = "error", progress: bool = False,
-                 labels_optional: bool = False, label_source: str = "auto",
-                 label_conflict: str = "error") -> pd.DataFrame:
+def derive_index(
+    shards: Iterable[Path],
+    pose_group: str,
+    crystal_group: str,
+    use_crystal: bool,
+    rmsd_threshold: float,
+    on_bad_sample: str = "error",
+    progress: bool = False,
+    labels_optional: bool = False,
+    label_source: str = "auto",
+    label_conflict: str = "error",
+) -> pd.DataFrame:
     """Walk each shard once and build the index (attributes hoisted); errors name shard and complex."""
     from pecan.progress import track
 
@@ -364,19 +424,39 @@ def derive_index(shards: Iterable[Path], pose_group: str, crystal_group: str, us
         log.warning("skipped %d shard(s) or complex(es) with a bad layout while indexing", skipped)
     if not rows:
         raise DataError(f"no samples found in {len(shards)} shard(s): {', '.join(str(s) for s in shards[:3])}")
-    frame = normalise(pd.DataFrame(rows, columns=list(fmt.INDEX_COLUMNS)), rmsd_threshold,
-                      f"shards under {Path(shards[0]).parent}", labels_optional, label_source, label_conflict)
+    frame = normalise(
+        pd.DataFrame(rows, columns=list(fmt.INDEX_COLUMNS)),
+        rmsd_threshold,
+        f"shards under {Path(shards[0]).parent}",
+        labels_optional,
+        label_source,
+        label_conflict,
+    )
     frame.attrs["skipped"] = skipped
     return frame
 
 
 # ---------------------------------------------------------------------------- splits
 
-def build_index(csvs: list[str], fns: list[str], data_dir: str, *, pose_group: str, crystal_group: str,
-                use_crystal: bool, rmsd_threshold: float, index_prefix: str, on_bad_sample: str = "error",
-                progress: bool = False, write_csv: bool = True, index_dir: str = "",
-                labels_optional: bool = False, label_source: str = "auto",
-                label_conflict: str = "error") -> pd.DataFrame:
+
+def build_index(
+    csvs: list[str],
+    fns: list[str],
+    data_dir: str,
+    *,
+    pose_group: str,
+    crystal_group: str,
+    use_crystal: bool,
+    rmsd_threshold: float,
+    index_prefix: str,
+    on_bad_sample: str = "error",
+    progress: bool = False,
+    write_csv: bool = True,
+    index_dir: str = "",
+    labels_optional: bool = False,
+    label_source: str = "auto",
+    label_conflict: str = "error",
+) -> pd.DataFrame:
     """One split's index: from CSVs when readable, else from a derived CSV that still matches the shards'
     content, else derived from the shard list (and saved in the first writable location); then validated as
     a whole (pecan.data.validation). A CSV that reads but is wrong is an error, never a fallback. Poses
@@ -401,8 +481,14 @@ def build_index(csvs: list[str], fns: list[str], data_dir: str, *, pose_group: s
     patterns = fns if fns else [data_dir]
     shards = drop_repeated_shards(resolve_shards(patterns, data_dir), list(patterns), on_bad_sample)
     shards = identity.distinct_shards(shards, on_bad_sample, f"shards {list(patterns)}")
-    params = {"pose_group": pose_group, "crystal_group": crystal_group, "use_crystal": use_crystal,
-              "rmsd_threshold": rmsd_threshold, "on_bad_sample": on_bad_sample, **labels}
+    params = {
+        "pose_group": pose_group,
+        "crystal_group": crystal_group,
+        "use_crystal": use_crystal,
+        "rmsd_threshold": rmsd_threshold,
+        "on_bad_sample": on_bad_sample,
+        **labels,
+    }
     if write_csv:
         saved = find_derived_index(shards[0].parent, index_prefix, index_dir, shards, params)
         if saved is not None:
@@ -414,8 +500,9 @@ def build_index(csvs: list[str], fns: list[str], data_dir: str, *, pose_group: s
             except DataError as err:
                 log.warning("%s; deriving the index again", err)
     key = derivation_key(shards, params) if write_csv else None
-    frame = derive_index(shards, pose_group, crystal_group, use_crystal, rmsd_threshold, on_bad_sample, progress,
-                         **labels)
+    frame = derive_index(
+        shards, pose_group, crystal_group, use_crystal, rmsd_threshold, on_bad_sample, progress, **labels
+    )
     frame = validate_index(frame, f"shards {patterns}", on_bad_sample, labels_optional)
     log_shard_dirs(frame, f"shards {patterns}")
     if write_csv:

@@ -11,6 +11,7 @@ Levels, cheapest last, each including the previous one's savings:
 Adding a level: a row in ``MODES`` (and, for a new reader, a branch in ``pecan.data.loader.make_dataset``).
 Imports nothing, so the config can list the names without loading the data path.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -21,20 +22,22 @@ class IOMode:
     """What one io_mode level does."""
 
     name: str
-    packed: bool             # samples come from packs (built ahead by rank 0), not from HDF5 per sample
-    keeps_handles: bool      # HDF5 files stay open per worker between samples
-    attrs_from_index: bool   # label and interaction counts come from the index, not from HDF5 attributes
-    decode_cache: bool       # decoded graphs are kept per worker (unless augmentation forbids it)
-    in_process: bool         # automatic loader workers: none (the in-process gather beats a worker hand-over)
+    packed: bool  # samples come from packs (built ahead by rank 0), not from HDF5 per sample
+    keeps_handles: bool  # HDF5 files stay open per worker between samples
+    attrs_from_index: bool  # label and interaction counts come from the index, not from HDF5 attributes
+    decode_cache: bool  # decoded graphs are kept per worker (unless augmentation forbids it)
+    in_process: bool  # automatic loader workers: none (the in-process gather beats a worker hand-over)
 
 
 MODES: tuple[IOMode, ...] = (
     IOMode("reopen", packed=False, keeps_handles=False, attrs_from_index=False, decode_cache=False, in_process=False),
-    IOMode("handle_cache", packed=False, keeps_handles=True, attrs_from_index=False, decode_cache=False,
-           in_process=False),
+    IOMode(
+        "handle_cache", packed=False, keeps_handles=True, attrs_from_index=False, decode_cache=False, in_process=False
+    ),
     IOMode("hoist", packed=False, keeps_handles=True, attrs_from_index=True, decode_cache=False, in_process=False),
-    IOMode("decode_cache", packed=False, keeps_handles=True, attrs_from_index=True, decode_cache=True,
-           in_process=False),
+    IOMode(
+        "decode_cache", packed=False, keeps_handles=True, attrs_from_index=True, decode_cache=True, in_process=False
+    ),
     IOMode("packed", packed=True, keeps_handles=False, attrs_from_index=True, decode_cache=False, in_process=True),
 )
 NAMES = tuple(m.name for m in MODES)

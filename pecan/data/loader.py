@@ -4,6 +4,7 @@
 the other ranks receive its decision (none searches on its own), one process per node confirms the packs
 on its node and stages them; the trainer only calls it.
 """
+
 from __future__ import annotations
 
 import logging
@@ -32,25 +33,43 @@ log = logging.getLogger(__name__)
 
 def load_split_frames(cfg: DataConfig, progress: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Train and validation indexes: separate CSVs/shard lists, or a seeded complex-level split."""
-    common = dict(pose_group=cfg.pose_group, crystal_group=cfg.crystal_group, use_crystal=cfg.use_crystal,
-                  rmsd_threshold=cfg.rmsd_threshold, on_bad_sample=cfg.on_bad_sample, progress=progress,
-                  index_dir=cfg.index_dir, label_source=cfg.label_source, label_conflict=cfg.label_conflict)
+    common = dict(
+        pose_group=cfg.pose_group,
+        crystal_group=cfg.crystal_group,
+        use_crystal=cfg.use_crystal,
+        rmsd_threshold=cfg.rmsd_threshold,
+        on_bad_sample=cfg.on_bad_sample,
+        progress=progress,
+        index_dir=cfg.index_dir,
+        label_source=cfg.label_source,
+        label_conflict=cfg.label_conflict,
+    )
     train = build_index(cfg.train_csvs, cfg.train_fns, cfg.data_dir, index_prefix=cfg.index_prefix, **common)
     if cfg.val_csvs or cfg.val_fns:
         val = build_index(cfg.val_csvs, cfg.val_fns, cfg.data_dir, index_prefix=f"{cfg.index_prefix}_val", **common)
         shared = set(train["pdbid"]) & set(val["pdbid"])
         if shared:
-            log.warning("%d complex(es) appear in both training and validation data (e.g. %s): "
-                        "validation figures will be optimistic", len(shared), sorted(shared)[0])
+            log.warning(
+                "%d complex(es) appear in both training and validation data (e.g. %s): "
+                "validation figures will be optimistic",
+                len(shared),
+                sorted(shared)[0],
+            )
         return train, val
     return split_by_complex(train, cfg.val_fraction, cfg.split_seed)
 
 
 def pack_params(cfg: DataConfig) -> PackParams:
     """The graph parameters a pack depends on."""
-    return PackParams(pose_group=cfg.pose_group, crystal_group=cfg.crystal_group, pocket_radius=cfg.pocket_radius,
-                      edge_cutoff=cfg.edge_cutoff, rmsd_threshold=cfg.rmsd_threshold, max_atoms=cfg.max_atoms,
-                      max_edges=cfg.max_edges)
+    return PackParams(
+        pose_group=cfg.pose_group,
+        crystal_group=cfg.crystal_group,
+        pocket_radius=cfg.pocket_radius,
+        edge_cutoff=cfg.edge_cutoff,
+        rmsd_threshold=cfg.rmsd_threshold,
+        max_atoms=cfg.max_atoms,
+        max_edges=cfg.max_edges,
+    )
 
 
 def _shards_of(frames: list[pd.DataFrame]) -> list[Path]:
@@ -58,8 +77,9 @@ def _shards_of(frames: list[pd.DataFrame]) -> list[Path]:
 
 
 @tracing.traced("pecan.setup", "packs")
-def prepare_packs(cfg: DataConfig, frames: list[pd.DataFrame], processes: int = 1,
-                  progress: bool = False) -> dict[str, Path]:
+def prepare_packs(
+    cfg: DataConfig, frames: list[pd.DataFrame], processes: int = 1, progress: bool = False
+) -> dict[str, Path]:
     """Packs of every shard the frames use (shard path -> pack path, None for a shard skipped under
     on_bad_sample: skip), validated, built when missing or stale."""
     shards = _shards_of(frames)
@@ -104,8 +124,9 @@ def _from_node_leader(value: Any, leader_rank: int) -> Any:
     return failed if failed is not None else gathered[leader_rank]
 
 
-def _node_inputs(cfg: DataConfig, frames: tuple[pd.DataFrame, pd.DataFrame], packs: Optional[dict[str, Path]],
-                 confirm: bool) -> tuple[Optional[dict[str, Path]], Optional[StageReport]]:
+def _node_inputs(
+    cfg: DataConfig, frames: tuple[pd.DataFrame, pd.DataFrame], packs: Optional[dict[str, Path]], confirm: bool
+) -> tuple[Optional[dict[str, Path]], Optional[StageReport]]:
     """A node leader's share: confirm rank 0's packs on this node, then stage what the job reads."""
     if packs is not None and confirm:
         packs = confirm_packs(cfg, packs)
@@ -118,8 +139,12 @@ def _node_inputs(cfg: DataConfig, frames: tuple[pd.DataFrame, pd.DataFrame], pac
     return packs, report
 
 
-def _rank0_inputs(cfg: DataConfig, processes: int, progress: bool,
-                  build_frames: Optional[Callable[[], tuple[pd.DataFrame, pd.DataFrame]]]):
+def _rank0_inputs(
+    cfg: DataConfig,
+    processes: int,
+    progress: bool,
+    build_frames: Optional[Callable[[], tuple[pd.DataFrame, pd.DataFrame]]],
+):
     if build_frames is None:  # training: both classes must be there (data.allow_single_class)
         frames = load_split_frames(cfg, progress)
         check_both_classes(frames[0], cfg.allow_single_class)
@@ -143,9 +168,15 @@ def _raise_if_failed(value: Any) -> Any:
     return value
 
 
-def prepare_job_data(cfg: DataConfig, *, rank: int = 0, local_rank: int = 0, processes: int = 1,
-                     progress: bool = False,
-                     build_frames: Optional[Callable[[], tuple[pd.DataFrame, pd.DataFrame]]] = None) -> JobData:
+def prepare_job_data(
+    cfg: DataConfig,
+    *,
+    rank: int = 0,
+    local_rank: int = 0,
+    processes: int = 1,
+    progress: bool = False,
+    build_frames: Optional[Callable[[], tuple[pd.DataFrame, pd.DataFrame]]] = None,
+) -> JobData:
     """Indexes, packs and staging for one rank of a job (collective: every rank calls it).
 
     ``build_frames`` (run on rank 0 only) gives the two indexes; by default the training and validation
@@ -167,8 +198,13 @@ def prepare_job_data(cfg: DataConfig, *, rank: int = 0, local_rank: int = 0, pro
     return JobData(train, val, packs, report)
 
 
-def make_dataset(cfg: DataConfig, frame: pd.DataFrame, packs: Optional[dict[str, Path]] = None,
-                 augment: Optional[bool] = None, io_mode: Optional[str] = None):
+def make_dataset(
+    cfg: DataConfig,
+    frame: pd.DataFrame,
+    packs: Optional[dict[str, Path]] = None,
+    augment: Optional[bool] = None,
+    io_mode: Optional[str] = None,
+):
     """The dataset for one split at the configured I/O level."""
     mode = io_mode or cfg.io_mode
     augment = cfg.augment if augment is None else augment
@@ -178,18 +214,34 @@ def make_dataset(cfg: DataConfig, frame: pd.DataFrame, packs: Optional[dict[str,
         return PackedDataset(frame, packs, on_bad_sample=cfg.on_bad_sample, augment=augment)
     from pecan.data.h5dataset import H5PoseDataset  # the packed path never loads the HDF5 dataset module
 
-    return H5PoseDataset(frame, pose_group=cfg.pose_group, crystal_group=cfg.crystal_group,
-                         pocket_radius=cfg.pocket_radius, edge_cutoff=cfg.edge_cutoff,
-                         rmsd_threshold=cfg.rmsd_threshold, io_mode=mode, on_bad_sample=cfg.on_bad_sample,
-                         augment=augment, decode_cache=cfg.decode_cache, max_atoms=cfg.max_atoms,
-                         max_edges=cfg.max_edges)
+    return H5PoseDataset(
+        frame,
+        pose_group=cfg.pose_group,
+        crystal_group=cfg.crystal_group,
+        pocket_radius=cfg.pocket_radius,
+        edge_cutoff=cfg.edge_cutoff,
+        rmsd_threshold=cfg.rmsd_threshold,
+        io_mode=mode,
+        on_bad_sample=cfg.on_bad_sample,
+        augment=augment,
+        decode_cache=cfg.decode_cache,
+        max_atoms=cfg.max_atoms,
+        max_edges=cfg.max_edges,
+    )
 
 
-def make_sampler(dataset, cfg: DataConfig, *, train: bool, rank: int, world_size: int,
-                 seed: int) -> ShardAwareSampler:
+def make_sampler(dataset, cfg: DataConfig, *, train: bool, rank: int, world_size: int, seed: int) -> ShardAwareSampler:
     """Training: shuffled and padded; evaluation: in order, every sample exactly once."""
-    return ShardAwareSampler(len(dataset), shard_ids=dataset.table.shard_id, rank=rank, world_size=world_size,
-                             shuffle=train, mode=cfg.shuffle, seed=seed, pad=train)
+    return ShardAwareSampler(
+        len(dataset),
+        shard_ids=dataset.table.shard_id,
+        rank=rank,
+        world_size=world_size,
+        shuffle=train,
+        mode=cfg.shuffle,
+        seed=seed,
+        pad=train,
+    )
 
 
 # The contract's fields (pecan.data.schema), PyG's bookkeeping and the worker's I/O counters.
@@ -214,7 +266,7 @@ class WireBatch:
 
     def _view(self, dtype: torch.dtype, shape: tuple, start: int) -> torch.Tensor:
         nbytes = math.prod(shape) * dtype.itemsize
-        return self.buffer[start:start + nbytes].view(dtype).view(shape)
+        return self.buffer[start : start + nbytes].view(dtype).view(shape)
 
     def pin_memory(self) -> "WireBatch":
         """Called by the DataLoader's pin thread."""
@@ -273,16 +325,28 @@ def first_good_batch(dataset) -> Optional[Batch]:
     return None
 
 
-def make_loader(dataset, sampler, batch_size: int, num_workers: int,
-                worker_init: Optional[Callable[[int], None]] = None, pin_memory: bool = False,
-                seed: Optional[int] = None) -> BatchLoader:
+def make_loader(
+    dataset,
+    sampler,
+    batch_size: int,
+    num_workers: int,
+    worker_init: Optional[Callable[[int], None]] = None,
+    pin_memory: bool = False,
+    seed: Optional[int] = None,
+) -> BatchLoader:
     """A loader whose workers persist across epochs (their handles and caches survive). With ``seed`` the
     loader draws its worker seeds from its own generator, never from the global one, so starting a pass
     (as a mid-epoch resume does) leaves the training RNG stream where it was."""
     generator = torch.Generator().manual_seed(seed) if seed is not None else None
-    loader = torch.utils.data.DataLoader(dataset, batch_size=batch_size, sampler=sampler, num_workers=num_workers,
-                                         collate_fn=wire_collate if num_workers > 0 else passthrough_collate,
-                                         persistent_workers=num_workers > 0,
-                                         worker_init_fn=worker_init if num_workers > 0 else None,
-                                         pin_memory=pin_memory, generator=generator)
+    loader = torch.utils.data.DataLoader(
+        dataset,
+        batch_size=batch_size,
+        sampler=sampler,
+        num_workers=num_workers,
+        collate_fn=wire_collate if num_workers > 0 else passthrough_collate,
+        persistent_workers=num_workers > 0,
+        worker_init_fn=worker_init if num_workers > 0 else None,
+        pin_memory=pin_memory,
+        generator=generator,
+    )
     return BatchLoader(loader)

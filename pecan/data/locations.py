@@ -9,6 +9,7 @@
 A writer tries each in turn; any OSError (EACCES, EROFS, EDQUOT, ENOSPC, ...) moves on to the next with
 one warning naming the reason. Readers look through the same chain. The chosen directory is logged once.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -78,12 +79,19 @@ def write_first(locations: list[Location], write: Callable[[Path], T], what: str
         except OSError as err:
             reason = describe_error(location.directory, err)
             errors.append(f"{location.origin} {reason}")
-            _report_once(("refused", str(location.directory)), logging.WARNING,
-                         "cannot write %s to %s (%s): %s; trying the next location", what, location.origin,
-                         location.directory, reason)
+            _report_once(
+                ("refused", str(location.directory)),
+                logging.WARNING,
+                "cannot write %s to %s (%s): %s; trying the next location",
+                what,
+                location.origin,
+                location.directory,
+                reason,
+            )
             continue
-        _report_once((what, str(location.directory)), logging.INFO, "%s go to %s (%s)", what, location.directory,
-                     location.origin)
+        _report_once(
+            (what, str(location.directory)), logging.INFO, "%s go to %s (%s)", what, location.directory, location.origin
+        )
         return result, location
     raise NoWritableLocation(f"cannot write {what} anywhere: " + "; ".join(errors))
 

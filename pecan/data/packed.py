@@ -14,6 +14,7 @@ the graph parameters, and the (pdbid, poseid) key of every sample. Each worker m
 page cache shares the bytes between workers and ranks of a node. ``__getitems__`` gathers a whole batch
 with offset arithmetic and builds the PyG Batch directly. Steady state: zero HDF5 calls per sample.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -43,10 +44,14 @@ PACK_VERSION = 4  # 2: vdw radii; 3: edges sorted by target; 4: whole-file sourc
 ALIGN = 64
 SCALAR_COLUMNS = ("label", "rmsd", "score", *fmt.INTERACTION_ATTRS)
 # The contract's per-node/per-edge arrays (pecan.data.schema) in their stored dtypes, plus the pack's own.
-ARRAY_DTYPES = {**{f.name: np.dtype(f.stored or f.dtype)
-                   for f in schema.graph_arrays("node") + schema.graph_arrays("edge")},
-                "atom_offsets": np.int64, "edge_src": np.int32, "edge_dst": np.int32, "edge_offsets": np.int64,
-                "scalars": np.float32}
+ARRAY_DTYPES = {
+    **{f.name: np.dtype(f.stored or f.dtype) for f in schema.graph_arrays("node") + schema.graph_arrays("edge")},
+    "atom_offsets": np.int64,
+    "edge_src": np.int32,
+    "edge_dst": np.int32,
+    "edge_offsets": np.int64,
+    "scalars": np.float32,
+}
 
 
 @dataclass(frozen=True)
@@ -73,6 +78,7 @@ def source_fingerprint(shard: Path) -> dict:
 
 
 # ---------------------------------------------------------------------------- locating packs
+
 
 def pack_locations(shard: Path, cache_dir: str = "") -> list[locations.Location]:
     """Where a shard's pack may live, in order: data.cache_dir, beside the shard (.pecan_cache), per-user cache,
@@ -108,8 +114,9 @@ def pack_is_valid(path: Path, shard: Path) -> bool:
         header = read_header(path)
     except (OSError, ValueError, DataError):
         return False
-    return header.get("version") == PACK_VERSION and identity.still_matches(shard, header.get("source"),
-                                                                             identity.confirmed_path(path))
+    return header.get("version") == PACK_VERSION and identity.still_matches(
+        shard, header.get("source"), identity.confirmed_path(path)
+    )
 
 
 def find_valid_pack(shard: Path, params: PackParams, cache_dir: str = "") -> Optional[Path]:
@@ -129,6 +136,7 @@ def find_valid_pack(shard: Path, params: PackParams, cache_dir: str = "") -> Opt
 
 # ---------------------------------------------------------------------------- reading packs
 
+
 def map_pack(path: Path, in_memory: bool = False) -> dict[str, np.ndarray]:
     """Memory-map one pack file once (or read it whole into RAM) and return views of its arrays."""
     header = read_header(path)
@@ -138,7 +146,7 @@ def map_pack(path: Path, in_memory: bool = False) -> dict[str, np.ndarray]:
         start = header["data_start"] + spec["offset"]
         count = int(np.prod(spec["shape"])) if spec["shape"] else 1
         dtype = np.dtype(spec["dtype"])
-        view = mapped[start:start + count * dtype.itemsize].view(dtype).reshape(spec["shape"])
+        view = mapped[start : start + count * dtype.itemsize].view(dtype).reshape(spec["shape"])
         # A plain ndarray over the same mapping: slicing a np.memmap subclass costs several times more.
         arrays[name] = np.asarray(view)
     return arrays
@@ -170,8 +178,9 @@ def gather_batch(packs: list[dict[str, np.ndarray]], pack_ids: np.ndarray, local
     # Local edge ends become batch node ids by adding each sample's first node position.
     node_start = np.concatenate([[0], np.cumsum(atom_counts)[:-1]])
     shift = np.repeat(node_start, edge_counts)
-    arrays["edge_index"] = np.stack([arrays.pop("edge_src").astype(np.int64) + shift,
-                                     arrays.pop("edge_dst").astype(np.int64) + shift])
+    arrays["edge_index"] = np.stack(
+        [arrays.pop("edge_src").astype(np.int64) + shift, arrays.pop("edge_dst").astype(np.int64) + shift]
+    )
     arrays["atom_counts"] = atom_counts
     return arrays
 
@@ -181,8 +190,11 @@ def to_batch(arrays: dict, values: dict[str, np.ndarray]) -> Batch:
     per-graph ``values`` (SampleTable.graph_values), with no per-sample Data objects."""
     counts = torch.from_numpy(arrays["atom_counts"])
     fields = schema.tensors({**arrays, **values}, num_graphs=len(counts))
-    batch = Batch(**fields, batch=torch.repeat_interleave(torch.arange(len(counts)), counts),
-                  ptr=torch.cat([torch.zeros(1, dtype=torch.long), torch.cumsum(counts, 0)]))
+    batch = Batch(
+        **fields,
+        batch=torch.repeat_interleave(torch.arange(len(counts)), counts),
+        ptr=torch.cat([torch.zeros(1, dtype=torch.long), torch.cumsum(counts, 0)]),
+    )
     batch._num_graphs = len(counts)
     return batch
 
@@ -201,8 +213,15 @@ def rotate_batch(batch: Batch) -> Batch:
 class PackedDataset(ProcessLocal, torch.utils.data.Dataset):
     """Samples gathered from memory-mapped packs; zero HDF5 calls per sample."""
 
-    def __init__(self, index: pd.DataFrame, pack_paths: dict[str, Path], *, on_bad_sample: str = "error",
-                 augment: bool = False, in_memory: bool = False) -> None:
+    def __init__(
+        self,
+        index: pd.DataFrame,
+        pack_paths: dict[str, Path],
+        *,
+        on_bad_sample: str = "error",
+        augment: bool = False,
+        in_memory: bool = False,
+    ) -> None:
         self.table = SampleTable.from_frame(index)
         self.pack_paths = [Path(pack_paths[s]) if pack_paths.get(s) else None for s in self.table.shards]
         self.on_bad_sample, self.augment, self.in_memory = on_bad_sample, augment, in_memory
@@ -229,8 +248,10 @@ class PackedDataset(ProcessLocal, torch.utils.data.Dataset):
                 if key in lookup:
                     local[i] = lookup[key]
                     continue
-                message = bad.get(key, header.get("shard_error") or
-                                  f"{t.where(i)}: pose named in the index does not exist in the shard")
+                message = bad.get(
+                    key,
+                    header.get("shard_error") or f"{t.where(i)}: pose named in the index does not exist in the shard",
+                )
                 skip_or_raise(DataError(message), self.on_bad_sample)
                 keep[i] = False
         if not keep.any():
@@ -276,7 +297,14 @@ class PackedDataset(ProcessLocal, torch.utils.data.Dataset):
 
 
 def _subset(table: SampleTable, keep: np.ndarray) -> SampleTable:
-    return SampleTable(shards=table.shards, shard_id=table.shard_id[keep], pdbid=table.pdbid[keep],
-                       poseid=table.poseid[keep], is_crystal=table.is_crystal[keep], label=table.label[keep],
-                       pose_features=table.pose_features[keep], complex_id=table.complex_id[keep],
-                       docking_features=None if table.docking_features is None else table.docking_features[keep])
+    return SampleTable(
+        shards=table.shards,
+        shard_id=table.shard_id[keep],
+        pdbid=table.pdbid[keep],
+        poseid=table.poseid[keep],
+        is_crystal=table.is_crystal[keep],
+        label=table.label[keep],
+        pose_features=table.pose_features[keep],
+        complex_id=table.complex_id[keep],
+        docking_features=None if table.docking_features is None else table.docking_features[keep],
+    )

@@ -1,5 +1,6 @@
 """Building packs: read a shard once, turn every pose into its graph, and write the flat pack file that
 ``pecan.data.packed`` memory-maps (in the first writable location of the chain, or where rank 0 decided)."""
+
 from __future__ import annotations
 
 import json
@@ -15,8 +16,19 @@ from pecan import fileio
 from pecan.data import format as fmt
 from pecan.data import locations, schema
 from pecan.data.graph import build_graph
-from pecan.data.packed import (ALIGN, ARRAY_DTYPES, MAGIC, PACK_VERSION, SCALAR_COLUMNS, PackParams, _data_start,
-                               find_valid_pack, pack_locations, pack_name, source_fingerprint)
+from pecan.data.packed import (
+    ALIGN,
+    ARRAY_DTYPES,
+    MAGIC,
+    PACK_VERSION,
+    SCALAR_COLUMNS,
+    PackParams,
+    _data_start,
+    find_valid_pack,
+    pack_locations,
+    pack_name,
+    source_fingerprint,
+)
 from pecan.data.sample import skip_or_raise
 from pecan.errors import DataError
 
@@ -61,8 +73,9 @@ def _read_shard(shard: Path, params: PackParams):
                 graphs.append(graph)
                 scalars.append(values)
         except Exception as err:  # noqa: BLE001 - a corrupt shard's walk fails with KeyError/RuntimeError/...
-            raise DataError(f"cannot pack shard {shard}: its layout is unreadable ({type(err).__name__}: {err})") \
-                from err
+            raise DataError(
+                f"cannot pack shard {shard}: its layout is unreadable ({type(err).__name__}: {err})"
+            ) from err
     return keys, bad, graphs, scalars
 
 
@@ -72,8 +85,15 @@ def _read_sample(group, params: PackParams, where: str):
         dataset = group.get(fmt.DATASET_NAME)
         if dataset is None:
             raise DataError(f"{where}: dataset '{fmt.DATASET_NAME}' not found")
-        graph = build_graph(dataset[()], params.pocket_radius, params.edge_cutoff, where, params.max_atoms,
-                            params.max_edges, vdw=group.attrs.get(fmt.VDW_ATTR))
+        graph = build_graph(
+            dataset[()],
+            params.pocket_radius,
+            params.edge_cutoff,
+            where,
+            params.max_atoms,
+            params.max_edges,
+            vdw=group.attrs.get(fmt.VDW_ATTR),
+        )
         return graph, _scalars(group)
     except DataError:
         raise
@@ -91,10 +111,14 @@ def _flatten(graphs, scalars) -> dict[str, np.ndarray]:
     for field in schema.graph_arrays("node") + schema.graph_arrays("edge"):
         empty = np.zeros((0, *field.width), dtype=ARRAY_DTYPES[field.name])
         arrays[field.name] = np.concatenate([getattr(g, field.name) for g in graphs]) if graphs else empty
-    return {**arrays, "atom_offsets": np.concatenate([[0], np.cumsum(atom_counts)]),
-            "edge_src": edges[0].astype(np.int32), "edge_dst": edges[1].astype(np.int32),
-            "edge_offsets": np.concatenate([[0], np.cumsum(edge_counts)]),
-            "scalars": np.asarray(scalars, dtype=np.float32).reshape(-1, len(SCALAR_COLUMNS))}
+    return {
+        **arrays,
+        "atom_offsets": np.concatenate([[0], np.cumsum(atom_counts)]),
+        "edge_src": edges[0].astype(np.int32),
+        "edge_dst": edges[1].astype(np.int32),
+        "edge_offsets": np.concatenate([[0], np.cumsum(edge_counts)]),
+        "scalars": np.asarray(scalars, dtype=np.float32).reshape(-1, len(SCALAR_COLUMNS)),
+    }
 
 
 def _write_pack(path: Path, header: dict, arrays: dict[str, np.ndarray]) -> None:
@@ -118,8 +142,14 @@ def _build(shard: Path, params: PackParams) -> tuple[dict, dict[str, np.ndarray]
     """Header and arrays of a shard's pack (the one read of the shard)."""
     fingerprint = source_fingerprint(shard)
     keys, bad, graphs, scalars = _read_shard(shard, params)
-    header = {"version": PACK_VERSION, "shard": str(shard), "source": fingerprint,
-              "params": params.__dict__, "keys": keys, "bad": bad}
+    header = {
+        "version": PACK_VERSION,
+        "shard": str(shard),
+        "source": fingerprint,
+        "params": params.__dict__,
+        "keys": keys,
+        "bad": bad,
+    }
     return header, _flatten(graphs, scalars)
 
 
@@ -157,8 +187,14 @@ def _pack_one(job) -> Path | DataError:
         return err
 
 
-def ensure_packed(shards: Iterable[Path], params: PackParams, cache_dir: str = "", processes: int = 1,
-                  progress: bool = False, on_bad_sample: str = "error") -> list[Optional[Path]]:
+def ensure_packed(
+    shards: Iterable[Path],
+    params: PackParams,
+    cache_dir: str = "",
+    processes: int = 1,
+    progress: bool = False,
+    on_bad_sample: str = "error",
+) -> list[Optional[Path]]:
     """Valid pack paths for every shard, building the missing or stale ones (in parallel if asked). A shard
     that cannot be packed is an error, or under on_bad_sample: skip None (its samples are then skipped)."""
     from pecan.progress import Progress

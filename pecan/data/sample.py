@@ -2,6 +2,7 @@
 
 Nothing here touches HDF5, so the packed path and the trainer import it without the HDF5 dataset.
 """
+
 from __future__ import annotations
 
 import logging
@@ -18,8 +19,17 @@ from pecan.data import schema
 
 log = logging.getLogger(__name__)
 
-COUNTER_FIELDS = ("file_opens", "h5_file_opens", "h5_object_opens", "attr_reads", "dataset_reads", "bytes_read", "samples",
-                  "skipped", "worker_busy_ns")
+COUNTER_FIELDS = (
+    "file_opens",
+    "h5_file_opens",
+    "h5_object_opens",
+    "attr_reads",
+    "dataset_reads",
+    "bytes_read",
+    "samples",
+    "skipped",
+    "worker_busy_ns",
+)
 
 
 class IOCounters:
@@ -75,13 +85,13 @@ class SampleTable:
     """The index as flat arrays: one row per sample, nothing looked up per sample in pandas."""
 
     shards: list[str]
-    shard_id: np.ndarray       # int32 [S]
-    pdbid: np.ndarray          # object [S]
-    poseid: np.ndarray         # object [S]
-    is_crystal: np.ndarray     # bool [S]
-    label: np.ndarray          # float32 [S]
+    shard_id: np.ndarray  # int32 [S]
+    pdbid: np.ndarray  # object [S]
+    poseid: np.ndarray  # object [S]
+    is_crystal: np.ndarray  # bool [S]
+    label: np.ndarray  # float32 [S]
     pose_features: np.ndarray  # float32 [S, 5]
-    complex_id: np.ndarray     # int64 [S]
+    complex_id: np.ndarray  # int64 [S]
     docking_features: Optional[np.ndarray] = None  # float32 [S, 3], see docking_features(); None: all missing
 
     @classmethod
@@ -89,12 +99,17 @@ class SampleTable:
         """Flatten an index DataFrame."""
         shard_codes, shards = pd.factorize(frame["shard"])
         complex_codes, _ = pd.factorize(frame["pdbid"])
-        return cls(shards=[str(s) for s in shards], shard_id=shard_codes.astype(np.int32),
-                   pdbid=frame["pdbid"].to_numpy(dtype=object), poseid=frame["poseid"].to_numpy(dtype=object),
-                   is_crystal=frame["is_crystal"].to_numpy().astype(bool),
-                   label=frame["label"].to_numpy().astype(np.float32),
-                   pose_features=frame[list(fmt.INTERACTION_ATTRS)].to_numpy().astype(np.float32),
-                   complex_id=complex_codes.astype(np.int64), docking_features=docking_features(frame))
+        return cls(
+            shards=[str(s) for s in shards],
+            shard_id=shard_codes.astype(np.int32),
+            pdbid=frame["pdbid"].to_numpy(dtype=object),
+            poseid=frame["poseid"].to_numpy(dtype=object),
+            is_crystal=frame["is_crystal"].to_numpy().astype(bool),
+            label=frame["label"].to_numpy().astype(np.float32),
+            pose_features=frame[list(fmt.INTERACTION_ATTRS)].to_numpy().astype(np.float32),
+            complex_id=complex_codes.astype(np.int64),
+            docking_features=docking_features(frame),
+        )
 
     def __len__(self) -> int:
         return len(self.shard_id)
@@ -102,10 +117,14 @@ class SampleTable:
     def graph_values(self, rows: np.ndarray) -> dict[str, np.ndarray]:
         """The contract's "sample" fields (pecan.data.schema) of index rows ``rows``."""
         rows = np.asarray(rows, dtype=np.int64)
-        docking = (missing_docking_features(len(rows)) if self.docking_features is None
-                   else self.docking_features[rows])
-        return {"y": self.label[rows], "pose_features": self.pose_features[rows], "docking_features": docking,
-                "complex_id": self.complex_id[rows], "sample_id": rows}
+        docking = missing_docking_features(len(rows)) if self.docking_features is None else self.docking_features[rows]
+        return {
+            "y": self.label[rows],
+            "pose_features": self.pose_features[rows],
+            "docking_features": docking,
+            "complex_id": self.complex_id[rows],
+            "sample_id": rows,
+        }
 
     def where(self, i: int) -> str:
         """Human-readable location of sample i for error messages."""

@@ -1,4 +1,5 @@
 """Distributed, shard-aware, epoch-seeded sampling (a DistributedSampler that knows about shards)."""
+
 from __future__ import annotations
 
 import math
@@ -17,9 +18,18 @@ class ShardAwareSampler(torch.utils.data.Sampler[int]):
     equal step counts); evaluation (``pad=False``) covers each sample exactly once.
     """
 
-    def __init__(self, num_samples: int, *, shard_ids: Optional[np.ndarray] = None, rank: int = 0,
-                 world_size: int = 1, shuffle: bool = True, mode: str = "global", seed: int = 0,
-                 pad: bool = True) -> None:
+    def __init__(
+        self,
+        num_samples: int,
+        *,
+        shard_ids: Optional[np.ndarray] = None,
+        rank: int = 0,
+        world_size: int = 1,
+        shuffle: bool = True,
+        mode: str = "global",
+        seed: int = 0,
+        pad: bool = True,
+    ) -> None:
         if mode not in ("global", "block"):
             raise ValueError(f"shuffle mode must be 'global' or 'block', got {mode!r}")
         self.num_samples, self.rank, self.world_size = num_samples, rank, world_size
@@ -50,14 +60,14 @@ class ShardAwareSampler(torch.utils.data.Sampler[int]):
         """This rank's indices for the current epoch."""
         order = self._order()
         if not self.pad:
-            return order[self.rank::self.world_size]
+            return order[self.rank :: self.world_size]
         per_rank = math.ceil(self.num_samples / self.world_size)
         total = per_rank * self.world_size
         if total > len(order):
             order = np.concatenate([order, np.resize(order, total - len(order))])
         if self.mode == "block" and self.shuffle:
-            return order[self.rank * per_rank:(self.rank + 1) * per_rank]
-        return order[self.rank:total:self.world_size]
+            return order[self.rank * per_rank : (self.rank + 1) * per_rank]
+        return order[self.rank : total : self.world_size]
 
     def __iter__(self) -> Iterator[int]:
         skip, self.skip = self.skip, 0

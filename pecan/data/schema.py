@@ -16,6 +16,7 @@ hand-over list changes. Its ``source`` says where the values come from:
   place both readers take them from).
 - ``"derived"``: computed from the other fields in ``derive`` below.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -60,12 +61,12 @@ class Field:
     """One tensor of the model input."""
 
     name: str
-    dtype: str                     # torch dtype name: float32, int64, bool
-    per: str                       # "node", "edge" or "graph": the dimension that grows with the batch
-    width: tuple[int, ...]         # trailing shape per node/edge/graph; edge_index is (2, E): width (2,) leading
-    source: str                    # "graph", "sample" or "derived" (see the module docstring)
+    dtype: str  # torch dtype name: float32, int64, bool
+    per: str  # "node", "edge" or "graph": the dimension that grows with the batch
+    width: tuple[int, ...]  # trailing shape per node/edge/graph; edge_index is (2, E): width (2,) leading
+    source: str  # "graph", "sample" or "derived" (see the module docstring)
     doc: str
-    stored: Optional[str] = None   # numpy dtype a pack keeps a "graph" field in (None: the dtype itself)
+    stored: Optional[str] = None  # numpy dtype a pack keeps a "graph" field in (None: the dtype itself)
 
 
 FIELDS: tuple[Field, ...] = (
@@ -77,8 +78,14 @@ FIELDS: tuple[Field, ...] = (
     Field("edge_type", "int64", "edge", (), "graph", "EDGE_TYPES value", stored="int8"),
     Field("y", "float32", "graph", (), "sample", "label: 1 near-native, 0 decoy"),
     Field("pose_features", "float32", "graph", (N_POSE_FEATURES,), "sample", "interaction counts"),
-    Field("docking_features", "float32", "graph", (N_DOCKING_FEATURES,), "sample",
-          "docking score inputs (model.use_docking_score); all-missing without a score column"),
+    Field(
+        "docking_features",
+        "float32",
+        "graph",
+        (N_DOCKING_FEATURES,),
+        "sample",
+        "docking score inputs (model.use_docking_score); all-missing without a score column",
+    ),
     Field("complex_id", "int64", "graph", (), "sample", "complex of the pose (top-1 success groups by it)"),
     Field("sample_id", "int64", "graph", (), "sample", "row of the index"),
 )
@@ -136,6 +143,8 @@ def check(batch) -> list[str]:
         value = batch[field.name]
         shape = tuple(value.shape[:1]) if field.name == "edge_index" else tuple(value.shape[1:])
         if value.dtype != torch_dtype(field) or shape != field.width:
-            problems.append(f"field {field.name}: {value.dtype} {tuple(value.shape)}, contract {field.dtype} "
-                            f"[{field.per}, {', '.join(map(str, field.width))}]")
+            problems.append(
+                f"field {field.name}: {value.dtype} {tuple(value.shape)}, contract {field.dtype} "
+                f"[{field.per}, {', '.join(map(str, field.width))}]"
+            )
     return problems

@@ -6,6 +6,7 @@ sampled hash; a later run whose sources are unchanged reuses the staged copies w
 failure (a copy error, a full disk) falls back to reading every file in place, with a warning: a job
 never reads a half-staged set.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -37,8 +38,13 @@ class StageReport:
 
     def record(self) -> dict:
         """The fields the first epoch's record carries."""
-        return {"staging_s": self.seconds, "staging_bytes": self.bytes_copied, "staging_files_copied":
-                self.files_copied, "staging_files_reused": self.files_reused, "staging_fallback": self.fallback}
+        return {
+            "staging_s": self.seconds,
+            "staging_bytes": self.bytes_copied,
+            "staging_files_copied": self.files_copied,
+            "staging_files_reused": self.files_reused,
+            "staging_fallback": self.fallback,
+        }
 
 
 def staged_path(source: Path, stage_dir: Path) -> Path:
@@ -90,8 +96,15 @@ def stage(sources: list[Path], stage_dir: str | Path) -> StageReport:
         log.warning("staging to %s failed (%s); reading every file in place", stage_dir, err)
     report.seconds = time.perf_counter() - start
     if report.fallback is None:
-        log.info("staged %d file(s) to %s: %d copied (%.1f MiB, %.2fs), %d reused", len(report.mapping),
-                 stage_dir, report.files_copied, report.bytes_copied / 2**20, report.seconds, report.files_reused)
+        log.info(
+            "staged %d file(s) to %s: %d copied (%.1f MiB, %.2fs), %d reused",
+            len(report.mapping),
+            stage_dir,
+            report.files_copied,
+            report.bytes_copied / 2**20,
+            report.seconds,
+            report.files_reused,
+        )
     return report
 
 

@@ -4,6 +4,7 @@ index as a whole (duplicate samples, shards listed twice, labels 0/1, rmsd >= 0)
 Row problems are errors, or under ``on_bad_sample: skip`` dropped with a count (``frame.attrs["skipped"]``,
 which the trainer reports in the log and in epochs.jsonl). Format problems of a CSV are always errors.
 """
+
 from __future__ import annotations
 
 import logging
@@ -31,8 +32,10 @@ def check_csv_cells(frame: pd.DataFrame, path: str | Path) -> None:
     """Required columns present, ids non-empty, numeric columns numeric; errors name file, line, column."""
     missing = [c for c in fmt.REQUIRED_INDEX_COLUMNS if c not in frame.columns]
     if missing:
-        raise DataError(f"index CSV {path}: missing required column(s) {', '.join(missing)} "
-                        f"(columns: {', '.join(map(str, frame.columns))})")
+        raise DataError(
+            f"index CSV {path}: missing required column(s) {', '.join(missing)} "
+            f"(columns: {', '.join(map(str, frame.columns))})"
+        )
     if frame.empty:
         raise DataError(f"index CSV {path}: no rows")
     for column in fmt.REQUIRED_INDEX_COLUMNS:
@@ -42,8 +45,7 @@ def check_csv_cells(frame: pd.DataFrame, path: str | Path) -> None:
         if column not in frame.columns:
             continue
         numeric = pd.to_numeric(frame[column], errors="coerce")
-        _raise_first(frame, numeric.isna() & frame[column].notna(), path, column,
-                     "is not a number: {value!r}")
+        _raise_first(frame, numeric.isna() & frame[column].notna(), path, column, "is not a number: {value!r}")
 
 
 def _raise_first(frame: pd.DataFrame, bad: pd.Series, path, column: str, problem: str) -> None:
@@ -51,8 +53,10 @@ def _raise_first(frame: pd.DataFrame, bad: pd.Series, path, column: str, problem
         return
     row = int(np.flatnonzero(bad.to_numpy())[0])
     value = _plain(frame[column].iloc[row])
-    raise DataError(f"index CSV {path}, line {row + FIRST_DATA_LINE}, column '{column}': "
-                    f"{problem.format(value=value)} ({int(bad.sum())} such row(s))")
+    raise DataError(
+        f"index CSV {path}, line {row + FIRST_DATA_LINE}, column '{column}': "
+        f"{problem.format(value=value)} ({int(bad.sum())} such row(s))"
+    )
 
 
 def _where(frame: pd.DataFrame, rows: np.ndarray, source: str) -> str:
@@ -66,8 +70,9 @@ def _plain(value):
     return value.item() if hasattr(value, "item") else value
 
 
-def validate_index(frame: pd.DataFrame, source: str, on_bad_sample: str = "error",
-                   labels_optional: bool = False) -> pd.DataFrame:
+def validate_index(
+    frame: pd.DataFrame, source: str, on_bad_sample: str = "error", labels_optional: bool = False
+) -> pd.DataFrame:
     """Labels 0/1 (or empty when ``labels_optional``), rmsd >= 0, no duplicate (shard, pdbid, poseid): errors
     naming the first offender, or those rows dropped with a count under skip; logs the sample and complex
     counts."""
@@ -77,8 +82,11 @@ def validate_index(frame: pd.DataFrame, source: str, on_bad_sample: str = "error
         (frame["rmsd"].notna() & (frame["rmsd"] < 0), "rmsd must be >= 0", "rmsd"),
         (~frame["is_crystal"].isin([0, 1]), "is_crystal must be 0 or 1", "is_crystal"),
         *_pose_feature_checks(frame),
-        (frame.duplicated(KEY, keep="first"), "duplicate sample (same shard, pdbid and poseid as an earlier row)",
-         None),
+        (
+            frame.duplicated(KEY, keep="first"),
+            "duplicate sample (same shard, pdbid and poseid as an earlier row)",
+            None,
+        ),
     ]
     drop = np.zeros(len(frame), dtype=bool)
     for bad, problem, column in checks:
@@ -97,8 +105,13 @@ def validate_index(frame: pd.DataFrame, source: str, on_bad_sample: str = "error
     frame = frame.drop(columns=["_line"], errors="ignore")
     frame["is_crystal"] = frame["is_crystal"].astype(int)
     frame.attrs["skipped"] = skipped
-    log.info("index %s: %d samples of %d complexes%s", source, len(frame), frame["pdbid"].nunique(),
-             f" ({skipped} bad row(s) dropped)" if skipped else "")
+    log.info(
+        "index %s: %d samples of %d complexes%s",
+        source,
+        len(frame),
+        frame["pdbid"].nunique(),
+        f" ({skipped} bad row(s) dropped)" if skipped else "",
+    )
     return frame
 
 
@@ -110,8 +123,13 @@ def _pose_feature_checks(frame: pd.DataFrame) -> list:
         as_float32 = frame[column].to_numpy(dtype=np.float64).astype(np.float32)
         with np.errstate(invalid="ignore"):
             bad = ~np.isfinite(as_float32) | (np.abs(as_float32) > fmt.POSE_FEATURE_LIMIT)
-        checks.append((pd.Series(bad, index=frame.index),
-                       f"{column} must be a finite count within +-{fmt.POSE_FEATURE_LIMIT:g} (as float32)", column))
+        checks.append(
+            (
+                pd.Series(bad, index=frame.index),
+                f"{column} must be a finite count within +-{fmt.POSE_FEATURE_LIMIT:g} (as float32)",
+                column,
+            )
+        )
     return checks
 
 

@@ -1,4 +1,5 @@
 """One complex redocked with AutoDock Vina: poses SDF (score as an SD property) and a record of what was done."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -147,8 +148,13 @@ def _dock(job: DockJob) -> dict:
     text, scores = _vina(receptor, prepare.ligand_pdbqt(start), box, job.options, job.complex_seed)
     poses = pose_molecules(text, scores, job.complex_id)
     write_poses(job.poses_path, poses)
-    return {"poses": len(poses), "best_score": float(scores.min()), "box_center": list(box.center),
-            "box_size": list(box.size), "start_rmsd_to_crystal": prepare.start_rmsd(start, crystal)}
+    return {
+        "poses": len(poses),
+        "best_score": float(scores.min()),
+        "box_center": list(box.center),
+        "box_size": list(box.size),
+        "start_rmsd_to_crystal": prepare.start_rmsd(start, crystal),
+    }
 
 
 def run_job(job: DockJob) -> dict:
@@ -157,8 +163,12 @@ def run_job(job: DockJob) -> dict:
     if record is not None:
         return {**record, "reused": True}
     began = time.perf_counter()
-    record = {"complex_id": job.complex_id, "key": job.key, "seed": job.complex_seed,
-              "options": dataclasses.asdict(job.options)}
+    record = {
+        "complex_id": job.complex_id,
+        "key": job.key,
+        "seed": job.complex_seed,
+        "options": dataclasses.asdict(job.options),
+    }
     try:
         record.update(_dock(job), status="ok", reason="")
     except RedockError as err:

@@ -7,6 +7,7 @@ residue templates reject, while Open Babel types any atom (it adds hydrogens, ke
 merges the rest, which is what Vina's scoring uses). Ligands go through Meeko, which keeps the RDKit atom
 order so the docked poses come back as RDKit molecules with the crystal ligand's bond orders.
 """
+
 from __future__ import annotations
 
 import shutil
@@ -131,8 +132,9 @@ def receptor_pdbqt(path: Path, out: Path) -> Path:
         cleaned = Path(tmp) / "receptor.pdb"
         cleaned.write_text("\n".join(clean_receptor_lines(path)) + "\nEND\n")
         written = Path(tmp) / out.name
-        done = subprocess.run(["obabel", str(cleaned), "-xr", "-h", "-O", str(written)], check=False,
-                              capture_output=True, text=True)
+        done = subprocess.run(
+            ["obabel", str(cleaned), "-xr", "-h", "-O", str(written)], check=False, capture_output=True, text=True
+        )
         if done.returncode != 0 or not written.exists() or written.stat().st_size == 0:
             raise RedockError(f"receptor {path}: obabel failed: {done.stderr.strip()[-300:]}")
         written.replace(out)

@@ -5,6 +5,7 @@ Top-k success here counts over *all* complexes (a complex with no near-native po
 ranker), so model, docking score and ceiling share one denominator; the ceiling is the share of complexes
 with any near-native pose.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -36,11 +37,15 @@ def bootstrap_interval(values: np.ndarray, draws: np.ndarray, level: float = 0.9
 def complex_table(scores: pd.DataFrame) -> pd.DataFrame:
     """One row per complex: model and docking-score top-1/top-3 hits and the ceiling. ``scores`` has columns
     complex, score (higher = more likely near-native), docking_score (lower = better), label."""
-    table = pd.DataFrame({
-        "model_top1": top_k_hits(scores, "score", 1), "model_top3": top_k_hits(scores, "score", 3),
-        "docking_top1": top_k_hits(scores, "docking_score", 1, higher_is_better=False),
-        "docking_top3": top_k_hits(scores, "docking_score", 3, higher_is_better=False),
-        "ceiling": ceiling_hits(scores)})
+    table = pd.DataFrame(
+        {
+            "model_top1": top_k_hits(scores, "score", 1),
+            "model_top3": top_k_hits(scores, "score", 3),
+            "docking_top1": top_k_hits(scores, "docking_score", 1, higher_is_better=False),
+            "docking_top3": top_k_hits(scores, "docking_score", 3, higher_is_better=False),
+            "ceiling": ceiling_hits(scores),
+        }
+    )
     table.index.name = "complex"
     return table
 
@@ -54,11 +59,16 @@ def summarize(scores: pd.DataFrame, n_boot: int = 2000, seed: int = 0) -> dict:
     out: dict = {"complexes": n, "poses": len(scores), "near_native_poses": int(scores["label"].sum())}
     for column in table.columns:
         values = table[column].to_numpy()
-        out[column] = {"hits": int(values.sum()), "rate": float(values.mean()) if n else float("nan"),
-                       "ci95": bootstrap_interval(values, draws)}
+        out[column] = {
+            "hits": int(values.sum()),
+            "rate": float(values.mean()) if n else float("nan"),
+            "ci95": bootstrap_interval(values, draws),
+        }
     difference = (table["model_top1"] - table["docking_top1"]).to_numpy()
-    out["top1_difference"] = {"mean": float(difference.mean()) if n else float("nan"),
-                              "ci95": bootstrap_interval(difference, draws)}
+    out["top1_difference"] = {
+        "mean": float(difference.mean()) if n else float("nan"),
+        "ci95": bootstrap_interval(difference, draws),
+    }
     labels = scores["label"].to_numpy().astype(int)
     out["model_auc"] = roc_auc(scores["score"].to_numpy(), labels)
     out["docking_auc"] = roc_auc(-scores["docking_score"].to_numpy(dtype=float), labels)

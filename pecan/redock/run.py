@@ -5,6 +5,7 @@ Input manifest columns: complex_id, receptor (PDB or PDBQT), crystal_ligand (SDF
 Relative paths are resolved against the manifest's directory; every other column (affinity, family, ...) is
 passed through to the converter's manifest.
 """
+
 from __future__ import annotations
 
 import os
@@ -19,8 +20,17 @@ from pecan.redock.dock import SCORE_PROPERTY, DockJob, DockOptions, run_job
 
 REQUIRED_COLUMNS = ("complex_id", "receptor", "crystal_ligand")
 CONVERTER_COLUMNS = ("complex_id", "receptor", "poses", "crystal_ligand", "score_property")
-TABLE_COLUMNS = ("complex_id", "status", "seed", "poses", "best_score", "start_rmsd_to_crystal", "seconds",
-                 "reused", "reason")
+TABLE_COLUMNS = (
+    "complex_id",
+    "status",
+    "seed",
+    "poses",
+    "best_score",
+    "start_rmsd_to_crystal",
+    "seconds",
+    "reused",
+    "reason",
+)
 
 
 def read_manifest(path: Path) -> pd.DataFrame:
@@ -28,8 +38,10 @@ def read_manifest(path: Path) -> pd.DataFrame:
     frame = pd.read_csv(path, dtype=str, keep_default_na=False)
     missing = [c for c in REQUIRED_COLUMNS if c not in frame.columns]
     if missing:
-        raise ValueError(f"manifest {path}: missing column(s) {', '.join(missing)} "
-                         f"(required: {', '.join(REQUIRED_COLUMNS)}; optional: seed)")
+        raise ValueError(
+            f"manifest {path}: missing column(s) {', '.join(missing)} "
+            f"(required: {', '.join(REQUIRED_COLUMNS)}; optional: seed)"
+        )
     frame["complex_id"] = frame["complex_id"].str.strip()
     if (frame["complex_id"] == "").any():
         raise ValueError(f"manifest {path}: empty complex_id in row {int((frame['complex_id'] == '').idxmax()) + 2}")
@@ -47,9 +59,17 @@ def read_manifest(path: Path) -> pd.DataFrame:
 def plan(frame: pd.DataFrame, out_dir: Path, options: DockOptions) -> list[DockJob]:
     """One job per manifest row (a seed column, where present and not blank, overrides the derived seed)."""
     seeds = frame["seed"] if "seed" in frame.columns else [""] * len(frame)
-    return [DockJob(row["complex_id"], Path(row["receptor"]), Path(row["crystal_ligand"]), out_dir, options,
-                    int(seed) if str(seed).strip() else None)
-            for row, seed in zip(frame.to_dict("records"), seeds)]
+    return [
+        DockJob(
+            row["complex_id"],
+            Path(row["receptor"]),
+            Path(row["crystal_ligand"]),
+            out_dir,
+            options,
+            int(seed) if str(seed).strip() else None,
+        )
+        for row, seed in zip(frame.to_dict("records"), seeds)
+    ]
 
 
 def _run_all(jobs: list[DockJob], workers: int, progress: bool, on_record) -> list[dict]:
@@ -97,10 +117,17 @@ def converter_manifest(frame: pd.DataFrame, records: list[dict], jobs: list[Dock
             continue
         job = by_id[row["complex_id"]]
         extra = {k: v for k, v in row.items() if k not in CONVERTER_COLUMNS and k != "seed"}
-        rows.append({"complex_id": job.complex_id, "receptor": _relative(job.receptor, out_dir),
-                     "poses": _relative(job.poses_path, out_dir),
-                     "crystal_ligand": _relative(job.crystal_ligand, out_dir), "score_property": SCORE_PROPERTY,
-                     "seed": job.complex_seed, **extra})
+        rows.append(
+            {
+                "complex_id": job.complex_id,
+                "receptor": _relative(job.receptor, out_dir),
+                "poses": _relative(job.poses_path, out_dir),
+                "crystal_ligand": _relative(job.crystal_ligand, out_dir),
+                "score_property": SCORE_PROPERTY,
+                "seed": job.complex_seed,
+                **extra,
+            }
+        )
     columns = [*CONVERTER_COLUMNS, "seed"]
     return pd.DataFrame(rows, columns=columns + [c for c in (rows[0] if rows else {}) if c not in columns])
 
@@ -124,13 +151,20 @@ def redock(manifest: Path, out_dir: Path, options: DockOptions, workers: int = 1
     records = _run_all(jobs, max(workers, 1), progress, write_tables)
     write_tables(records)
     docked = [r for r in records if r["status"] == "ok"]
-    return {"complexes": len(docked), "failed": len(records) - len(docked),
-            "reused": sum(bool(r["reused"]) for r in docked), "poses": sum(int(r["poses"]) for r in docked),
-            "manifest": str(out_dir / "manifest.csv"), "failures": str(out_dir / "failures.csv")}
+    return {
+        "complexes": len(docked),
+        "failed": len(records) - len(docked),
+        "reused": sum(bool(r["reused"]) for r in docked),
+        "poses": sum(int(r["poses"]) for r in docked),
+        "manifest": str(out_dir / "manifest.csv"),
+        "failures": str(out_dir / "failures.csv"),
+    }
 
 
 def summary_line(summary: dict) -> str:
     """One line for the end of a run."""
-    return (f"redocked {summary['complexes']} complexes ({summary['reused']} already finished), "
-            f"{summary['poses']} poses; {summary['failed']} failed (see {summary['failures']}); "
-            f"convert with: python scripts/convert_structures.py {summary['manifest']} --out SHARDS")
+    return (
+        f"redocked {summary['complexes']} complexes ({summary['reused']} already finished), "
+        f"{summary['poses']} poses; {summary['failed']} failed (see {summary['failures']}); "
+        f"convert with: python scripts/convert_structures.py {summary['manifest']} --out SHARDS"
+    )

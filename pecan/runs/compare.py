@@ -14,6 +14,7 @@ warns when runs did not complete their configured epochs, differ in scale, or ha
 warm-up is then included). ``--strict`` exits 2 on any difference outside the allow-list (``--allow KEY``,
 shell-style patterns, plus ``--vary`` settings and the keys that never change results, such as out_dir).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,17 +33,43 @@ FIGURES = ("samples_per_s", "wall_s", "data_wait_share", "file_opens_per_sample"
 # Settings that change timings; runs compared for speed should agree on them (the record's names).
 SETTINGS = ("intra_op_threads", "num_workers", "io_mode", "amp", "tracing", "world_size")
 # Keys whose value never changes what a run computes or how fast: where it writes, how it shows progress.
-NEVER_MATTER = ("train.out_dir", "train.resume", "train.sync_dir", "train.sync_every_minutes", "train.progress",
-                "train.progress_every_seconds", "train.report", "train.plots", "train.tensorboard",
-                "train.tensorboard_every_steps", "run.host", "run.argv", "run.started", "run.resumed_from",
-                "run.start_epoch")
+NEVER_MATTER = (
+    "train.out_dir",
+    "train.resume",
+    "train.sync_dir",
+    "train.sync_every_minutes",
+    "train.progress",
+    "train.progress_every_seconds",
+    "train.report",
+    "train.plots",
+    "train.tensorboard",
+    "train.tensorboard_every_steps",
+    "run.host",
+    "run.argv",
+    "run.started",
+    "run.resumed_from",
+    "run.start_epoch",
+)
 # --vary SETTING also allows the config keys that set it.
-VARY_KEYS = {"io_mode": ("data.io_mode",), "amp": ("train.amp",), "tracing": ("trace.enabled", "trace.posix"),
-             "intra_op_threads": ("train.intra_op_threads", "run.threads_from"), "num_workers": ("data.num_workers",),
-             "world_size": ("run.launcher",)}
+VARY_KEYS = {
+    "io_mode": ("data.io_mode",),
+    "amp": ("train.amp",),
+    "tracing": ("trace.enabled", "trace.posix"),
+    "intra_op_threads": ("train.intra_op_threads", "run.threads_from"),
+    "num_workers": ("data.num_workers",),
+    "world_size": ("run.launcher",),
+}
 # What each start recorded in runs.jsonl that is a setting (the rest is provenance of the moment).
-RUN_KEYS = ("world_size", "launcher", "device", "intra_op_threads", "num_workers", "cores_per_rank", "threads_from",
-            "python")
+RUN_KEYS = (
+    "world_size",
+    "launcher",
+    "device",
+    "intra_op_threads",
+    "num_workers",
+    "cores_per_rank",
+    "threads_from",
+    "python",
+)
 
 
 def flatten(mapping: Any, prefix: str = "") -> dict[str, Any]:
@@ -77,12 +104,17 @@ def run_settings(run_dir: Path, records: list[dict], config: dict) -> dict:
     """The timing-relevant settings of a run, from its last epoch record, runs.jsonl and config.yaml."""
     runs = read_records(run_dir / "runs.jsonl") if (run_dir / "runs.jsonl").exists() else [{}]
     last, started = records[-1], runs[-1]
-    tracing = last.get("tracing", (started.get("tracing") or {}).get("active",
-                                                                      (config.get("trace") or {}).get("enabled")))
-    return {"intra_op_threads": last.get("intra_op_threads", started.get("intra_op_threads")),
-            "num_workers": last.get("num_workers", started.get("num_workers")),
-            "io_mode": last.get("io_mode"), "amp": last.get("amp", (config.get("train") or {}).get("amp")),
-            "tracing": tracing, "world_size": last.get("world_size")}
+    tracing = last.get(
+        "tracing", (started.get("tracing") or {}).get("active", (config.get("trace") or {}).get("enabled"))
+    )
+    return {
+        "intra_op_threads": last.get("intra_op_threads", started.get("intra_op_threads")),
+        "num_workers": last.get("num_workers", started.get("num_workers")),
+        "io_mode": last.get("io_mode"),
+        "amp": last.get("amp", (config.get("train") or {}).get("amp")),
+        "tracing": tracing,
+        "world_size": last.get("world_size"),
+    }
 
 
 def run_summary(run_dir: Path, skip: int) -> dict:
@@ -93,11 +125,18 @@ def run_summary(run_dir: Path, skip: int) -> dict:
     configured = (config.get("train") or {}).get("epochs", len(records))
     steady = records[skip:] or records
     summary = {f: statistics.fmean([r[f] for r in steady if r.get(f) is not None] or [0.0]) for f in FIGURES}
-    summary.update(run=str(run_dir), epochs=len(records), configured_epochs=configured,
-                   warm_up_included=len(records) <= skip, settings=run_settings(run_dir, records, config),
-                   resolved=resolved_settings(run_dir, records, config),
-                   complete=len(records) >= configured, world_size=records[-1]["world_size"],
-                   samples=records[-1]["samples"], io_mode=records[-1].get("io_mode"))
+    summary.update(
+        run=str(run_dir),
+        epochs=len(records),
+        configured_epochs=configured,
+        warm_up_included=len(records) <= skip,
+        settings=run_settings(run_dir, records, config),
+        resolved=resolved_settings(run_dir, records, config),
+        complete=len(records) >= configured,
+        world_size=records[-1]["world_size"],
+        samples=records[-1]["samples"],
+        io_mode=records[-1].get("io_mode"),
+    )
     return summary
 
 
@@ -146,13 +185,16 @@ def difference_rows(differences: dict[str, dict[str, Any]], allow: tuple[str, ..
     runs = list(next(iter(differences.values())))
     rows = ["| setting | " + " | ".join(runs) + " | allowed |", "|" + "---|" * (len(runs) + 2)]
     for key, values in differences.items():
-        rows.append(f"| {key} | " + " | ".join(str(values[r]) for r in runs) + f" | "
-                    f"{'yes' if allowed(key, allow, vary) else 'no'} |")
+        rows.append(
+            f"| {key} | " + " | ".join(str(values[r]) for r in runs) + f" | "
+            f"{'yes' if allowed(key, allow, vary) else 'no'} |"
+        )
     return rows
 
 
-def compare(groups: dict[str, list[Path]], skip: int = 1, vary: tuple[str, ...] = ("io_mode",),
-            allow: tuple[str, ...] = ()) -> tuple[str, list[str]]:
+def compare(
+    groups: dict[str, list[Path]], skip: int = 1, vary: tuple[str, ...] = ("io_mode",), allow: tuple[str, ...] = ()
+) -> tuple[str, list[str]]:
     """The comparison tables (figures, phases, differing settings) and the list of warnings."""
     runs = {name: [run_summary(d, skip) for d in dirs] for name, dirs in groups.items()}
     warnings = []
@@ -161,22 +203,27 @@ def compare(groups: dict[str, list[Path]], skip: int = 1, vary: tuple[str, ...] 
             if not s["complete"]:
                 warnings.append(f"{s['run']} ({name}) stopped after {s['epochs']} of {s['configured_epochs']} epochs")
             if s["warm_up_included"]:
-                warnings.append(f"{s['run']} ({name}) has only {s['epochs']} epoch(s): no steady state after "
-                                f"{skip} warm-up epoch(s), so its figures include the warm-up")
+                warnings.append(
+                    f"{s['run']} ({name}) has only {s['epochs']} epoch(s): no steady state after "
+                    f"{skip} warm-up epoch(s), so its figures include the warm-up"
+                )
         if len(summaries) == 1:
             warnings.append(f"{name} has one replicate: its figures are only directional")
     scales = {(s["world_size"], s["samples"]) for summaries in runs.values() for s in summaries}
     if len(scales) > 1:
-        warnings.append("runs differ in scale (world size, samples per epoch): "
-                        + ", ".join(f"{w} ranks/{n} samples" for w, n in sorted(scales))
-                        + "; compare the per-sample figures, not throughput")
+        warnings.append(
+            "runs differ in scale (world size, samples per epoch): "
+            + ", ".join(f"{w} ranks/{n} samples" for w, n in sorted(scales))
+            + "; compare the per-sample figures, not throughput"
+        )
     warnings += settings_differences(runs, vary)
     differences = differing_keys(runs)
     unexpected = [key for key in differences if not allowed(key, allow, vary)]
     if unexpected:
-        warnings.append(f"runs differ in {len(unexpected)} setting(s) outside the allow-list: "
-                        + "; ".join(f"{key} ({', '.join(f'{r}={v}' for r, v in differences[key].items())})"
-                                    for key in unexpected))
+        warnings.append(
+            f"runs differ in {len(unexpected)} setting(s) outside the allow-list: "
+            + "; ".join(f"{key} ({', '.join(f'{r}={v}' for r, v in differences[key].items())})" for key in unexpected)
+        )
     tables = [*figure_rows(runs), "", *phase_rows(runs), "", *difference_rows(differences, allow, vary)]
     return "\n".join(tables), warnings
 
@@ -185,15 +232,20 @@ def figure_rows(runs: dict[str, list[dict]]) -> list[str]:
     """One row per group: throughput with its spread, vs the first group, epoch wall, data wait, I/O."""
     first = next(iter(runs))
     base = spread([s["samples_per_s"] for s in runs[first]])[0]
-    lines = ["| group | io_mode | replicates | samples/s mean ± stdev (CV) | vs " + first + " | epoch s | "
-             "data wait | file opens/sample | HDF5 calls/sample |", "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| group | io_mode | replicates | samples/s mean ± stdev (CV) | vs " + first + " | epoch s | "
+        "data wait | file opens/sample | HDF5 calls/sample |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for name, summaries in runs.items():
         rates = [s["samples_per_s"] for s in summaries]
         mean = {f: spread([s[f] for s in summaries])[0] for f in FIGURES}
-        lines.append(f"| {name} | {summaries[0]['io_mode']} | {len(summaries)} | {rate_text(rates)} | "
-                     f"{mean['samples_per_s'] / base if base else math.nan:.2f}x | {mean['wall_s']:.1f} | "
-                     f"{mean['data_wait_share']:.1%} | {mean['file_opens_per_sample']:.3f} | "
-                     f"{mean['h5_calls_per_sample']:.2f} |")
+        lines.append(
+            f"| {name} | {summaries[0]['io_mode']} | {len(summaries)} | {rate_text(rates)} | "
+            f"{mean['samples_per_s'] / base if base else math.nan:.2f}x | {mean['wall_s']:.1f} | "
+            f"{mean['data_wait_share']:.1%} | {mean['file_opens_per_sample']:.3f} | "
+            f"{mean['h5_calls_per_sample']:.2f} |"
+        )
     return lines
 
 
@@ -213,13 +265,18 @@ def settings_differences(runs: dict[str, list[dict]], vary: tuple[str, ...] = ("
         for key in SETTINGS:
             values = {repr(s["settings"][key]) for s in summaries}
             if len(values) > 1:
-                out.append(f"replicates of {name} differ in {key} ({', '.join(sorted(values))}); "
-                           "their timings are not comparable")
+                out.append(
+                    f"replicates of {name} differ in {key} ({', '.join(sorted(values))}); "
+                    "their timings are not comparable"
+                )
     for key in (k for k in SETTINGS if k not in vary):
         values = {label(name, s): s["settings"][key] for name, summaries in runs.items() for s in summaries}
         if len({repr(v) for v in values.values()}) > 1:
-            out.append(f"runs differ in {key}: " + ", ".join(f"{run}={value}" for run, value in values.items())
-                       + "; their timings are not comparable")
+            out.append(
+                f"runs differ in {key}: "
+                + ", ".join(f"{run}={value}" for run, value in values.items())
+                + "; their timings are not comparable"
+            )
     return out
 
 
@@ -240,18 +297,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The compare options (shared by `pecan runs compare` and scripts/compare_runs.py)."""
     parser.add_argument("groups", nargs="+", metavar="NAME=RUN_DIR[,RUN_DIR...]")
     parser.add_argument("--skip", type=int, default=1, help="warm-up epochs left out of each run's mean")
-    parser.add_argument("--strict", action="store_true",
-                        help="refuse (exit 2) when the runs differ in any setting outside the allow-list")
-    parser.add_argument("--allow", action="append", default=[], metavar="KEY",
-                        help="a setting allowed to differ, e.g. model.hidden or 'data.*' (repeatable)")
-    parser.add_argument("--vary", action="append", choices=SETTINGS, default=None,
-                        help="a timing setting the groups are meant to differ in (repeatable; default io_mode)")
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="refuse (exit 2) when the runs differ in any setting outside the allow-list",
+    )
+    parser.add_argument(
+        "--allow",
+        action="append",
+        default=[],
+        metavar="KEY",
+        help="a setting allowed to differ, e.g. model.hidden or 'data.*' (repeatable)",
+    )
+    parser.add_argument(
+        "--vary",
+        action="append",
+        choices=SETTINGS,
+        default=None,
+        help="a timing setting the groups are meant to differ in (repeatable; default io_mode)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     """Print the tables and the warnings; 2 under --strict when anything unexpected differs."""
-    table, warnings = compare(parse_groups(args.groups), args.skip, tuple(args.vary or ("io_mode",)),
-                              tuple(args.allow))
+    table, warnings = compare(parse_groups(args.groups), args.skip, tuple(args.vary or ("io_mode",)), tuple(args.allow))
     print(table)
     for warning in warnings:
         print(f"warning: {warning}")
@@ -263,7 +332,8 @@ def run(args: argparse.Namespace) -> int:
 
 def main(argv=None, prog: str | None = None) -> int:
     """Command line of the comparison."""
-    parser = argparse.ArgumentParser(prog=prog, description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog=prog, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     add_arguments(parser)
     return run(parser.parse_args(argv))

@@ -7,6 +7,7 @@ One run: wall time by phase, throughput, learning curves, learning rate, CPU sha
 (``--out DIR`` writes DIR/<run name>.png instead). Several runs: one PNG with every run on the same axes.
 Needs matplotlib: pip install '.[plots]'.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -20,8 +21,12 @@ from pecan import report
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The plot options (shared by `pecan runs plot` and scripts/plot_run.py)."""
     parser.add_argument("runs", nargs="+", type=Path, metavar="RUN_DIR")
-    parser.add_argument("--out", type=Path, help="one run: write <run name>.png here instead of RUN_DIR/plots; "
-                                                 "several: write overlay.png here (default: the current directory)")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        help="one run: write <run name>.png here instead of RUN_DIR/plots; "
+        "several: write overlay.png here (default: the current directory)",
+    )
 
 
 def read_runs(runs: list[Path]) -> dict[str, list[dict]]:
@@ -63,7 +68,8 @@ def run(args: argparse.Namespace) -> int:
 
 def main(argv=None, prog: str | None = None) -> int:
     """Command line of the plots."""
-    parser = argparse.ArgumentParser(prog=prog, description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog=prog, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     add_arguments(parser)
     return run(parser.parse_args(argv))

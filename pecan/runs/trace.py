@@ -9,6 +9,7 @@ totals with the per-rank figures in RUN_DIR/epochs.jsonl. ``--perfetto`` writes 
 (``{"traceEvents": [...]}`` with ``ph: "X"`` complete events, one process per rank/worker) that
 https://ui.perfetto.dev and chrome://tracing open.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -107,12 +108,17 @@ def straggler_rows(totals: dict[tuple[int, int], dict[str, float]]) -> list[str]
     """Per epoch: each rank's step time (forward + backward + optimizer) and max/mean."""
     rows = ["| epoch | step s per rank | max/mean | slowest rank |", "|---|---|---|---|"]
     for epoch in sorted({e for e, _ in totals}):
-        steps = {rank: sum(totals[(epoch, rank)].get(p, 0.0) for p in ("forward_s", "backward_s", "optimizer_s"))
-                 for e, rank in totals if e == epoch}
+        steps = {
+            rank: sum(totals[(epoch, rank)].get(p, 0.0) for p in ("forward_s", "backward_s", "optimizer_s"))
+            for e, rank in totals
+            if e == epoch
+        }
         mean = statistics.fmean(steps.values())
         slowest = max(steps, key=steps.get)
-        rows.append(f"| {epoch} | {', '.join(f'{steps[r]:.2f}' for r in sorted(steps))} | "
-                    f"{(steps[slowest] / mean if mean else 1.0):.2f} | {slowest} |")
+        rows.append(
+            f"| {epoch} | {', '.join(f'{steps[r]:.2f}' for r in sorted(steps))} | "
+            f"{(steps[slowest] / mean if mean else 1.0):.2f} | {slowest} |"
+        )
     return rows
 
 
@@ -125,8 +131,9 @@ def phase_rows(totals: dict[tuple[int, int], dict[str, float]]) -> list[str]:
     return rows
 
 
-def check_against_records(totals: dict[tuple[int, int], dict[str, float]], run_dir: Path,
-                          tolerance: float = 0.02, slack_s: float = 0.02) -> list[str]:
+def check_against_records(
+    totals: dict[tuple[int, int], dict[str, float]], run_dir: Path, tolerance: float = 0.02, slack_s: float = 0.02
+) -> list[str]:
     """Disagreements between trace totals and epochs.jsonl's per-rank phases (empty when they agree within
     ``tolerance`` relative, plus ``slack_s`` for phases too short for a relative test: the event's clock and
     the phase clock are read a few microseconds apart, and one preemption between them is a scheduler
@@ -143,8 +150,9 @@ def check_against_records(totals: dict[tuple[int, int], dict[str, float]], run_d
                 reported = (ranks.get(phase) or [record.get(phase, 0.0)] * (rank + 1))[rank]
                 got = traced.get(phase, 0.0)
                 if abs(got - reported) > tolerance * reported + slack_s:
-                    problems.append(f"epoch {record['epoch']} rank {rank} {phase}: trace {got:.4f}s, "
-                                    f"epochs.jsonl {reported:.4f}s")
+                    problems.append(
+                        f"epoch {record['epoch']} rank {rank} {phase}: trace {got:.4f}s, epochs.jsonl {reported:.4f}s"
+                    )
     return problems
 
 
@@ -155,18 +163,35 @@ def to_perfetto(events: list[dict[str, Any]]) -> dict[str, Any]:
         pid = event.get("pid", 0)
         if pid not in named:
             named.add(pid)
-            out.append({"name": "process_name", "ph": "M", "pid": pid, "tid": event.get("tid", pid),
-                        "args": {"name": f"rank {event['rank']} pid {pid}"}})
-        out.append({"name": str(event.get("name")), "cat": str(event.get("cat")), "ph": "X",
-                    "ts": event["ts"], "dur": event["dur"], "pid": pid, "tid": event.get("tid", pid),
-                    "args": event.get("args", {})})
+            out.append(
+                {
+                    "name": "process_name",
+                    "ph": "M",
+                    "pid": pid,
+                    "tid": event.get("tid", pid),
+                    "args": {"name": f"rank {event['rank']} pid {pid}"},
+                }
+            )
+        out.append(
+            {
+                "name": str(event.get("name")),
+                "cat": str(event.get("cat")),
+                "ph": "X",
+                "ts": event["ts"],
+                "dur": event["dur"],
+                "pid": pid,
+                "tid": event.get("tid", pid),
+                "args": event.get("args", {}),
+            }
+        )
     return {"traceEvents": out, "displayTimeUnit": "ms"}
 
 
 def main(argv=None, prog: str | None = None) -> int:
     """Print the tables; optionally write Perfetto JSON and the totals, and check against epochs.jsonl."""
-    parser = argparse.ArgumentParser(prog=prog, description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog=prog, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("run_dir", type=Path)
     parser.add_argument("--perfetto", type=Path, metavar="OUT.json", help="write Chrome/Perfetto trace JSON")
     parser.add_argument("--json", type=Path, metavar="OUT.json", help="write the phase totals as JSON")
@@ -194,4 +219,3 @@ def main(argv=None, prog: str | None = None) -> int:
         print("trace totals agree with epochs.jsonl" if not problems else f"{len(problems)} disagreement(s)")
         return 1 if problems else 0
     return 0
-

@@ -24,16 +24,26 @@ Nothing on the training path imports this package.
 
 from pecan.synthetic.cache import dataset_is_current, ensure_dataset
 from pecan.synthetic.chemistry import (
-                                       CRYSTAL_GROUP,
-                                       DOCKING_GROUP,
-                                       INDEX_COLUMNS,
-                                       INTERACTION_NAMES,
-                                       MOLCODE_COLUMN,
-                                       SyntheticComplex,
+    CRYSTAL_GROUP,
+    DOCKING_GROUP,
+    INDEX_COLUMNS,
+    INTERACTION_NAMES,
+    MOLCODE_COLUMN,
+    SyntheticComplex,
 )
 from pecan.synthetic.complexes import generate_complex, pdbid_for
 from pecan.synthetic.writer import generate_dataset
 
-__all__ = ["CRYSTAL_GROUP", "DOCKING_GROUP", "INDEX_COLUMNS", "INTERACTION_NAMES", "MOLCODE_COLUMN",
-           "SyntheticComplex", "dataset_is_current", "ensure_dataset", "generate_complex",
-           "generate_dataset", "pdbid_for"]
+__all__ = [
+    "CRYSTAL_GROUP",
+    "DOCKING_GROUP",
+    "INDEX_COLUMNS",
+    "INTERACTION_NAMES",
+    "MOLCODE_COLUMN",
+    "SyntheticComplex",
+    "dataset_is_current",
+    "ensure_dataset",
+    "generate_complex",
+    "generate_dataset",
+    "pdbid_for",
+]

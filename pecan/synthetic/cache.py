@@ -29,6 +29,7 @@ GENERATOR_VERSION = 1
 
 # ---------------------------------------------------------------- ensure
 
+
 def _marker_arguments(kwargs):
     """All generate_dataset arguments that shape the data, defaults filled, JSON-comparable."""
     bound = inspect.signature(generate_dataset).bind("unused", **kwargs)
@@ -44,6 +45,7 @@ def _directory_lock(directory):
     """Serialise concurrent callers (e.g. several ranks); a no-op where flock is unavailable."""
     try:
         import fcntl
+
         handle = open(pathlib.Path(directory) / LOCK_NAME, "a")
     except (ImportError, OSError):
         yield
@@ -85,8 +87,10 @@ def ensure_dataset(out_dir, **kwargs):
         shards = [out_dir / name for name in names]
         _remove_stale_shards(out_dir, marker, shards)
         _remove_stale_shards(out_dir, pending, shards)
-        _write_json(marker_path, {"version": GENERATOR_VERSION, "arguments": arguments, "shards": names,
-                                  "index": arguments["index_name"]})
+        _write_json(
+            marker_path,
+            {"version": GENERATOR_VERSION, "arguments": arguments, "shards": names, "index": arguments["index_name"]},
+        )
         (out_dir / PENDING_NAME).unlink()
         shutil.rmtree(temporary, ignore_errors=True)
     return shards
@@ -134,18 +138,25 @@ def ensure_from_config(config) -> None:
     (ensure_dataset locks the directory and writes atomically, so concurrent starts generate it once)."""
     data, spec = config.data, config.synthetic
     first_csv = data.train_csvs[0] if data.train_csvs else "index.csv"
-    settings = dict(n_shards=spec.shards, complexes_per_shard=spec.complexes_per_shard, seed=spec.seed,
-                    rmsd_threshold=data.rmsd_threshold, index_name=Path(first_csv).name)
+    settings = dict(
+        n_shards=spec.shards,
+        complexes_per_shard=spec.complexes_per_shard,
+        seed=spec.seed,
+        rmsd_threshold=data.rmsd_threshold,
+        index_name=Path(first_csv).name,
+    )
     directory = Path(data.data_dir)
     interrupted = (directory / PENDING_NAME).exists()
-    foreign = not interrupted and not (directory / MARKER_NAME).exists() and (
-        (directory / settings["index_name"]).exists() or any(directory.glob("*.hdf5")))
+    foreign = (
+        not interrupted
+        and not (directory / MARKER_NAME).exists()
+        and ((directory / settings["index_name"]).exists() or any(directory.glob("*.hdf5")))
+    )
     if foreign:  # data the generator did not write is never overwritten
         log.info("%s already holds data not made by the generator; using it as is", directory)
     elif interrupted:
         log.warning("%s holds an interrupted generation (%s); generating it again", directory, PENDING_NAME)
         ensure_dataset(data.data_dir, progress=config.train.progress, **settings)
     elif not dataset_is_current(directory, **settings):
-        log.info("generating the synthetic data set into %s (synthetic section of the config)",
-                                        data.data_dir)
+        log.info("generating the synthetic data set into %s (synthetic section of the config)", data.data_dir)
         ensure_dataset(data.data_dir, progress=config.train.progress, **settings)

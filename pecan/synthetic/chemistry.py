@@ -18,24 +18,24 @@ N_COLUMNS = shard_format.N_COLUMNS
 MOLCODE_COLUMN = shard_format.MOLCODE_COLUMN
 
 # One-hot element slots of columns 3-11.
-B, C, N, O, P, S, SE, HALOGEN, METAL = range(9)
+B, C, N, O, P, S, SE, HALOGEN, METAL = range(9)  # noqa: E741 - element symbols
 
 BOND_LENGTH = 1.5
 RING_BOND_LENGTH = 1.4
-MIN_NONBONDED = 2.3          # closest approach of atoms that are not bonded inside the ligand
+MIN_NONBONDED = 2.3  # closest approach of atoms that are not bonded inside the ligand
 MIN_PROTEIN_SPACING = 1.4
 MIN_BULK_TO_LIGAND = 3.4
 PROTEIN_DENSITY = 1.0 / 22.0  # heavy atoms per A^3
 POCKET_RADIUS = (8.0, 14.0)
-GRID_CELL = 2.4              # candidate grid; must stay wider than MIN_PROTEIN_SPACING
+GRID_CELL = 2.4  # candidate grid; must stay wider than MIN_PROTEIN_SPACING
 OPENING_HALF_ANGLE = np.deg2rad(60.0)
 NEAR_NATIVE_FRACTION = (0.25, 0.40)
-TRANSLATION_TRIES = 6         # docked poses take the least-clashing of this many translations
-CONTACT_PROBABILITY = 0.9     # share of ligand atoms that get a complementary partner
-MIN_CONTACT = 2.5             # closer ligand-protein pairs are clashes, not interactions
+TRANSLATION_TRIES = 6  # docked poses take the least-clashing of this many translations
+CONTACT_PROBABILITY = 0.9  # share of ligand atoms that get a complementary partner
+MIN_CONTACT = 2.5  # closer ligand-protein pairs are clashes, not interactions
 FAR_RMSD = 10.0
 PDBID_ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz"
-PDBID_SPACE = 9 * 36 ** 3     # first character 1-9, then three base-36 characters
+PDBID_SPACE = 9 * 36**3  # first character 1-9, then three base-36 characters
 
 
 @dataclass(frozen=True)
@@ -76,22 +76,39 @@ ROLES = {
 }
 ROLE_NAMES = tuple(ROLES)
 _ROLE_INDEX = {name: i for i, name in enumerate(ROLE_NAMES)}
-_ROLE_TABLE = {field: np.array([getattr(role, field) for role in ROLES.values()])
-               for field in _Role.__dataclass_fields__}
+_ROLE_TABLE = {
+    field: np.array([getattr(role, field) for role in ROLES.values()]) for field in _Role.__dataclass_fields__
+}
 
 # Role mixtures: protein C 63%, N 17%, O 19%, S 1%; ligand by position in the molecule so that
 # halogens are terminal and rings are mostly carbon (overall ~70% C, 12% N, 13% O, 3% halogen).
-PROTEIN_MIX = {"c_aliphatic": 0.30, "c_aromatic": 0.09, "c_sp2": 0.14, "c_polar": 0.10,
-               "n_donor": 0.13, "n_aromatic_acceptor": 0.015, "n_positive": 0.025,
-               "o_carbonyl": 0.14, "o_hydroxyl": 0.025, "o_negative": 0.025, "s_thioether": 0.01}
+PROTEIN_MIX = {
+    "c_aliphatic": 0.30,
+    "c_aromatic": 0.09,
+    "c_sp2": 0.14,
+    "c_polar": 0.10,
+    "n_donor": 0.13,
+    "n_aromatic_acceptor": 0.015,
+    "n_positive": 0.025,
+    "o_carbonyl": 0.14,
+    "o_hydroxyl": 0.025,
+    "o_negative": 0.025,
+    "s_thioether": 0.01,
+}
 LIGAND_MIX = {
     "aromatic_ring": {"c_aromatic": 0.86, "n_aromatic_acceptor": 0.10, "n_aromatic_donor": 0.04},
     "substituted_aromatic": {"c_aromatic": 1.0},
     "aliphatic_ring": {"c_aliphatic": 0.80, "n_tertiary": 0.10, "o_ether": 0.10},
-    "terminal": {"c_aliphatic": 0.30, "o_carbonyl": 0.22, "o_hydroxyl": 0.10, "o_negative": 0.05,
-                 "n_amine": 0.08, "n_positive": 0.04, "halogen": 0.21},
-    "chain": {"c_aliphatic": 0.52, "c_sp2": 0.18, "n_donor": 0.12, "o_ether": 0.14,
-              "s_thioether": 0.04},
+    "terminal": {
+        "c_aliphatic": 0.30,
+        "o_carbonyl": 0.22,
+        "o_hydroxyl": 0.10,
+        "o_negative": 0.05,
+        "n_amine": 0.08,
+        "n_positive": 0.04,
+        "halogen": 0.21,
+    },
+    "chain": {"c_aliphatic": 0.52, "c_sp2": 0.18, "n_donor": 0.12, "o_ether": 0.14, "s_thioether": 0.04},
     "branch": {"c_sp2": 0.45, "c_aliphatic": 0.38, "n_tertiary": 0.14, "p_phosphate": 0.03},
 }
 # Protein partner placed against a ligand atom: (role, distance range in A).
@@ -126,9 +143,18 @@ class _Atoms:
         """Columns 3-21 as a float32 array."""
         one_hot = np.eye(9, dtype=np.float32)[self.field("element")]
         hybridization = np.where(self.aromatic == 1, 2, self.field("hybridization"))
-        scalars = [hybridization, self.heavy_valence, self.hetero_valence, self.charge,
-                   np.full(len(self.role), molcode), self.hydrophobic, self.aromatic,
-                   self.field("acceptor"), self.field("donor"), self.ring]
+        scalars = [
+            hybridization,
+            self.heavy_valence,
+            self.hetero_valence,
+            self.charge,
+            np.full(len(self.role), molcode),
+            self.hydrophobic,
+            self.aromatic,
+            self.field("acceptor"),
+            self.field("donor"),
+            self.ring,
+        ]
         return np.concatenate([one_hot, np.stack(scalars, 1).astype(np.float32)], 1)
 
 
@@ -136,10 +162,10 @@ class _Atoms:
 class _Ligand:
     """Crystal ligand geometry, topology and chemistry."""
 
-    xyz: np.ndarray            # (n, 3)
-    parent: np.ndarray         # growth parent; the subtree of a bond is what a torsion moves
-    rotatable: np.ndarray      # atoms whose bond to their parent may be twisted
-    subtree: np.ndarray        # (n, n) bool, subtree[c] = atoms that move when bond to c twists
+    xyz: np.ndarray  # (n, 3)
+    parent: np.ndarray  # growth parent; the subtree of a bond is what a torsion moves
+    rotatable: np.ndarray  # atoms whose bond to their parent may be twisted
+    subtree: np.ndarray  # (n, n) bool, subtree[c] = atoms that move when bond to c twists
     atoms: _Atoms
 
 
@@ -149,10 +175,10 @@ class SyntheticComplex:
 
     pdbid: str
     affinity: float
-    crystal: np.ndarray        # (n_atoms, 22) float32
+    crystal: np.ndarray  # (n_atoms, 22) float32
     crystal_attrs: dict
-    poses: np.ndarray          # (n_poses, n_atoms, 22) float32, best score first
-    pose_attrs: list           # one dict per pose
+    poses: np.ndarray  # (n_poses, n_atoms, 22) float32, best score first
+    pose_attrs: list  # one dict per pose
     n_ligand_atoms: int
 
     def pose_id(self, k):
@@ -161,6 +187,7 @@ class SyntheticComplex:
 
 
 # ---------------------------------------------------------------- geometry helpers
+
 
 def _unit(vectors):
     return vectors / np.linalg.norm(vectors, axis=-1, keepdims=True)

@@ -24,6 +24,7 @@ from pecan.synthetic.molecules import _make_ligand, _make_pocket
 
 # ---------------------------------------------------------------- poses
 
+
 def _target_rmsds(rng, n_poses):
     near = rng.random(n_poses) < rng.uniform(*NEAR_NATIVE_FRACTION)
     return np.where(near, rng.uniform(0.25, 2.0, n_poses), rng.uniform(2.0, FAR_RMSD, n_poses))
@@ -70,8 +71,8 @@ def _docked_ligands(rng, ligand, targets, pocket_xyz):
         scale[overshoot] *= 0.5
     # |d + s u|^2 averaged over atoms equals target^2 for this shift s along each direction u
     along = ((xyz - ligand.xyz).mean(1)[:, None] * directions).sum(-1)
-    room = (targets ** 2 - squared)[:, None]
-    shift = np.maximum(-along + np.sqrt(np.maximum(along ** 2 + room, 0.0)), 0.0)
+    room = (targets**2 - squared)[:, None]
+    shift = np.maximum(-along + np.sqrt(np.maximum(along**2 + room, 0.0)), 0.0)
     moves = shift[..., None] * directions
     best = _fewest_clashes(xyz, moves, pocket_xyz)
     return xyz + moves[np.arange(n_poses), best][:, None]
@@ -80,9 +81,9 @@ def _docked_ligands(rng, ligand, targets, pocket_xyz):
 def _fewest_clashes(xyz, moves, pocket_xyz, probes=8):
     """Index of the move per pose that overlaps the protein least, as a docking search would."""
     # a handful of spread-out ligand atoms ranks the candidate moves well enough
-    probe_xyz = xyz[:, ::max(1, xyz.shape[1] // probes)]
+    probe_xyz = xyz[:, :: max(1, xyz.shape[1] // probes)]
     placed = probe_xyz[:, None] + moves[:, :, None]
-    clashes = (_squared_distances(placed, pocket_xyz) < MIN_CONTACT ** 2).sum((-1, -2))
+    clashes = (_squared_distances(placed, pocket_xyz) < MIN_CONTACT**2).sum((-1, -2))
     return clashes.argmin(1)
 
 
@@ -93,13 +94,17 @@ def _pair_masks(ligand_atoms, pocket_atoms):
     def pairs(a, b):
         return a.astype(bool)[:, None] & b.astype(bool)[None, :]
 
-    hbond = pairs(lig.field("donor"), pro.field("acceptor")) \
-        | pairs(lig.field("acceptor"), pro.field("donor"))
-    salt = pairs(lig.field("formal_charge") > 0, pro.field("formal_charge") < 0) \
-        | pairs(lig.field("formal_charge") < 0, pro.field("formal_charge") > 0)
-    masks = [hbond, pairs(lig.hydrophobic, pro.hydrophobic),
-             pairs(lig.field("element") == HALOGEN, pro.field("acceptor")), salt,
-             pairs(lig.aromatic, pro.aromatic)]
+    hbond = pairs(lig.field("donor"), pro.field("acceptor")) | pairs(lig.field("acceptor"), pro.field("donor"))
+    salt = pairs(lig.field("formal_charge") > 0, pro.field("formal_charge") < 0) | pairs(
+        lig.field("formal_charge") < 0, pro.field("formal_charge") > 0
+    )
+    masks = [
+        hbond,
+        pairs(lig.hydrophobic, pro.hydrophobic),
+        pairs(lig.field("element") == HALOGEN, pro.field("acceptor")),
+        salt,
+        pairs(lig.aromatic, pro.aromatic),
+    ]
     return np.stack(masks)
 
 
@@ -108,7 +113,7 @@ def _interaction_counts(ligand_xyz, pocket_xyz, masks):
     n_poses = len(ligand_xyz)
     d2 = _squared_distances(ligand_xyz, pocket_xyz).reshape(n_poses, -1)
     # few pairs are in range, so test the interaction types on those alone
-    pose, pair = np.nonzero((d2 < INTERACTION_CUTOFFS.max() ** 2) & (d2 >= MIN_CONTACT ** 2))
+    pose, pair = np.nonzero((d2 < INTERACTION_CUTOFFS.max() ** 2) & (d2 >= MIN_CONTACT**2))
     in_reach = d2[pose, pair] < INTERACTION_CUTOFFS[:, None] ** 2
     hits = masks.reshape(len(masks), -1)[:, pair] & in_reach
     return np.stack([np.bincount(pose, weights=row, minlength=n_poses) for row in hits], 1)
@@ -121,6 +126,7 @@ def _scores(rng, best, rmsd):
 
 
 # ---------------------------------------------------------------- complexes
+
 
 def pdbid_for(index, seed=0):
     """Deterministic PDB-like code (digit 1-9 + 3 base-36 characters) for global complex `index`."""
@@ -139,8 +145,9 @@ def _uniform_int(rng, bounds):
     return int(rng.integers(bounds[0], bounds[1] + 1))
 
 
-def generate_complex(index, seed=0, poses_per_complex=(10, 30), pocket_atoms=(300, 900),
-                     ligand_atoms=(15, 60), rmsd_threshold=2.0):
+def generate_complex(
+    index, seed=0, poses_per_complex=(10, 30), pocket_atoms=(300, 900), ligand_atoms=(15, 60), rmsd_threshold=2.0
+):
     """Build complex number `index` of the data set drawn with `seed` (no file I/O)."""
     rng = np.random.default_rng([seed, index])
     ligand = _make_ligand(rng, _uniform_int(rng, ligand_atoms))
@@ -151,17 +158,22 @@ def generate_complex(index, seed=0, poses_per_complex=(10, 30), pocket_atoms=(30
     ligand_xyz = np.concatenate([ligand.xyz[None], docked]).astype(np.float32)
     geometry = ligand_xyz.astype(np.float64)
     rmsd = np.sqrt(((geometry - geometry[0]) ** 2).sum(-1).mean(1))
-    counts = _interaction_counts(ligand_xyz, pocket_xyz.astype(np.float32),
-                                 _pair_masks(ligand.atoms, pocket))
+    counts = _interaction_counts(ligand_xyz, pocket_xyz.astype(np.float32), _pair_masks(ligand.atoms, pocket))
     affinity, score = _affinity_and_scores(rng, len(ligand.xyz), rmsd)
     arrays = _pose_arrays(ligand, pocket_xyz, pocket, ligand_xyz)
     attrs = [_pose_attrs(rmsd[k], score[k], counts[k], rmsd_threshold) for k in range(len(rmsd))]
     attrs[0]["rmsd"], attrs[0]["label"] = 0.0, 1
     # docking programs list poses best score first
     order = 1 + np.argsort(score[1:], kind="stable")
-    return SyntheticComplex(pdbid=pdbid_for(index, seed), affinity=affinity, crystal=arrays[0],
-                            crystal_attrs=attrs[0], poses=arrays[order],
-                            pose_attrs=[attrs[k] for k in order], n_ligand_atoms=len(ligand.xyz))
+    return SyntheticComplex(
+        pdbid=pdbid_for(index, seed),
+        affinity=affinity,
+        crystal=arrays[0],
+        crystal_attrs=attrs[0],
+        poses=arrays[order],
+        pose_attrs=[attrs[k] for k in order],
+        n_ligand_atoms=len(ligand.xyz),
+    )
 
 
 def _affinity_and_scores(rng, n_ligand, rmsd):
@@ -174,11 +186,14 @@ def _affinity_and_scores(rng, n_ligand, rmsd):
 
 def _pose_arrays(ligand, pocket_xyz, pocket, ligand_xyz):
     """(n_poses, n_atoms, 22) float32: ligand rows, then the shared pocket rows."""
-    template = np.concatenate([
-        np.concatenate([ligand.xyz, ligand.atoms.features(+1)], 1),
-        np.concatenate([pocket_xyz, pocket.features(-1)], 1)]).astype(np.float32)
+    template = np.concatenate(
+        [
+            np.concatenate([ligand.xyz, ligand.atoms.features(+1)], 1),
+            np.concatenate([pocket_xyz, pocket.features(-1)], 1),
+        ]
+    ).astype(np.float32)
     arrays = np.broadcast_to(template, (len(ligand_xyz), *template.shape)).copy()
-    arrays[:, :len(ligand.xyz), :3] = ligand_xyz
+    arrays[:, : len(ligand.xyz), :3] = ligand_xyz
     return arrays
 
 

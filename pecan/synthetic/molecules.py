@@ -36,6 +36,7 @@ from pecan.synthetic.chemistry import (
 
 # ---------------------------------------------------------------- ligand
 
+
 class _LigandBuilder:
     """Grows a self-avoiding branched chain, sometimes closing a planar six-membered ring."""
 
@@ -61,8 +62,7 @@ class _LigandBuilder:
         tip, blocked = 1, set()
         while self.count < self.n_atoms:
             attach = self._pick_attach(tip, blocked)
-            if self.n_atoms - self.count >= 6 and self.ring[attach] < 0 \
-                    and self.rng.random() < self.RING_PROBABILITY:
+            if self.n_atoms - self.count >= 6 and self.ring[attach] < 0 and self.rng.random() < self.RING_PROBABILITY:
                 placed = self._place_ring(attach)
             else:
                 placed = self._place_atom(attach)
@@ -86,8 +86,7 @@ class _LigandBuilder:
         self.neighbours[b].append(a)
 
     def _pick_attach(self, tip, blocked):
-        open_atoms = [i for i in range(self.count)
-                      if len(self.neighbours[i]) < 3 and i not in blocked]
+        open_atoms = [i for i in range(self.count) if len(self.neighbours[i]) < 3 and i not in blocked]
         if not open_atoms:
             raise RuntimeError("ligand growth ran out of open atoms")
         if tip in open_atoms and self.rng.random() < self.TIP_PROBABILITY:
@@ -110,9 +109,9 @@ class _LigandBuilder:
 
     def _clear(self, positions, attach):
         """Which candidate groups (k, m, 3) keep MIN_NONBONDED from every atom but `attach`."""
-        others = np.delete(self.xyz[:self.count], attach, axis=0)
+        others = np.delete(self.xyz[: self.count], attach, axis=0)
         d2 = _squared_distances(positions, others).reshape(len(positions), -1)
-        return d2.min(1) >= MIN_NONBONDED ** 2
+        return d2.min(1) >= MIN_NONBONDED**2
 
     def _place_atom(self, attach):
         positions = self.xyz[attach] + BOND_LENGTH * self._directions(attach)
@@ -126,8 +125,7 @@ class _LigandBuilder:
         in_plane = _unit(np.cross(directions, _random_units(self.rng, (len(directions),))))
         centres = self.xyz[attach] + (BOND_LENGTH + RING_BOND_LENGTH) * directions
         phase = np.deg2rad(60.0 * np.arange(6))
-        offsets = (-np.cos(phase)[None, :, None] * directions[:, None]
-                   + np.sin(phase)[None, :, None] * in_plane[:, None])
+        offsets = -np.cos(phase)[None, :, None] * directions[:, None] + np.sin(phase)[None, :, None] * in_plane[:, None]
         rings = centres[:, None] + RING_BOND_LENGTH * offsets
         clear = np.flatnonzero(self._clear(rings, attach))
         if len(clear) == 0:
@@ -164,7 +162,9 @@ def _ligand_chemistry(rng, builder):
     aromatic = in_ring & builder.aromatic
     classes = np.select(
         [aromatic & (degree > 2), aromatic, in_ring, degree <= 1, degree == 2],
-        ["substituted_aromatic", "aromatic_ring", "aliphatic_ring", "terminal", "chain"], "branch")
+        ["substituted_aromatic", "aromatic_ring", "aliphatic_ring", "terminal", "chain"],
+        "branch",
+    )
     role = np.zeros(n, int)
     for name, mix in LIGAND_MIX.items():
         members = np.flatnonzero(classes == name)
@@ -173,9 +173,15 @@ def _ligand_chemistry(rng, builder):
     hetero = np.array([(element[nb] != C).sum() for nb in builder.neighbours])
     carbon = element == C
     hydrophobic = np.where(carbon, hetero == 0, _ROLE_TABLE["hydrophobic"][role]).astype(int)
-    return _Atoms(role=role, heavy_valence=degree, hetero_valence=hetero,
-                  charge=_partial_charges(rng, role), hydrophobic=hydrophobic,
-                  aromatic=aromatic.astype(int), ring=in_ring.astype(int))
+    return _Atoms(
+        role=role,
+        heavy_valence=degree,
+        hetero_valence=hetero,
+        charge=_partial_charges(rng, role),
+        hydrophobic=hydrophobic,
+        aromatic=aromatic.astype(int),
+        ring=in_ring.astype(int),
+    )
 
 
 def _partial_charges(rng, role):
@@ -194,18 +200,29 @@ def _make_ligand(rng, n_atoms):
     subtree = _subtrees(builder.parent)
     has_tail = subtree.sum(1) > 1
     twistable = (builder.parent >= 0) & ((builder.ring < 0) | builder.ring_start) & has_tail
-    return _Ligand(xyz=xyz, parent=builder.parent, rotatable=np.flatnonzero(twistable),
-                   subtree=subtree, atoms=_ligand_chemistry(rng, builder))
+    return _Ligand(
+        xyz=xyz,
+        parent=builder.parent,
+        rotatable=np.flatnonzero(twistable),
+        subtree=subtree,
+        atoms=_ligand_chemistry(rng, builder),
+    )
 
 
 # ---------------------------------------------------------------- pocket
 
+
 def _partner_key(atoms):
     """Which PARTNERS entry each ligand atom asks for, most specific interaction first."""
     role_names = np.array(ROLE_NAMES)[atoms.role]
-    conditions = [role_names == "o_negative", role_names == "n_positive",
-                  atoms.field("donor") == 1, atoms.field("acceptor") == 1,
-                  atoms.field("element") == HALOGEN, atoms.aromatic == 1]
+    conditions = [
+        role_names == "o_negative",
+        role_names == "n_positive",
+        atoms.field("donor") == 1,
+        atoms.field("acceptor") == 1,
+        atoms.field("element") == HALOGEN,
+        atoms.aromatic == 1,
+    ]
     keys = ["o_negative", "n_positive", "donor", "acceptor", "halogen", "aromatic"]
     return np.select(conditions, keys, "other")
 
@@ -249,15 +266,14 @@ def _jittered_grid(rng, low, high, cell):
     priority = rng.random(tuple(shape))
     keep = np.ones(tuple(shape), bool)
     # spacing <= cell, so only the 13 forward neighbour cells can hold a conflicting point
-    offsets = [(dx, dy, dz) for dx in (0, 1) for dy in (-1, 0, 1) for dz in (-1, 0, 1)
-               if (dx, dy, dz) > (0, 0, 0)]
+    offsets = [(dx, dy, dz) for dx in (0, 1) for dy in (-1, 0, 1) for dz in (-1, 0, 1) if (dx, dy, dz) > (0, 0, 0)]
     for offset in offsets:
         here, there = _shifted_slices(shape, offset)
-        close = ((points[here] - points[there]) ** 2).sum(-1) < MIN_PROTEIN_SPACING ** 2
+        close = ((points[here] - points[there]) ** 2).sum(-1) < MIN_PROTEIN_SPACING**2
         lose_here = close & (priority[here] < priority[there])
         keep[here] &= ~lose_here
         keep[there] &= ~(close & ~lose_here)
-    return points[keep], keep.mean() / cell ** 3
+    return points[keep], keep.mean() / cell**3
 
 
 def _shifted_slices(shape, offset):
@@ -299,12 +315,15 @@ def _bulk_atoms(rng, ligand_xyz, count, fixed_xyz, opening):
 def _protein_chemistry(rng, role):
     heavy = _ROLE_TABLE["heavy_valence"][role]
     hetero = _ROLE_TABLE["hetero_valence"][role]
-    return _Atoms(role=role,
-                  heavy_valence=rng.integers(heavy[:, 0], heavy[:, 1] + 1),
-                  hetero_valence=rng.integers(hetero[:, 0], hetero[:, 1] + 1),
-                  charge=_partial_charges(rng, role),
-                  hydrophobic=_ROLE_TABLE["hydrophobic"][role],
-                  aromatic=_ROLE_TABLE["aromatic"][role], ring=_ROLE_TABLE["ring"][role])
+    return _Atoms(
+        role=role,
+        heavy_valence=rng.integers(heavy[:, 0], heavy[:, 1] + 1),
+        hetero_valence=rng.integers(hetero[:, 0], hetero[:, 1] + 1),
+        charge=_partial_charges(rng, role),
+        hydrophobic=_ROLE_TABLE["hydrophobic"][role],
+        aromatic=_ROLE_TABLE["aromatic"][role],
+        ring=_ROLE_TABLE["ring"][role],
+    )
 
 
 def _make_pocket(rng, ligand, n_atoms):

@@ -10,13 +10,7 @@ import numpy as np
 from pecan.data import format as shard_format
 from pecan.fileio import atomic_path
 from pecan.progress import Progress
-from pecan.synthetic.chemistry import (
-    CRYSTAL_GROUP,
-    CRYSTAL_POSE_ID,
-    DOCKING_GROUP,
-    INDEX_COLUMNS,
-    PDBID_SPACE,
-)
+from pecan.synthetic.chemistry import CRYSTAL_GROUP, CRYSTAL_POSE_ID, DOCKING_GROUP, INDEX_COLUMNS, PDBID_SPACE
 from pecan.synthetic.complexes import generate_complex
 
 SHARD_NAME = "shard_{:03d}.hdf5"
@@ -24,10 +18,12 @@ MARKER_NAME = ".synthetic.json"  # written by pecan.synthetic.cache; stale once 
 
 # ---------------------------------------------------------------- files
 
+
 def _shard_complex(record, with_crystal):
     """A generated complex in the shard writer's terms (pecan.data.format.write_shard)."""
-    poses = [shard_format.ShardSample(record.pose_id(k), record.poses[k], attrs)
-             for k, attrs in enumerate(record.pose_attrs)]
+    poses = [
+        shard_format.ShardSample(record.pose_id(k), record.poses[k], attrs) for k, attrs in enumerate(record.pose_attrs)
+    ]
     crystal = shard_format.ShardSample(CRYSTAL_POSE_ID, record.crystal, record.crystal_attrs) if with_crystal else None
     return shard_format.ShardComplex(record.pdbid, poses, crystal, record.affinity)
 
@@ -37,10 +33,17 @@ def _index_rows(shard_name, record, with_crystal):
     if with_crystal:
         poses.insert(0, (CRYSTAL_POSE_ID, record.crystal_attrs, 1))
     for pose_id, attrs, is_crystal in poses:
-        values = {"shard": shard_name, "pdbid": record.pdbid, "poseid": pose_id,
-                  "affinity": record.affinity, "is_crystal": is_crystal, **attrs}
-        yield [repr(values[column]) if isinstance(values[column], float) else values[column]
-               for column in INDEX_COLUMNS]
+        values = {
+            "shard": shard_name,
+            "pdbid": record.pdbid,
+            "poseid": pose_id,
+            "affinity": record.affinity,
+            "is_crystal": is_crystal,
+            **attrs,
+        }
+        yield [
+            repr(values[column]) if isinstance(values[column], float) else values[column] for column in INDEX_COLUMNS
+        ]
 
 
 def _write_index(path, rows):
@@ -53,10 +56,8 @@ def _write_index(path, rows):
 
 def _check_range(name, bounds, minimum):
     lo, hi = bounds
-    if not (isinstance(lo, (int, np.integer)) and isinstance(hi, (int, np.integer))
-            and minimum <= lo <= hi):
-        raise ValueError(f"{name} must be integers (lo, hi) with {minimum} <= lo <= hi, "
-                         f"got {bounds!r}")
+    if not (isinstance(lo, (int, np.integer)) and isinstance(hi, (int, np.integer)) and minimum <= lo <= hi):
+        raise ValueError(f"{name} must be integers (lo, hi) with {minimum} <= lo <= hi, got {bounds!r}")
     return int(lo), int(hi)
 
 
@@ -69,14 +70,27 @@ def _shard_complexes(shard, shard_name, complexes_per_shard, settings, with_crys
         yield _shard_complex(record, with_crystal)
 
 
-def generate_dataset(out_dir, n_shards=2, complexes_per_shard=10, poses_per_complex=(10, 30),
-                     pocket_atoms=(300, 900), ligand_atoms=(15, 60), with_crystal=True,
-                     rmsd_threshold=2.0, seed=0, index_name="index.csv", progress=True):
+def generate_dataset(
+    out_dir,
+    n_shards=2,
+    complexes_per_shard=10,
+    poses_per_complex=(10, 30),
+    pocket_atoms=(300, 900),
+    ligand_atoms=(15, 60),
+    with_crystal=True,
+    rmsd_threshold=2.0,
+    seed=0,
+    index_name="index.csv",
+    progress=True,
+):
     """Write shards shard_000.hdf5 ... plus the index CSV into out_dir; return the shard paths."""
-    settings = {"poses_per_complex": _check_range("poses_per_complex", poses_per_complex, 1),
-                "pocket_atoms": _check_range("pocket_atoms", pocket_atoms, 1),
-                "ligand_atoms": _check_range("ligand_atoms", ligand_atoms, 6),
-                "rmsd_threshold": float(rmsd_threshold), "seed": int(seed)}
+    settings = {
+        "poses_per_complex": _check_range("poses_per_complex", poses_per_complex, 1),
+        "pocket_atoms": _check_range("pocket_atoms", pocket_atoms, 1),
+        "ligand_atoms": _check_range("ligand_atoms", ligand_atoms, 6),
+        "rmsd_threshold": float(rmsd_threshold),
+        "seed": int(seed),
+    }
     if n_shards < 1 or complexes_per_shard < 1:
         raise ValueError("n_shards and complexes_per_shard must be >= 1")
     if n_shards * complexes_per_shard > PDBID_SPACE:
@@ -89,9 +103,12 @@ def generate_dataset(out_dir, n_shards=2, complexes_per_shard=10, poses_per_comp
     with Progress(n_shards * complexes_per_shard, "synthetic", "complex", progress) as bar:
         for shard in range(n_shards):
             path = out_dir / SHARD_NAME.format(shard)
-            shard_format.write_shard(path, _shard_complexes(shard, path.name, complexes_per_shard, settings,
-                                                            with_crystal, rows, bar),
-                                     pose_group=DOCKING_GROUP, crystal_group=CRYSTAL_GROUP)
+            shard_format.write_shard(
+                path,
+                _shard_complexes(shard, path.name, complexes_per_shard, settings, with_crystal, rows, bar),
+                pose_group=DOCKING_GROUP,
+                crystal_group=CRYSTAL_GROUP,
+            )
             shards.append(path)
     _write_index(out_dir / index_name, rows)
     return shards

@@ -3,13 +3,14 @@
 The checkpoint's contents are defined by ``Trainer.state_dict()`` / ``load_state_dict()``; this module
 writes and reads them, and checks before a run starts that the checkpoint it resumes from fits its config.
 """
+
 from __future__ import annotations
 
 import io
-import re
 import logging
 import os
 import random
+import re
 from pathlib import Path
 from typing import Any, Optional
 
@@ -32,7 +33,7 @@ def clean_state_dict(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
             changed = False
             for prefix in WRAPPER_PREFIXES:
                 if key.startswith(prefix):
-                    key, changed = key[len(prefix):], True
+                    key, changed = key[len(prefix) :], True
         out[key] = value
     return out
 
@@ -40,11 +41,15 @@ def clean_state_dict(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
 def rng_state() -> dict[str, Any]:
     """Python, NumPy and torch RNG states in a weights_only-loadable form."""
     numpy_state = np.random.get_state()
-    state = {"python": list(random.getstate()[1]), "python_version": random.getstate()[0],
-             "python_gauss": random.getstate()[2],
-             "numpy_keys": torch.from_numpy(numpy_state[1].astype(np.int64)), "numpy_pos": int(numpy_state[2]),
-             "numpy_gauss": [int(numpy_state[3]), float(numpy_state[4])],
-             "torch": torch.get_rng_state()}
+    state = {
+        "python": list(random.getstate()[1]),
+        "python_version": random.getstate()[0],
+        "python_gauss": random.getstate()[2],
+        "numpy_keys": torch.from_numpy(numpy_state[1].astype(np.int64)),
+        "numpy_pos": int(numpy_state[2]),
+        "numpy_gauss": [int(numpy_state[3]), float(numpy_state[4])],
+        "torch": torch.get_rng_state(),
+    }
     if torch.cuda.is_available():
         state["cuda"] = torch.cuda.get_rng_state_all()
     return state
@@ -53,8 +58,9 @@ def rng_state() -> dict[str, Any]:
 def set_rng_state(state: dict[str, Any]) -> None:
     """Restore what ``rng_state`` captured."""
     random.setstate((state["python_version"], tuple(state["python"]), state["python_gauss"]))
-    np.random.set_state(("MT19937", state["numpy_keys"].numpy().astype(np.uint32), state["numpy_pos"],
-                        *state["numpy_gauss"]))
+    np.random.set_state(
+        ("MT19937", state["numpy_keys"].numpy().astype(np.uint32), state["numpy_pos"], *state["numpy_gauss"])
+    )
     torch.set_rng_state(state["torch"])
     if "cuda" in state and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(state["cuda"])
@@ -66,7 +72,7 @@ WRITE_CHUNK = 1 << 22
 def _write_bytes(out, data: memoryview) -> None:
     """Write in chunks (an ENOSPC surfaces as an OSError naming the errno, not torch's 'unexpected pos')."""
     for start in range(0, len(data), WRITE_CHUNK):
-        out.write(data[start:start + WRITE_CHUNK])
+        out.write(data[start : start + WRITE_CHUNK])
 
 
 def save_checkpoint(path: str | os.PathLike, payload: dict[str, Any]) -> Path:
@@ -109,8 +115,9 @@ def load_checkpoint(path: str | os.PathLike, map_location: Any = "cpu") -> dict[
 RESUME_CANDIDATES = ("last.pt", "mid_epoch.pt", "best.pt")
 
 
-def newest_intact(out_dir: str | os.PathLike, warn: bool = True,
-                  map_location: Any = "cpu") -> tuple[Optional[Path], Optional[dict[str, Any]]]:
+def newest_intact(
+    out_dir: str | os.PathLike, warn: bool = True, map_location: Any = "cpu"
+) -> tuple[Optional[Path], Optional[dict[str, Any]]]:
     """The newest checkpoint of out_dir/checkpoints that loads (see the order below); a damaged one is
     named in a warning and the next is tried. (None, None) without checkpoints; ValueError when every one
     is damaged."""
@@ -131,8 +138,10 @@ def newest_intact(out_dir: str | os.PathLike, warn: bool = True,
             log.warning("resuming from %s instead of the damaged newer checkpoint", path)
         return path, state
     if damaged:
-        raise ValueError("every checkpoint of the run is damaged (" + "; ".join(damaged) + "); remove them to "
-                         "start over, or set train.resume to a good checkpoint")
+        raise ValueError(
+            "every checkpoint of the run is damaged (" + "; ".join(damaged) + "); remove them to "
+            "start over, or set train.resume to a good checkpoint"
+        )
     return None, None
 
 
@@ -149,8 +158,9 @@ def resume_path(resume: str, out_dir: str | os.PathLike) -> Optional[Path]:
     return path
 
 
-def choose_resume(resume: str, out_dir: str | os.PathLike, warn: bool = True,
-                  map_location: Any = "cpu") -> tuple[Optional[Path], Optional[dict[str, Any]]]:
+def choose_resume(
+    resume: str, out_dir: str | os.PathLike, warn: bool = True, map_location: Any = "cpu"
+) -> tuple[Optional[Path], Optional[dict[str, Any]]]:
     """train.resume's checkpoint and its state: auto -> the newest intact one of out_dir (see
     ``newest_intact``), never -> (None, None), a path -> that file (ValueError naming it when damaged)."""
     if resume == "auto":
@@ -162,14 +172,21 @@ def choose_resume(resume: str, out_dir: str | os.PathLike, warn: bool = True,
 def config_differences(saved: dict[str, Any], current: dict[str, Any], section: str) -> list[str]:
     """'section.key: checkpoint A, config B' for every key of ``section`` that differs."""
     old, new = saved.get(section) or {}, current.get(section) or {}
-    return [f"{section}.{key}: checkpoint {old.get(key)!r}, config {new.get(key)!r}"
-            for key in sorted(set(old) | set(new)) if old.get(key) != new.get(key)]
+    return [
+        f"{section}.{key}: checkpoint {old.get(key)!r}, config {new.get(key)!r}"
+        for key in sorted(set(old) | set(new))
+        if old.get(key) != new.get(key)
+    ]
 
 
 def changed_settings(saved: dict[str, Any], current: dict[str, Any]) -> list[str]:
     """'section.key: checkpoint A, config B' for every key of every section that differs."""
-    return [line for section in sorted(set(saved) | set(current)) if isinstance(saved.get(section, {}), dict)
-            for line in config_differences(saved, current, section)]
+    return [
+        line
+        for section in sorted(set(saved) | set(current))
+        if isinstance(saved.get(section, {}), dict)
+        for line in config_differences(saved, current, section)
+    ]
 
 
 def warn_changed_settings(state: dict[str, Any], config, path: Path) -> list[str]:
@@ -179,9 +196,13 @@ def warn_changed_settings(state: dict[str, Any], config, path: Path) -> list[str
         return []
     saved = state.get("config")
     if not isinstance(saved, dict):
-        log.warning("resuming from %s written under a different config (digest %s, now %s; the checkpoint "
-                    "predates stored configs, so the keys cannot be named)", path, state.get("config_digest"),
-                    config.digest())
+        log.warning(
+            "resuming from %s written under a different config (digest %s, now %s; the checkpoint "
+            "predates stored configs, so the keys cannot be named)",
+            path,
+            state.get("config_digest"),
+            config.digest(),
+        )
         return []
     changes = changed_settings(saved, config.to_dict())
     if changes:
@@ -207,7 +228,9 @@ def check_resume_compatible(config) -> Optional[Path]:
         return path  # written before configs were stored; load_state_dict still checks the shapes
     differences = config_differences(saved, config.to_dict(), "model")
     if differences:
-        raise ConfigError(f"train.resume: checkpoint {path} was written with a different model config "
-                          f"({'; '.join(differences)}); restore those keys, or set train.resume: never "
-                          f"with a new train.out_dir")
+        raise ConfigError(
+            f"train.resume: checkpoint {path} was written with a different model config "
+            f"({'; '.join(differences)}); restore those keys, or set train.resume: never "
+            f"with a new train.out_dir"
+        )
     return path

@@ -1,5 +1,6 @@
 """What the trainer applies from outside the model (torchtitan's pattern): the AMP context, torch.compile,
 DDP wrapping, seeding and the learning-rate schedule. The model knows none of them."""
+
 from __future__ import annotations
 
 import logging
@@ -49,11 +50,13 @@ def seed_everything(seed: int, deterministic: bool) -> None:
 
 def cosine_schedule(total_steps: int, warmup_steps: int, floor: float = 0.05):
     """Linear warm-up, then cosine decay to ``floor`` times the peak learning rate."""
+
     def factor(step: int) -> float:
         if warmup_steps and step < warmup_steps:
             return (step + 1) / warmup_steps
         progress = min((step - warmup_steps) / max(total_steps - warmup_steps, 1), 1.0)
         return floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * progress))
+
     return factor
 
 

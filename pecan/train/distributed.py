@@ -5,6 +5,7 @@ into a ``DistEnv``. The master address it returns is derived only from values th
 every rank (the job's node list or an address exported once by the launch script), never from this
 host's name: ranks that disagree on the master wait on each other forever without a word.
 """
+
 from __future__ import annotations
 
 import datetime
@@ -49,6 +50,7 @@ class DistEnv:
 # ---------------------------------------------------------------------------------------------
 # Discovery
 # ---------------------------------------------------------------------------------------------
+
 
 def _int_var(environ: Mapping[str, str], name: str) -> int:
     """Read a required integer variable, naming it when it is missing or malformed."""
@@ -135,8 +137,10 @@ def _flux_world_size(environ: Mapping[str, str]) -> int:
     flux_size = _optional_int_var(environ, "FLUX_JOB_SIZE")
     script_size = _optional_int_var(environ, "PECAN_WORLD_SIZE")
     if flux_size is not None and script_size is not None and flux_size != script_size:
-        raise ValueError(f"environment variable PECAN_WORLD_SIZE={script_size} disagrees with "
-                         f"FLUX_JOB_SIZE={flux_size}; unset the stale one")
+        raise ValueError(
+            f"environment variable PECAN_WORLD_SIZE={script_size} disagrees with "
+            f"FLUX_JOB_SIZE={flux_size}; unset the stale one"
+        )
     if flux_size is None and script_size is None:
         raise ValueError("environment variable FLUX_JOB_SIZE (or PECAN_WORLD_SIZE) is required under flux")
     return flux_size if flux_size is not None else script_size  # type: ignore[return-value]
@@ -153,8 +157,10 @@ def _flux_env(environ: Mapping[str, str]) -> DistEnv:
     if not master:
         # Guessing here (own hostname, FLUX_URI) is what makes ranks disagree and hang.
         if world_size > 1:
-            raise ValueError("environment variable PECAN_MASTER_ADDR is required for a multi-task flux job; "
-                             "launch with scripts/launch_flux.sh or export the job's first node")
+            raise ValueError(
+                "environment variable PECAN_MASTER_ADDR is required for a multi-task flux job; "
+                "launch with scripts/launch_flux.sh or export the job's first node"
+            )
         master = SINGLE_HOST
     return DistEnv(
         rank=_int_var(environ, "FLUX_TASK_RANK"),
@@ -169,21 +175,29 @@ def _flux_env(environ: Mapping[str, str]) -> DistEnv:
 
 def _single_env(environ: Mapping[str, str]) -> DistEnv:
     """No launcher: one process, talking to itself."""
-    return DistEnv(rank=0, local_rank=0, world_size=1, local_world_size=1,
-                   master_addr=environ.get("PECAN_MASTER_ADDR") or SINGLE_HOST,
-                   master_port=_master_port(environ, DEFAULT_MASTER_PORT), launcher="single")
+    return DistEnv(
+        rank=0,
+        local_rank=0,
+        world_size=1,
+        local_world_size=1,
+        master_addr=environ.get("PECAN_MASTER_ADDR") or SINGLE_HOST,
+        master_port=_master_port(environ, DEFAULT_MASTER_PORT),
+        launcher="single",
+    )
 
 
 def _check(env: DistEnv) -> DistEnv:
     """Reject layouts no launcher produces, so a bad environment fails before the rendezvous."""
     if env.world_size < 1 or env.local_world_size < 1:
-        raise ValueError(f"world size {env.world_size} / local world size {env.local_world_size} "
-                         f"from {env.launcher} must be >= 1")
+        raise ValueError(
+            f"world size {env.world_size} / local world size {env.local_world_size} from {env.launcher} must be >= 1"
+        )
     if not 0 <= env.rank < env.world_size:
         raise ValueError(f"rank {env.rank} from {env.launcher} is outside world size {env.world_size}")
     if not 0 <= env.local_rank < env.local_world_size:
-        raise ValueError(f"local rank {env.local_rank} from {env.launcher} is outside "
-                         f"local world size {env.local_world_size}")
+        raise ValueError(
+            f"local rank {env.local_rank} from {env.launcher} is outside local world size {env.local_world_size}"
+        )
     return env
 
 
@@ -211,6 +225,7 @@ def discover(environ: Mapping[str, str] | None = None) -> DistEnv:
 # Process group
 # ---------------------------------------------------------------------------------------------
 
+
 def default_backend(cuda_available: bool | None = None) -> str:
     """Return "nccl" when CUDA is usable, else "gloo"."""
     if cuda_available is None:
@@ -230,9 +245,14 @@ def _pick_device(env: DistEnv) -> torch.device:
 
 def _export_rendezvous(env: DistEnv) -> None:
     """Make the env:// rendezvous and libraries that read these variables see DistEnv's values."""
-    values = {"MASTER_ADDR": env.master_addr, "MASTER_PORT": str(env.master_port),
-              "RANK": str(env.rank), "WORLD_SIZE": str(env.world_size),
-              "LOCAL_RANK": str(env.local_rank), "LOCAL_WORLD_SIZE": str(env.local_world_size)}
+    values = {
+        "MASTER_ADDR": env.master_addr,
+        "MASTER_PORT": str(env.master_port),
+        "RANK": str(env.rank),
+        "WORLD_SIZE": str(env.world_size),
+        "LOCAL_RANK": str(env.local_rank),
+        "LOCAL_WORLD_SIZE": str(env.local_world_size),
+    }
     for name, value in values.items():
         # Set when absent; overwrite a disagreeing value (e.g. a PECAN_MASTER_ADDR override) so the
         # announced master and the one the process group dials are the same.
@@ -247,19 +267,29 @@ def init_distributed(env: DistEnv, backend: str | None = None, timeout_s: float 
     backend = backend or default_backend(device.type == "cuda")
     if env.is_distributed and not dist.is_initialized():
         try:
-            dist.init_process_group(backend=backend, init_method="env://", rank=env.rank,
-                                    world_size=env.world_size, timeout=datetime.timedelta(seconds=timeout_s))
+            dist.init_process_group(
+                backend=backend,
+                init_method="env://",
+                rank=env.rank,
+                world_size=env.world_size,
+                timeout=datetime.timedelta(seconds=timeout_s),
+            )
         except (RuntimeError, dist.DistError) as err:
             from pecan.errors import CollectiveFailed
 
             first = (str(err).strip().splitlines() or [type(err).__name__])[0][:300]
-            raise CollectiveFailed(f"collective rendezvous (init_process_group at {env.master_addr}:"
-                                   f"{env.master_port}) failed on rank {env.rank}: {first}. Not every rank arrived "
-                                   f"within train.collective_timeout_s ({timeout_s:g} s); rerun the same command "
-                                   "to resume") from err
+            raise CollectiveFailed(
+                f"collective rendezvous (init_process_group at {env.master_addr}:"
+                f"{env.master_port}) failed on rank {env.rank}: {first}. Not every rank arrived "
+                f"within train.collective_timeout_s ({timeout_s:g} s); rerun the same command "
+                "to resume"
+            ) from err
     shown_backend = backend if env.is_distributed else "none"
-    print(f"[pecan] rank {env.rank}/{env.world_size} (local {env.local_rank}) joined via {env.launcher}, "
-          f"master {env.master_addr}:{env.master_port}, backend {shown_backend}, device {device}", flush=True)
+    print(
+        f"[pecan] rank {env.rank}/{env.world_size} (local {env.local_rank}) joined via {env.launcher}, "
+        f"master {env.master_addr}:{env.master_port}, backend {shown_backend}, device {device}",
+        flush=True,
+    )
     return device
 
 
@@ -314,6 +344,7 @@ class GradCommClock:
 # ---------------------------------------------------------------------------------------------
 # CPU sizing
 # ---------------------------------------------------------------------------------------------
+
 
 def _allowed_cpus() -> Optional[set[int]]:
     """Logical CPUs this process may run on (Slurm/flux bind tasks), or None when unknown."""
@@ -384,8 +415,9 @@ class ThreadPlan:
     source: str  # "env" (OMP_NUM_THREADS/MKL_NUM_THREADS set) or "cores"
 
 
-def plan_threads(local_world_size: int, num_workers: int, io_mode: str,
-                 environ: Mapping[str, str] | None = None) -> ThreadPlan:
+def plan_threads(
+    local_world_size: int, num_workers: int, io_mode: str, environ: Mapping[str, str] | None = None
+) -> ThreadPlan:
     """Size intra-op threads and loader workers so together they fit this rank's physical cores.
 
     ``num_workers < 0`` means automatic (none for packed data, else the cores left after the main
@@ -399,4 +431,3 @@ def plan_threads(local_world_size: int, num_workers: int, io_mode: str,
     if any(environ.get(name, "").strip() for name in THREAD_ENV):
         return ThreadPlan(torch.get_num_threads(), num_workers, share, "env")
     return ThreadPlan(max(1, share - num_workers), num_workers, share, "cores")
-

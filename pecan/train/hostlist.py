@@ -1,4 +1,5 @@
 """Slurm/flux host lists and tasks-per-node notation, expanded without calling scontrol or flux."""
+
 from __future__ import annotations
 
 import re
@@ -44,7 +45,7 @@ def _expand_host(pattern: str, source: str) -> list[str]:
     if opening < 0:
         return [pattern]
     closing = pattern.index("]", opening)
-    prefix, body, rest = pattern[:opening], pattern[opening + 1:closing], pattern[closing + 1:]
+    prefix, body, rest = pattern[:opening], pattern[opening + 1 : closing], pattern[closing + 1 :]
     values = [value for item in body.split(",") for value in _expand_range(item.strip(), source)]
     tails = _expand_host(rest, source)
     return [prefix + value + tail for value in values for tail in tails]
@@ -52,8 +53,9 @@ def _expand_host(pattern: str, source: str) -> list[str]:
 
 def expand_hostlist(hostlist: str) -> list[str]:
     """Expand a Slurm/flux (RFC 29) host list such as ``node[01-04,07],gpu3`` in order."""
-    return [host for pattern in _split_top_level(hostlist.strip(), hostlist)
-            for host in _expand_host(pattern, hostlist)]
+    return [
+        host for pattern in _split_top_level(hostlist.strip(), hostlist) for host in _expand_host(pattern, hostlist)
+    ]
 
 
 def _expand_tasks_per_node(value: str, name: str) -> list[int]:

@@ -8,6 +8,7 @@ step without an extra collective; the trainer then writes checkpoints/mid_epoch.
 syncs and releases out_dir, and ``RunStopped`` ends the command with exit code 0 (see docs/time-limits.md).
 A second signal more than ``GRACE_S`` after the first exits at once (code 128 + signal).
 """
+
 from __future__ import annotations
 
 import logging
@@ -47,12 +48,22 @@ def stop_line(epoch: int, step: int) -> str:
 
 def stop_record(epoch: int, step: int, steps: int, signal_name: str, after_epoch: bool = False) -> dict[str, Any]:
     """The epochs.jsonl marker of a stop (readers of epoch records skip records with an ``event``)."""
-    resumes = (f"checkpoints/last.pt resumes at epoch {epoch + 1}" if after_epoch else
-               f"checkpoints/{MID_EPOCH} resumes at step {step + 1}" if step < steps else
-               f"checkpoints/{MID_EPOCH} resumes at the evaluation of epoch {epoch}")
-    return {"event": "stopped", "epoch": epoch, "step": step, "steps_per_epoch": steps, "signal": signal_name,
-            "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            "message": f"stopped at step {step} of epoch {epoch}; {resumes}"}
+    resumes = (
+        f"checkpoints/last.pt resumes at epoch {epoch + 1}"
+        if after_epoch
+        else f"checkpoints/{MID_EPOCH} resumes at step {step + 1}"
+        if step < steps
+        else f"checkpoints/{MID_EPOCH} resumes at the evaluation of epoch {epoch}"
+    )
+    return {
+        "event": "stopped",
+        "epoch": epoch,
+        "step": step,
+        "steps_per_epoch": steps,
+        "signal": signal_name,
+        "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "message": f"stopped at step {step} of epoch {epoch}; {resumes}",
+    }
 
 
 class StopSignals:
@@ -92,8 +103,12 @@ class StopSignals:
         now = time.monotonic()
         if self.signum is None:
             self.signum, self.first_at = signum, now
-            log.warning("%s received: stopping after this step with a checkpoint (a second signal in more "
-                        "than %.0f s exits at once)", signal.Signals(signum).name, GRACE_S)
+            log.warning(
+                "%s received: stopping after this step with a checkpoint (a second signal in more "
+                "than %.0f s exits at once)",
+                signal.Signals(signum).name,
+                GRACE_S,
+            )
             return
         if now - self.first_at < GRACE_S:
             return
@@ -102,8 +117,11 @@ class StopSignals:
                 callback()
             except Exception:  # noqa: BLE001 - exiting anyway; the lock's owner check covers what is left
                 pass
-        os.write(2, f"[pecan] second signal ({signal.Signals(signum).name}) while stopping: exiting now, without "
-                    "the stop checkpoint; rerun the same command to resume from the last one\n".encode())
+        os.write(
+            2,
+            f"[pecan] second signal ({signal.Signals(signum).name}) while stopping: exiting now, without "
+            "the stop checkpoint; rerun the same command to resume from the last one\n".encode(),
+        )
         os._exit(128 + signum)
 
 
@@ -120,16 +138,26 @@ class Position:
 
     def to_state(self) -> dict[str, Any]:
         """The checkpoint's ``position`` entry (plain values: weights_only-safe)."""
-        return {"epoch": self.epoch, "done": self.done, "loss_sum": self.loss_sum, "samples": self.samples,
-                "io_counts": torch.tensor(self.io_counts, dtype=torch.int64)}
+        return {
+            "epoch": self.epoch,
+            "done": self.done,
+            "loss_sum": self.loss_sum,
+            "samples": self.samples,
+            "io_counts": torch.tensor(self.io_counts, dtype=torch.int64),
+        }
 
     @classmethod
     def from_state(cls, state: Optional[dict[str, Any]]) -> Optional["Position"]:
         """Read a checkpoint's ``position`` entry (None for an end-of-epoch checkpoint)."""
         if not state:
             return None
-        return cls(int(state["epoch"]), int(state["done"]), float(state["loss_sum"]), int(state["samples"]),
-                   [int(v) for v in state["io_counts"].tolist()])
+        return cls(
+            int(state["epoch"]),
+            int(state["done"]),
+            float(state["loss_sum"]),
+            int(state["samples"]),
+            [int(v) for v in state["io_counts"].tolist()],
+        )
 
 
 def progress_key(state: dict[str, Any]) -> tuple[int, int]:
@@ -196,8 +224,9 @@ class Lifecycle:
         self.last_checkpoint = time.monotonic()
 
 
-def carried_totals(position: Optional[Position], epoch: int, is_main: bool, device,
-                   width: int) -> tuple[int, torch.Tensor, int, np.ndarray]:
+def carried_totals(
+    position: Optional[Position], epoch: int, is_main: bool, device, width: int
+) -> tuple[int, torch.Tensor, int, np.ndarray]:
     """Resuming inside ``epoch``: (steps to skip, loss sum, samples, io counts) so the epoch's totals include
     the steps before the stop (rank 0 carries them; the others start at zero, the sum over ranks is right)."""
     loss_sum = torch.zeros((), dtype=torch.float64, device=device)
@@ -206,5 +235,5 @@ def carried_totals(position: Optional[Position], epoch: int, is_main: bool, devi
         return 0, loss_sum, 0, counts
     if not is_main:
         return position.done, loss_sum, 0, counts
-    counts[:len(position.io_counts)] = position.io_counts[:width]
+    counts[: len(position.io_counts)] = position.io_counts[:width]
     return position.done, loss_sum + position.loss_sum, position.samples, counts

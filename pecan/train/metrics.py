@@ -1,5 +1,6 @@
 """Classification metrics: loss, accuracy, ROC AUC, per-complex top-k success and first near-native rank,
 and the choice of the best checkpoint (train.select_on)."""
+
 from __future__ import annotations
 
 import logging
@@ -35,8 +36,9 @@ def top1_success(logits: np.ndarray, labels: np.ndarray, complex_ids: np.ndarray
 def first_native_rank(scores: np.ndarray, labels: np.ndarray, complex_ids: np.ndarray) -> pd.Series:
     """Per complex with a near-native pose: the rank (1 = best score) of its best-ranked near-native pose.
     Ties are broken by order of appearance, as scores.csv's rank column does."""
-    frame = pd.DataFrame({"score": np.asarray(scores, dtype=np.float64), "label": np.asarray(labels),
-                          "complex": np.asarray(complex_ids)})
+    frame = pd.DataFrame(
+        {"score": np.asarray(scores, dtype=np.float64), "label": np.asarray(labels), "complex": np.asarray(complex_ids)}
+    )
     frame["rank"] = frame.groupby("complex")["score"].rank(ascending=False, method="first")
     natives = frame[frame["label"] > 0]
     return natives.groupby("complex")["rank"].min().astype(int)
@@ -57,17 +59,22 @@ def bce_with_logits(logits: np.ndarray, labels: np.ndarray) -> float:
     return float(np.mean(np.maximum(logits, 0) - logits * labels + np.log1p(np.exp(-np.abs(logits)))))
 
 
-def classification_report(logits: np.ndarray, labels: np.ndarray, complex_ids: np.ndarray,
-                          docked: np.ndarray) -> dict[str, float]:
+def classification_report(
+    logits: np.ndarray, labels: np.ndarray, complex_ids: np.ndarray, docked: np.ndarray
+) -> dict[str, float]:
     """val_auc, val_acc, val_top1 over docked poses only: a crystal pose is trivially positive and would
     inflate them. val_loss (the training objective) and the *_with_crystal figures count every sample."""
     logits, labels, complex_ids = np.asarray(logits), np.asarray(labels), np.asarray(complex_ids)
     docked = np.asarray(docked, dtype=bool)
-    return {"val_loss": bce_with_logits(logits, labels), "val_auc": roc_auc(logits[docked], labels[docked]),
-            "val_acc": accuracy(logits[docked], labels[docked]),
-            "val_top1": top1_success(logits[docked], labels[docked], complex_ids[docked]),
-            "val_auc_with_crystal": roc_auc(logits, labels), "val_acc_with_crystal": accuracy(logits, labels),
-            "val_docked": int(docked.sum())}
+    return {
+        "val_loss": bce_with_logits(logits, labels),
+        "val_auc": roc_auc(logits[docked], labels[docked]),
+        "val_acc": accuracy(logits[docked], labels[docked]),
+        "val_top1": top1_success(logits[docked], labels[docked], complex_ids[docked]),
+        "val_auc_with_crystal": roc_auc(logits, labels),
+        "val_acc_with_crystal": accuracy(logits, labels),
+        "val_docked": int(docked.sum()),
+    }
 
 
 SELECT_ON = ("val_auc", "val_loss")

@@ -4,6 +4,7 @@ fails so its message names the rank(s) and host(s) that stopped (see pecan.colle
 Counters, not timestamps: hosts' clocks need not agree. A rank whose counter does not move for a few beats is
 gone (dead, frozen or cut off). When the store itself no longer answers, the rank that hosts it is gone.
 """
+
 from __future__ import annotations
 
 import logging

@@ -6,6 +6,7 @@ whole complexes; a complex split across batches contributes the pairs that share
 with every sampler and DDP layout (more poses of a complex per batch -- a larger batch_size -- give more pairs).
 For a complex of two poses this equals the softmax (listwise) loss -log(e^{s_pos} / (e^{s_pos} + e^{s_neg})).
 """
+
 from __future__ import annotations
 
 import torch.nn.functional as F

@@ -1,6 +1,7 @@
 """What a run writes about itself in out_dir: epochs.jsonl (one record per epoch, restored from the
 checkpoint when a kill lost one), runs.jsonl (one record per start: code, config, threads, tracing) and the
 end-of-run summary table and plots. Every write error names the path and the errno."""
+
 from __future__ import annotations
 
 import logging
@@ -64,10 +65,22 @@ class RunFiles:
 
 def run_info(config, env, device: torch.device, threads, resumed_from, start_epoch: int) -> dict[str, Any]:
     """What this start ran: config digest, git commit, package versions, world size, threads, tracing."""
-    return {"started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "config_digest": config.digest(),
-            "git": report.git_state(REPO_ROOT), "packages": report.package_versions(), "tracing": tracing.status(),
-            "intra_op_threads": torch.get_num_threads(), "num_workers": threads.num_workers,
-            "cores_per_rank": threads.cores_per_rank, "threads_from": threads.source,
-            "python": sys.version.split()[0], "host": platform.node(), "argv": sys.argv,
-            "world_size": env.world_size, "launcher": env.launcher, "device": str(device),
-            "resumed_from": resumed_from, "start_epoch": start_epoch}
+    return {
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "config_digest": config.digest(),
+        "git": report.git_state(REPO_ROOT),
+        "packages": report.package_versions(),
+        "tracing": tracing.status(),
+        "intra_op_threads": torch.get_num_threads(),
+        "num_workers": threads.num_workers,
+        "cores_per_rank": threads.cores_per_rank,
+        "threads_from": threads.source,
+        "python": sys.version.split()[0],
+        "host": platform.node(),
+        "argv": sys.argv,
+        "world_size": env.world_size,
+        "launcher": env.launcher,
+        "device": str(device),
+        "resumed_from": resumed_from,
+        "start_epoch": start_epoch,
+    }

@@ -1,6 +1,7 @@
 """What rank 0 shows while a run trains: the epoch's progress (bar or lines) with the epoch's and the run's
 ETA, the epoch report (full or compact), the CPU-share warning and the TensorBoard scalars. The trainer
 calls it once per epoch and once per step; the formatting itself lives in ``pecan.report``."""
+
 from __future__ import annotations
 
 import logging
@@ -26,8 +27,15 @@ class EpochProgress:
         self.samples, self.loss_sum = 0, None
         self.window = (0.0, 0)  # loss sum and samples at the last TensorBoard point
         train = reporter.config.train
-        self.progress = progress.Progress(steps, f"epoch {epoch + 1}/{train.epochs}", "step", reporter.mode,
-                                          train.progress_every_seconds, extra=self.extra, close_line=False)
+        self.progress = progress.Progress(
+            steps,
+            f"epoch {epoch + 1}/{train.epochs}",
+            "step",
+            reporter.mode,
+            train.progress_every_seconds,
+            extra=self.extra,
+            close_line=False,
+        )
 
     def update(self, samples: int, loss_sum: torch.Tensor) -> None:
         """One step done; ``samples`` and ``loss_sum`` are the epoch's running totals."""
@@ -43,8 +51,7 @@ class EpochProgress:
         """samples/s, the running loss and the run's ETA, for a progress line."""
         rate = self.samples / max(bar.elapsed(), 1e-9)
         run_eta = self.reporter.run_eta(self.epoch, bar)
-        return (f" | {rate:.1f} samples/s | loss {self.mean_loss():.4f} | "
-                f"ETA run {progress.format_duration(run_eta)}")
+        return f" | {rate:.1f} samples/s | loss {self.mean_loss():.4f} | ETA run {progress.format_duration(run_eta)}"
 
     def close(self) -> None:
         """End of the epoch's training steps."""
@@ -78,8 +85,11 @@ class EpochReporter:
         """Seconds left in the run: this epoch's rest, then the remaining epochs at the mean epoch wall of
         this start (or, before one finished, this epoch's training pace)."""
         left = self.config.train.epochs - epoch - 1
-        per_epoch = (statistics.fmean(self.epoch_walls) if self.epoch_walls
-                     else bar.elapsed() / max(bar.done, 1) * (bar.total or 0))
+        per_epoch = (
+            statistics.fmean(self.epoch_walls)
+            if self.epoch_walls
+            else bar.elapsed() / max(bar.done, 1) * (bar.total or 0)
+        )
         return bar.eta() + left * per_epoch
 
     def step_done(self, epoch_progress: EpochProgress) -> None:
@@ -135,4 +145,3 @@ class EpochReporter:
         if self.board is not None:
             self.board.close()
             self.board = None
-

@@ -1,5 +1,6 @@
 """Resuming a run and writing what a stop leaves: the trainer's checkpoint restore (end-of-epoch and
 mid-epoch), checkpoints/mid_epoch.pt, and the stop marker in epochs.jsonl."""
+
 from __future__ import annotations
 
 import logging
@@ -19,8 +20,9 @@ def maybe_resume(trainer) -> None:
     """Load train.resume's checkpoint (auto: the newest intact one) into ``trainer``: model, optimiser,
     schedule, RNG, records and, for a mid-epoch checkpoint, the position in the epoch."""
     try:
-        path, state = ckpt.choose_resume(trainer.config.train.resume, trainer.out_dir, warn=False,
-                                         map_location=trainer.device)
+        path, state = ckpt.choose_resume(
+            trainer.config.train.resume, trainer.out_dir, warn=False, map_location=trainer.device
+        )
     except ValueError as err:
         raise config_module.ConfigError(f"train.resume: {err}") from err
     if path is None:
@@ -41,14 +43,16 @@ def maybe_resume(trainer) -> None:
 def save_position(trainer, position: Position) -> None:
     """checkpoints/mid_epoch.pt: resumes at the next step, with the epoch's totals so far over all ranks."""
     env, device = trainer.env, trainer.device
-    totals = all_reduce_sum(torch.tensor([position.loss_sum, position.samples], dtype=torch.float64,
-                                         device=device), env, what="position").tolist()
+    totals = all_reduce_sum(
+        torch.tensor([position.loss_sum, position.samples], dtype=torch.float64, device=device), env, what="position"
+    ).tolist()
     counts = all_reduce_sum(torch.tensor(position.io_counts, device=device), env, what="position_io")
     position.loss_sum, position.samples, position.io_counts = totals[0], int(totals[1]), counts.tolist()
     if env.is_main:
         with tracing.span("checkpoint", "capture", what="mid_epoch"):
-            ckpt.save_checkpoint(trainer.out_dir / "checkpoints" / MID_EPOCH,
-                                 {**trainer.state_dict(), "position": position.to_state()})
+            ckpt.save_checkpoint(
+                trainer.out_dir / "checkpoints" / MID_EPOCH, {**trainer.state_dict(), "position": position.to_state()}
+            )
     barrier("checkpoint")
     trainer.lifecycle.checkpoint_written()
 

@@ -15,6 +15,7 @@ reader never sees a half-written lock and only one process can own it. A stale l
 holder of ``.pecan.lock.takeover`` (a directory: mkdir is atomic), and only after re-reading that it is
 still the same stale lock; so two processes taking over at once never both own it.
 """
+
 from __future__ import annotations
 
 import errno
@@ -68,8 +69,14 @@ def job_id(environ=None) -> str:
 
 def owner_record() -> dict[str, Any]:
     """What this process writes into a lock it owns."""
-    return {"host": platform.node(), "pid": os.getpid(), "pid_start": process_start(os.getpid()),
-            "job_id": job_id(), "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "token": uuid.uuid4().hex}
+    return {
+        "host": platform.node(),
+        "pid": os.getpid(),
+        "pid_start": process_start(os.getpid()),
+        "job_id": job_id(),
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "token": uuid.uuid4().hex,
+    }
 
 
 def _read_lock(path: Path) -> tuple[dict, Optional[float]]:
@@ -165,9 +172,14 @@ class RunLock:
         try:
             current, _ = _read_lock(self.path)
             if current.get("token") == holder.get("token"):
-                log.warning("taking over the lock of a dead run in %s (host %s, pid %s, job %s): %s",
-                            self.path.parent, holder.get("host", "?"), holder.get("pid", "?"),
-                            holder.get("job_id") or "-", reason)
+                log.warning(
+                    "taking over the lock of a dead run in %s (host %s, pid %s, job %s): %s",
+                    self.path.parent,
+                    holder.get("host", "?"),
+                    holder.get("pid", "?"),
+                    holder.get("job_id") or "-",
+                    reason,
+                )
                 self.path.unlink(missing_ok=True)
         finally:
             guard.rmdir()
@@ -178,7 +190,8 @@ class RunLock:
             f"train.out_dir {self.path.parent} is in use by another run (host {holder.get('host', '?')}, pid "
             f"{holder.get('pid', '?')}, job {holder.get('job_id') or '-'}, started {holder.get('started', '?')}"
             f"{beat}); use another out_dir, wait until its heartbeat is {self.stale_after_s / 60:g} min old "
-            f"(train.lock_stale_minutes), or rerun with --force-unlock if you know that run is gone")
+            f"(train.lock_stale_minutes), or rerun with --force-unlock if you know that run is gone"
+        )
 
     def owned(self) -> bool:
         """True while the lock in place is this process's."""
@@ -209,8 +222,10 @@ class RunLock:
 def unusable(out_dir: Path, err: OSError) -> OutDirUnusable:
     """The error for an out_dir this run cannot write: names the path and the errno."""
     code = errno.errorcode.get(err.errno or 0, str(err.errno))
-    return OutDirUnusable(f"train.out_dir {out_dir} cannot hold a run: {err.strerror or err} ({code}) at "
-                          f"{err.filename or out_dir}; choose a writable directory")
+    return OutDirUnusable(
+        f"train.out_dir {out_dir} cannot hold a run: {err.strerror or err} ({code}) at "
+        f"{err.filename or out_dir}; choose a writable directory"
+    )
 
 
 def check_out_dir(out_dir: Path) -> None:
@@ -252,6 +267,7 @@ def remove_stale_temps(out_dir: str | os.PathLike) -> list[Path]:
                 path.unlink(missing_ok=True)
                 removed.append(path)
     if removed:
-        log.warning("removed %d temp file(s) left by an interrupted run: %s", len(removed),
-                    ", ".join(p.name for p in removed))
+        log.warning(
+            "removed %d temp file(s) left by an interrupted run: %s", len(removed), ", ".join(p.name for p in removed)
+        )
     return removed

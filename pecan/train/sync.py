@@ -4,6 +4,7 @@ Each changed file (checkpoints, epoch and run records, config, traces) is copied
 its destination directory and renamed into place, so a reader of the shared copy never sees half a file.
 Files that are themselves half written (the atomic writer's ``.*.tmp`` files) are skipped.
 """
+
 from __future__ import annotations
 
 import logging
@@ -27,8 +28,10 @@ def sync_tree(source: Path, destination: Path) -> int:
         target = destination / path.relative_to(source)
         try:
             stat = path.stat()
-            if target.exists() and (target.stat().st_size, target.stat().st_mtime_ns) == (stat.st_size,
-                                                                                           stat.st_mtime_ns):
+            if target.exists() and (target.stat().st_size, target.stat().st_mtime_ns) == (
+                stat.st_size,
+                stat.st_mtime_ns,
+            ):
                 continue
             fileio.copy_file(path, target)
             copied += 1

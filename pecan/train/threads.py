@@ -6,6 +6,7 @@ least one). The CPU share is this process's CPU time over wall time x threads fo
 where other work runs (or under a CPU mask narrower than the thread count) it drops, every phase slows
 and nothing else in the report says why.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -20,7 +21,6 @@ from pecan.train.distributed import ThreadPlan, plan_threads
 log = logging.getLogger(__name__)
 
 
-
 def size_threads(config, env) -> ThreadPlan:
     """Apply the thread plan for this rank (see the module docstring) and log it on rank 0."""
     data = config.data
@@ -30,10 +30,16 @@ def size_threads(config, env) -> ThreadPlan:
     if plan.source in ("cores", "config"):
         torch.set_num_threads(plan.intra_op_threads)
     if env.is_main:
-        origin = {"env": "from the environment", "cores": "sized to the cores",
-                  "config": "train.intra_op_threads"}[plan.source]
-        log.info("threads: %d intra-op (%s), %d loader workers per rank, %d physical cores per rank",
-                 torch.get_num_threads(), origin, plan.num_workers, plan.cores_per_rank)
+        origin = {"env": "from the environment", "cores": "sized to the cores", "config": "train.intra_op_threads"}[
+            plan.source
+        ]
+        log.info(
+            "threads: %d intra-op (%s), %d loader workers per rank, %d physical cores per rank",
+            torch.get_num_threads(),
+            origin,
+            plan.num_workers,
+            plan.cores_per_rank,
+        )
     return plan
 
 
@@ -63,8 +69,13 @@ def starved_advice(record: dict) -> str | None:
     share = record["cpu_share_min"]
     threads = int(record.get("intra_op_threads") or 1)
     fewer = max(1, int(threads * share))
-    hint = (f"set OMP_NUM_THREADS={fewer} or train.intra_op_threads={fewer}" if threads > 1 else
-            "the node is busy with other work: ask the scheduler for whole cores (e.g. --exclusive)")
-    return (f"rank {record.get('cpu_share_min_rank', 0)} got {share:.0%} of the CPU its {threads} intra-op "
-            f"thread(s) asked for in epoch {record.get('epoch')} (other work on these cores, or fewer cores "
-            f"than threads): {hint}")
+    hint = (
+        f"set OMP_NUM_THREADS={fewer} or train.intra_op_threads={fewer}"
+        if threads > 1
+        else "the node is busy with other work: ask the scheduler for whole cores (e.g. --exclusive)"
+    )
+    return (
+        f"rank {record.get('cpu_share_min_rank', 0)} got {share:.0%} of the CPU its {threads} intra-op "
+        f"thread(s) asked for in epoch {record.get('epoch')} (other work on these cores, or fewer cores "
+        f"than threads): {hint}"
+    )

@@ -1,4 +1,5 @@
 """Where a rank's epoch time goes: phase clocks (CUDA events or host time), the timed batch fetch, memory."""
+
 from __future__ import annotations
 
 import resource

@@ -1,4 +1,5 @@
 """The training loop: data, model, AMP, compile, DDP, evaluation, checkpoints and epoch reports."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -15,6 +16,7 @@ import torch.nn.functional as F
 
 from pecan import config as config_module
 from pecan import report, tracing
+from pecan.checkpoint_settings import sample_settings, split_record
 from pecan.collectives import guarded
 from pecan.config import Config
 from pecan.data import format as fmt
@@ -24,6 +26,7 @@ from pecan.data.sample import COUNTER_FIELDS, counters_to_dict
 from pecan.fileio import named_write_errors
 from pecan.predict import score_share
 from pecan.train import checkpoint as ckpt
+from pecan.train import resume
 from pecan.train.components import (
     amp_context,
     apply_compile,
@@ -32,8 +35,6 @@ from pecan.train.components import (
     weights_in_sync,
     wrap_ddp,
 )
-from pecan.checkpoint_settings import sample_settings, split_record
-from pecan.train import resume
 from pecan.train.distributed import DistEnv, GradCommClock, all_reduce_sum, barrier, gather_varlen
 from pecan.train.lifecycle import Lifecycle, Position, carried_totals
 from pecan.train.metrics import BestSelector, classification_report, resolve_pos_weight
@@ -49,6 +50,7 @@ log = logging.getLogger(__name__)
 
 
 # ---------------------------------------------------------------------------- the trainer
+
 
 class Trainer:
     """Owns one rank's share of a run: build, then ``fit``."""
@@ -80,8 +82,9 @@ class Trainer:
         seed_everything(self.config.train.seed, self.config.train.deterministic)
         self.threads = size_threads(self.config, self.env)
         if self.config.train.sync_dir and self.env.local_rank == 0:
-            self.output_sync = OutputSync(self.out_dir, Path(self.config.train.sync_dir),
-                                          self.config.train.sync_every_minutes).start()
+            self.output_sync = OutputSync(
+                self.out_dir, Path(self.config.train.sync_dir), self.config.train.sync_every_minutes
+            ).start()
         self.build_data()
         with tracing.span("pecan.setup", "model"):
             self.build_model()
@@ -92,28 +95,42 @@ class Trainer:
             # Only a start that succeeded replaces config.yaml: it must agree with the checkpoints.
             with named_write_errors(self.out_dir / "config.yaml"):
                 config_module.save(self.config, self.out_dir / "config.yaml")
-            self.files.append_run(run_info(self.config, self.env, self.device, self.threads,
-                                           getattr(self, "resumed_from", None), self.start_epoch))
+            self.files.append_run(
+                run_info(
+                    self.config,
+                    self.env,
+                    self.device,
+                    self.threads,
+                    getattr(self, "resumed_from", None),
+                    self.start_epoch,
+                )
+            )
         return self
 
     def claim_out_dir(self) -> None:
         """Rank 0 locks out_dir (see run_dir.claim_out_dir); a refusal stops every rank."""
-        self.lock = claim_out_dir(self.out_dir, self.env.is_main, self.config.train.lock_stale_minutes,
-                                  self.force_unlock)
-
+        self.lock = claim_out_dir(
+            self.out_dir, self.env.is_main, self.config.train.lock_stale_minutes, self.force_unlock
+        )
 
     def build_data(self) -> None:
         """Indexes, packs and staging through the loader's job protocol, then per-rank loaders."""
         data = self.config.data
         workers = self.threads.num_workers
         with tracing.span("pecan.setup", "index"):
-            job = prepare_job_data(data, rank=self.env.rank, local_rank=self.env.local_rank,
-                                   processes=max(workers, 1), progress=self.show_progress)
+            job = prepare_job_data(
+                data,
+                rank=self.env.rank,
+                local_rank=self.env.local_rank,
+                processes=max(workers, 1),
+                progress=self.show_progress,
+            )
         self.train_frame, self.val_frame, self.staging = job.train_frame, job.val_frame, job.staging
         packs = job.packs
         if len(self.val_frame) == 0:
-            raise config_module.ConfigError("the validation split is empty: set data.val_fraction > 0 or "
-                                            "data.val_csvs / data.val_fns")
+            raise config_module.ConfigError(
+                "the validation split is empty: set data.val_fraction > 0 or data.val_csvs / data.val_fns"
+            )
         from model import augments_inputs as model_augments_inputs
 
         try:
@@ -127,36 +144,54 @@ class Trainer:
             log.info("decode cache off: model %s augments its inputs", self.config.model.name)
         self.val_set = make_dataset(data, self.val_frame, packs, augment=False)
         seed = self.config.train.seed
-        self.train_sampler = make_sampler(self.train_set, data, train=True, rank=self.env.rank,
-                                          world_size=self.env.world_size, seed=seed)
-        val_sampler = make_sampler(self.val_set, data, train=False, rank=self.env.rank,
-                                   world_size=self.env.world_size, seed=seed)
+        self.train_sampler = make_sampler(
+            self.train_set, data, train=True, rank=self.env.rank, world_size=self.env.world_size, seed=seed
+        )
+        val_sampler = make_sampler(
+            self.val_set, data, train=False, rank=self.env.rank, world_size=self.env.world_size, seed=seed
+        )
         trace_dir = config_module.trace_dir(self.config) if tracing.is_enabled() else None
         worker_init = tracing.WorkerInit(trace_dir, self.env.rank, data.data_dir if self.config.trace.posix else None)
         pin = self.device.type == "cuda"
         busy = COUNTER_FIELDS.index("worker_busy_ns")
-        self.train_loader = make_loader(tracing.BusyDataset(self.train_set, busy), self.train_sampler,
-                                        data.batch_size, workers, worker_init, pin, seed=seed)
-        self.val_loader = make_loader(tracing.BusyDataset(self.val_set, busy), val_sampler, data.batch_size,
-                                      workers, worker_init, pin)
+        self.train_loader = make_loader(
+            tracing.BusyDataset(self.train_set, busy),
+            self.train_sampler,
+            data.batch_size,
+            workers,
+            worker_init,
+            pin,
+            seed=seed,
+        )
+        self.val_loader = make_loader(
+            tracing.BusyDataset(self.val_set, busy), val_sampler, data.batch_size, workers, worker_init, pin
+        )
         self.skipped_at_start = sum(int(frame.attrs.get("skipped", 0)) for frame in (self.train_frame, self.val_frame))
         self.skipped_at_start += sum(getattr(d, "skipped_at_build", 0) for d in (self.train_set, self.val_set))
         if self.env.is_main:
-            log.info("data: %d training and %d validation samples (%d / %d complexes), io_mode %s, %d workers/rank",
-                     len(self.train_set), len(self.val_set), self.train_frame["pdbid"].nunique(),
-                     self.val_frame["pdbid"].nunique(), data.io_mode, workers)
+            log.info(
+                "data: %d training and %d validation samples (%d / %d complexes), io_mode %s, %d workers/rank",
+                len(self.train_set),
+                len(self.val_set),
+                self.train_frame["pdbid"].nunique(),
+                self.val_frame["pdbid"].nunique(),
+                data.io_mode,
+                workers,
+            )
             if self.skipped_at_start:
                 log.warning("%d bad sample(s) skipped before training (on_bad_sample: skip)", self.skipped_at_start)
-            log.info("loss: positive-class weight %.4g (train.pos_weight %s)", self.pos_weight,
-                     self.config.train.pos_weight)
+            log.info(
+                "loss: positive-class weight %.4g (train.pos_weight %s)", self.pos_weight, self.config.train.pos_weight
+            )
 
     def build_model(self) -> None:
         """Registry lookup, then compile and DDP applied from outside the model."""
         from model import build_model
 
         torch.manual_seed(self.config.train.seed)
-        self.raw_model = build_model(self.config.model.name, self.config.model,
-                                     nn_type=self.config.model.nn_type).to(self.device)
+        self.raw_model = build_model(self.config.model.name, self.config.model, nn_type=self.config.model.nn_type).to(
+            self.device
+        )
         compiled = apply_compile(self.raw_model, self.config.train.compile)
         self.model = wrap_ddp(compiled, self.env, self.device)
         # Evaluation runs the module DDP wraps, not DDP: DDP's forward syncs buffers, a collective that a rank
@@ -168,8 +203,13 @@ class Trainer:
             self.model.register_comm_hook(None, self.grad_clock.hook)
         if self.env.is_main:
             count = sum(p.numel() for p in self.raw_model.parameters())
-            log.info("model: %s, %d parameters, amp %s, compile %s", type(self.raw_model).__name__, count,
-                     self.config.train.amp, self.config.train.compile)
+            log.info(
+                "model: %s, %d parameters, amp %s, compile %s",
+                type(self.raw_model).__name__,
+                count,
+                self.config.train.amp,
+                self.config.train.compile,
+            )
 
     def steps_per_epoch(self) -> int:
         """Optimizer steps in one epoch on every rank."""
@@ -182,23 +222,31 @@ class Trainer:
         train = self.config.train
         self.optimizer = torch.optim.AdamW(self.raw_model.parameters(), lr=train.lr, weight_decay=train.weight_decay)
         total = self.steps_per_epoch() * train.epochs
-        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer,
-                                                           cosine_schedule(total, train.warmup_steps))
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, cosine_schedule(total, train.warmup_steps))
 
     def state_dict(self) -> dict[str, Any]:
         """Everything a checkpoint holds: the one definition of the checkpoint layout (save and resume)."""
-        return {"model": ckpt.clean_state_dict(self.raw_model.state_dict()),
-                "optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict(),
-                "epoch": self.epochs_done, "step": self.step, "best_auc": self.best_auc, "rng": ckpt.rng_state(),
-                "config_digest": self.config.digest(), "config": self.config.to_dict(),
-                "world_size": self.env.world_size,
-                "model_config": dataclasses.asdict(self.config.model), "feature_layout": fmt.feature_layout(),
-                # What scoring needs to build samples as trained and to tell seen from held-out complexes.
-                "sample_settings": sample_settings(self.config), "best": self.selector.state(),
-                "complexes": split_record(self.train_frame, self.val_frame),
-                "metrics": {k: float(v) for k, v in self.last_metrics.items()},
-                # The epoch records travel with the checkpoint that claims their epochs (JSON: weights_only-safe).
-                "records": json.dumps(self.records, default=float)}
+        return {
+            "model": ckpt.clean_state_dict(self.raw_model.state_dict()),
+            "optimizer": self.optimizer.state_dict(),
+            "scheduler": self.scheduler.state_dict(),
+            "epoch": self.epochs_done,
+            "step": self.step,
+            "best_auc": self.best_auc,
+            "rng": ckpt.rng_state(),
+            "config_digest": self.config.digest(),
+            "config": self.config.to_dict(),
+            "world_size": self.env.world_size,
+            "model_config": dataclasses.asdict(self.config.model),
+            "feature_layout": fmt.feature_layout(),
+            # What scoring needs to build samples as trained and to tell seen from held-out complexes.
+            "sample_settings": sample_settings(self.config),
+            "best": self.selector.state(),
+            "complexes": split_record(self.train_frame, self.val_frame),
+            "metrics": {k: float(v) for k, v in self.last_metrics.items()},
+            # The epoch records travel with the checkpoint that claims their epochs (JSON: weights_only-safe).
+            "records": json.dumps(self.records, default=float),
+        }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore what ``state_dict`` saved."""
@@ -245,12 +293,18 @@ class Trainer:
         # claims never lacks its record (resume restores a record the kill below would lose).
         in_sync = weights_in_sync(self.raw_model, self.env, self.device)
         self.epochs_done, self.last_metrics = epoch + 1, metrics
-        self.records.append({**self.epoch_record(epoch, time.perf_counter() - start, timer.totals(), train, metrics,
-                                                 io_counts), **in_sync})
+        self.records.append(
+            {
+                **self.epoch_record(epoch, time.perf_counter() - start, timer.totals(), train, metrics, io_counts),
+                **in_sync,
+            }
+        )
         with timer.span("checkpoint_s"):
             self.save_checkpoints(metrics)
-        record = {**self.epoch_record(epoch, time.perf_counter() - start, timer.totals(), train, metrics,
-                                      io_counts), **in_sync}
+        record = {
+            **self.epoch_record(epoch, time.perf_counter() - start, timer.totals(), train, metrics, io_counts),
+            **in_sync,
+        }
         if self.staging is not None and epoch == self.start_epoch:
             record.update(self.staging.record())
         self.records[-1] = record
@@ -264,8 +318,9 @@ class Trainer:
         self.model.train()
         self.train_sampler.set_epoch(epoch)
         steps = self.steps_per_epoch()
-        skip, loss_sum, samples, carried = carried_totals(self.position, epoch, self.env.is_main, self.device,
-                                                          len(COUNTER_FIELDS))
+        skip, loss_sum, samples, carried = carried_totals(
+            self.position, epoch, self.env.is_main, self.device, len(COUNTER_FIELDS)
+        )
         io_counts += carried
         self.position = None
         self.train_sampler.skip_next(skip * self.config.data.batch_size)
@@ -285,17 +340,20 @@ class Trainer:
             bar.update(samples, loss_sum)
             action = self.lifecycle.after_step(step_in_epoch + 1)
             if action == "stop" or (action and step_in_epoch + 1 < steps):
-                resume.save_position(self, Position(epoch, step_in_epoch + 1, float(loss_sum), samples,
-                                                    io_counts.tolist()))
+                resume.save_position(
+                    self, Position(epoch, step_in_epoch + 1, float(loss_sum), samples, io_counts.tolist())
+                )
             if action == "stop":
                 bar.close()
                 resume.stop(self, epoch, step_in_epoch + 1)
             if step_in_epoch + 1 >= steps:
                 break
         bar.close()
-        totals = all_reduce_sum(torch.stack([loss_sum, torch.tensor(float(samples), dtype=torch.float64,
-                                                                     device=self.device)]), self.env,
-                                what="train_loss").tolist()
+        totals = all_reduce_sum(
+            torch.stack([loss_sum, torch.tensor(float(samples), dtype=torch.float64, device=self.device)]),
+            self.env,
+            what="train_loss",
+        ).tolist()
         return {"train_loss": totals[0] / max(totals[1], 1), "samples": int(totals[1])}
 
     def keep_in_step(self, timer: PhaseTimer, where: tuple[int, int] = (0, 0)) -> None:
@@ -303,8 +361,9 @@ class Trainer:
         because DDP ranks that skip a step leave the others waiting in the gradient all-reduce forever."""
         if self.last_batch is None:
             self.last_batch = self.first_good_sample()
-        log.warning("rank %d: a whole batch was skipped as bad; replaying the previous batch with zero weight",
-                    self.env.rank)
+        log.warning(
+            "rank %d: a whole batch was skipped as bad; replaying the previous batch with zero weight", self.env.rank
+        )
         self.train_step(self.last_batch, timer, weight=0.0, where=where)
 
     def first_good_sample(self):
@@ -314,8 +373,9 @@ class Trainer:
             raise DataError("every training sample is bad; nothing to train on")
         return batch
 
-    def train_step(self, batch, timer: PhaseTimer, weight: float = 1.0,
-                   where: tuple[int, int] = (0, 0)) -> Optional[torch.Tensor]:
+    def train_step(
+        self, batch, timer: PhaseTimer, weight: float = 1.0, where: tuple[int, int] = (0, 0)
+    ) -> Optional[torch.Tensor]:
         """Forward, backward and optimiser step on one batch (``where``: epoch and step, for messages);
         returns the detached loss, or None when a non-finite loss was skipped (train.on_nonfinite_loss: skip).
         Every rank checks every step, replayed ones included, so the check's collective stays paired."""
@@ -347,8 +407,10 @@ class Trainer:
         if batch is not None:
             where += f", batch of rank {self.env.rank}: {self.train_set.table.where_many(batch.sample_id)}"
         if self.config.train.on_nonfinite_loss != "skip":
-            raise FloatingPointError(f"non-finite training loss ({float(loss.detach()):g}) at {where}; lower "
-                                     "train.lr, check the data, or set train.on_nonfinite_loss: skip")
+            raise FloatingPointError(
+                f"non-finite training loss ({float(loss.detach()):g}) at {where}; lower "
+                "train.lr, check the data, or set train.on_nonfinite_loss: skip"
+            )
         self.nonfinite_steps += 1
         log.warning("skipping the step at %s: non-finite loss %g", where, float(loss.detach()))
         return False
@@ -399,27 +461,58 @@ class Trainer:
         """This epoch's I/O counters summed over ranks."""
         return counters_to_dict(all_reduce_sum(torch.from_numpy(io_counts.copy()), self.env, what="io_counts"))
 
-    def epoch_record(self, epoch: int, wall: float, phases: dict[str, float], train: dict[str, float],
-                     metrics: dict[str, float], io_counts: np.ndarray) -> dict[str, Any]:
+    def epoch_record(
+        self,
+        epoch: int,
+        wall: float,
+        phases: dict[str, float],
+        train: dict[str, float],
+        metrics: dict[str, float],
+        io_counts: np.ndarray,
+    ) -> dict[str, Any]:
         """The epochs.jsonl record (fields in report.REQUIRED_FIELDS and more)."""
         counts = self.reduce_counts(io_counts)
         phase_values = {p: phases.get(p, 0.0) for p in report.PHASES}
-        own = [*phase_values.values(), sum(phase_values[p] for p in ("forward_s", "backward_s", "optimizer_s")),
-               io_counts[COUNTER_FIELDS.index("worker_busy_ns")] / 1e9, peak_rss_mb(), cuda_peak_mb(self.device),
-               self.reporter.cpu_share()]
-        per_rank = gather_varlen(torch.tensor([own], dtype=torch.float64, device=self.device), self.env,
-                                 what="epoch_report").cpu().tolist()
-        record = {"epoch": epoch + 1, "wall_s": wall, "samples": train["samples"],
-                  "samples_per_s": train["samples"] / max(wall, 1e-9), "train_loss": train["train_loss"],
-                  **metrics, "lr": self.scheduler.get_last_lr()[0], "world_size": self.env.world_size,
-                  "io_mode": self.config.data.io_mode, **report.io_ratios(counts), **phase_values,
-                  "data_wait_share": phase_values["data_wait_s"] / max(wall, 1e-9), "io_counts": counts,
-                  "amp": self.config.train.amp, "compile": self.config.train.compile,
-                  "skipped_samples": counts["skipped"], "skipped_at_start": self.skipped_at_start,
-                  "nonfinite_steps": self.nonfinite_steps, "pos_weight": self.pos_weight,
-                  **report.rank_summary(per_rank), "num_workers": self.threads.num_workers,
-                  "intra_op_threads": torch.get_num_threads(), "tracing": tracing.is_enabled(),
-                  "completed": epoch + 1 == self.config.train.epochs, "config_digest": self.config.digest()}
+        own = [
+            *phase_values.values(),
+            sum(phase_values[p] for p in ("forward_s", "backward_s", "optimizer_s")),
+            io_counts[COUNTER_FIELDS.index("worker_busy_ns")] / 1e9,
+            peak_rss_mb(),
+            cuda_peak_mb(self.device),
+            self.reporter.cpu_share(),
+        ]
+        per_rank = (
+            gather_varlen(torch.tensor([own], dtype=torch.float64, device=self.device), self.env, what="epoch_report")
+            .cpu()
+            .tolist()
+        )
+        record = {
+            "epoch": epoch + 1,
+            "wall_s": wall,
+            "samples": train["samples"],
+            "samples_per_s": train["samples"] / max(wall, 1e-9),
+            "train_loss": train["train_loss"],
+            **metrics,
+            "lr": self.scheduler.get_last_lr()[0],
+            "world_size": self.env.world_size,
+            "io_mode": self.config.data.io_mode,
+            **report.io_ratios(counts),
+            **phase_values,
+            "data_wait_share": phase_values["data_wait_s"] / max(wall, 1e-9),
+            "io_counts": counts,
+            "amp": self.config.train.amp,
+            "compile": self.config.train.compile,
+            "skipped_samples": counts["skipped"],
+            "skipped_at_start": self.skipped_at_start,
+            "nonfinite_steps": self.nonfinite_steps,
+            "pos_weight": self.pos_weight,
+            **report.rank_summary(per_rank),
+            "num_workers": self.threads.num_workers,
+            "intra_op_threads": torch.get_num_threads(),
+            "tracing": tracing.is_enabled(),
+            "completed": epoch + 1 == self.config.train.epochs,
+            "config_digest": self.config.digest(),
+        }
         return record
 
     def close(self) -> None:
@@ -435,4 +528,3 @@ class Trainer:
             self.lock.release()
             self.lock = None
         self.reporter.close()
-

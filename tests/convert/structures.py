@@ -1,4 +1,5 @@
 """Tiny synthetic structures (RDKit-built) for exact conversion checks."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -59,8 +60,9 @@ def write_sdf(path: Path, mols: list[Chem.Mol], names=None, props=None) -> Path:
     return path
 
 
-def write_receptor(path: Path, around: np.ndarray, sequence: str = "GSAGSAGSKDG", gap: float = 4.0,
-                   with_water: bool = True) -> Path:
+def write_receptor(
+    path: Path, around: np.ndarray, sequence: str = "GSAGSAGSKDG", gap: float = 4.0, with_water: bool = True
+) -> Path:
     """A peptide whose centroid sits ``gap`` A beside the ligand centroid (plus a water and a zinc ion)."""
     peptide = Chem.AddHs(Chem.MolFromSequence(sequence), addResidueInfo=True)
     AllChem.EmbedMolecule(peptide, randomSeed=3)
@@ -77,8 +79,10 @@ def write_receptor(path: Path, around: np.ndarray, sequence: str = "GSAGSAGSKDG"
 
 
 def _hetatm(serial: int, name: str, residue: str, number: int, xyz, element: str) -> str:
-    return (f"HETATM{serial:5d} {name:<4} {residue:>3} B{number:4d}    "
-            f"{xyz[0]:8.3f}{xyz[1]:8.3f}{xyz[2]:8.3f}  1.00  0.00          {element.upper():>2}")
+    return (
+        f"HETATM{serial:5d} {name:<4} {residue:>3} B{number:4d}    "
+        f"{xyz[0]:8.3f}{xyz[1]:8.3f}{xyz[2]:8.3f}  1.00  0.00          {element.upper():>2}"
+    )
 
 
 def manifest(path: Path, rows: list[dict]) -> Path:
@@ -87,7 +91,6 @@ def manifest(path: Path, rows: list[dict]) -> Path:
 
     pd.DataFrame(rows).to_csv(path, index=False)
     return path
-
 
 
 def prolif_example(name: str) -> Path:

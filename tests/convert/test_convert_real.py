@@ -1,4 +1,5 @@
 """Conversion of real protein-ligand files shipped with ProLIF (Vina docking of a kinase ligand; PLINDER 1s2g)."""
+
 import h5py
 import numpy as np
 import pandas as pd

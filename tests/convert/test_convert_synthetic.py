@@ -1,4 +1,5 @@
 """Exact checks of the structure converter on tiny RDKit-built complexes."""
+
 from pathlib import Path
 
 import h5py
@@ -22,8 +23,14 @@ def one_complex(tmp_path: Path, poses, crystal, name="cplx", props=None, names=N
     receptor_path = st.write_receptor(tmp_path / f"{name}_rec.pdb", crystal.GetConformer().GetPositions(), **receptor)
     st.write_sdf(tmp_path / f"{name}_xtal.sdf", [crystal])
     st.write_sdf(tmp_path / f"{name}_poses.sdf", poses, names=names, props=props)
-    row = {"complex_id": name, "receptor": receptor_path.name, "crystal_ligand": f"{name}_xtal.sdf",
-           "poses": f"{name}_poses.sdf", "affinity": 6.5, "score_property": "minimizedAffinity"}
+    row = {
+        "complex_id": name,
+        "receptor": receptor_path.name,
+        "crystal_ligand": f"{name}_xtal.sdf",
+        "poses": f"{name}_poses.sdf",
+        "affinity": 6.5,
+        "score_property": "minimizedAffinity",
+    }
     return st.manifest(tmp_path / "manifest.csv", [row])
 
 
@@ -81,8 +88,12 @@ def test_waters_dropped_and_hetero_optional(tmp_path):
 def test_rigid_transform_rmsd_and_threshold_labels(tmp_path):
     crystal = st.ligand(ASYMMETRIC)
     turn = st.rotation((1, 2, 0.5), 25.0)
-    poses = [st.moved(crystal, turn, (0.3, -0.2, 0.1)), st.moved(crystal, translation=(1.0, 0, 0)),
-             st.moved(crystal, translation=(2.0, 0, 0)), st.moved(crystal, translation=(0, 0, 3.0))]
+    poses = [
+        st.moved(crystal, turn, (0.3, -0.2, 0.1)),
+        st.moved(crystal, translation=(1.0, 0, 0)),
+        st.moved(crystal, translation=(2.0, 0, 0)),
+        st.moved(crystal, translation=(0, 0, 3.0)),
+    ]
     manifest = one_complex(tmp_path, poses, crystal)
     convert(manifest, tmp_path / "out", Options(rmsd_threshold=2.0), progress=False)
     index = pd.read_csv(tmp_path / "out" / "converted_all.csv").set_index("poseid")
@@ -102,8 +113,12 @@ def test_symmetric_ligand_gets_symmetric_minimum_and_protonation_is_ignored(tmp_
     ring_axis = axis_atoms[5] - axis_atoms[2]
     flipped = st.moved(crystal, st.rotation(ring_axis, 180.0))
     with_h = st.ligand("c1ccccc1C(=O)O", hydrogens=True)
-    st.set_positions(with_h, np.concatenate([crystal.GetConformer().GetPositions(),
-                                             with_h.GetConformer().GetPositions()[crystal.GetNumAtoms():]]))
+    st.set_positions(
+        with_h,
+        np.concatenate(
+            [crystal.GetConformer().GetPositions(), with_h.GetConformer().GetPositions()[crystal.GetNumAtoms() :]]
+        ),
+    )
     manifest = one_complex(tmp_path, [flipped, with_h], crystal)
     convert(manifest, tmp_path / "out", Options(), progress=False)
     index = pd.read_csv(tmp_path / "out" / "converted_all.csv").set_index("poseid")
@@ -117,13 +132,15 @@ def test_failures_listed_not_raised(tmp_path):
     crystal = st.ligand(ASYMMETRIC)
     other = st.ligand("CCCCCCO")
     far = st.moved(crystal, translation=(0, 40.0, 0))
-    receptor = st.write_receptor(tmp_path / "rec.pdb", crystal.GetConformer().GetPositions())
+    st.write_receptor(tmp_path / "rec.pdb", crystal.GetConformer().GetPositions())
     st.write_sdf(tmp_path / "xtal.sdf", [crystal])
     st.write_sdf(tmp_path / "poses.sdf", [crystal, other, far], names=["good", "wrong_molecule", "far_away"])
     (tmp_path / "garbage.sdf").write_text("not a molecule\n$$$$\n")
-    rows = [{"complex_id": "ok", "receptor": "rec.pdb", "crystal_ligand": "xtal.sdf", "poses": "poses.sdf"},
-            {"complex_id": "no_receptor", "receptor": "missing.pdb", "crystal_ligand": "xtal.sdf", "poses": "poses.sdf"},
-            {"complex_id": "bad_poses", "receptor": "rec.pdb", "crystal_ligand": "xtal.sdf", "poses": "garbage.sdf"}]
+    rows = [
+        {"complex_id": "ok", "receptor": "rec.pdb", "crystal_ligand": "xtal.sdf", "poses": "poses.sdf"},
+        {"complex_id": "no_receptor", "receptor": "missing.pdb", "crystal_ligand": "xtal.sdf", "poses": "poses.sdf"},
+        {"complex_id": "bad_poses", "receptor": "rec.pdb", "crystal_ligand": "xtal.sdf", "poses": "garbage.sdf"},
+    ]
     summary = convert(st.manifest(tmp_path / "m.csv", rows), tmp_path / "out", Options(), progress=False)
     failures = pd.read_csv(tmp_path / "out" / "failures.csv", keep_default_na=False)
     reasons = {(r.complex, r.pose): r.reason for r in failures.itertuples()}
@@ -144,8 +161,9 @@ def test_rerun_reuses_complete_shards_and_redoes_changed_ones(tmp_path):
     stamp = shard.stat().st_mtime_ns
     again = convert(manifest, out, Options(), progress=False)
     assert again["reused_shards"] == 1 and shard.stat().st_mtime_ns == stamp
-    assert {k: again[k] for k in ("complexes", "poses", "positives")} == \
-        {k: first[k] for k in ("complexes", "poses", "positives")}
+    assert {k: again[k] for k in ("complexes", "poses", "positives")} == {
+        k: first[k] for k in ("complexes", "poses", "positives")
+    }
     changed = convert(manifest, out, Options(rmsd_threshold=1.0), progress=False)
     assert changed["reused_shards"] == 0 and changed["positives"] == 1
     assert not [p for p in out.iterdir() if p.name.endswith(".tmp")]
@@ -155,8 +173,10 @@ def test_rerun_with_fewer_shards_removes_the_old_ones(tmp_path):
     crystal = st.ligand(ASYMMETRIC)
     receptor = st.write_receptor(tmp_path / "rec.pdb", crystal.GetConformer().GetPositions())
     st.write_sdf(tmp_path / "x.sdf", [crystal])
-    rows = [{"complex_id": f"c{k}", "receptor": receptor.name, "crystal_ligand": "x.sdf", "poses": "x.sdf"}
-            for k in range(3)]
+    rows = [
+        {"complex_id": f"c{k}", "receptor": receptor.name, "crystal_ligand": "x.sdf", "poses": "x.sdf"}
+        for k in range(3)
+    ]
     manifest = st.manifest(tmp_path / "m.csv", rows)
     out = tmp_path / "out"
     assert convert(manifest, out, Options(), per_shard=1, progress=False)["shards"] == 3
@@ -174,8 +194,9 @@ def test_shards_read_back_identically_through_hdf5_and_packed_paths(tmp_path):
     crystal = st.ligand(ASYMMETRIC)
     poses = [st.moved(crystal, st.rotation((0, 0, 1), 10.0 * k), (0.4 * k, 0, 0)) for k in range(4)]
     convert(one_complex(tmp_path, poses, crystal), tmp_path / "out", Options(), progress=False)
-    config = cfgmod.load(None, [f"data.data_dir={tmp_path / 'out'}", f"data.cache_dir={tmp_path / 'cache'}",
-                                "data.val_fraction=0.0"])
+    config = cfgmod.load(
+        None, [f"data.data_dir={tmp_path / 'out'}", f"data.cache_dir={tmp_path / 'cache'}", "data.val_fraction=0.0"]
+    )
     frame, _ = load_split_frames(config.data)
     assert len(frame) == 5
     h5_batch = make_dataset(config.data, frame, io_mode="handle_cache").__getitems__(list(range(len(frame))))

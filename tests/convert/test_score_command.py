@@ -1,5 +1,6 @@
 """`pecan score`: docking output in (ProLIF's bundled structures), scored SDF out, the same scores as
 converting to shards and running `pecan predict` on them."""
+
 import json
 
 import numpy as np
@@ -36,8 +37,12 @@ def setup(tmp_path_factory):
     manifest = write_prolif_manifest(tmp / "prolif")
     convert(manifest, tmp / "shards", Options(), prefix="real", progress=False)
     shard_scores = tmp / "shard_scores.csv"
-    assert predict_command.main([str(checkpoint), "--data-dir", str(tmp / "shards"), "--out", str(shard_scores),
-                                 "--device", "cpu"]) == 0
+    assert (
+        predict_command.main(
+            [str(checkpoint), "--data-dir", str(tmp / "shards"), "--out", str(shard_scores), "--device", "cpu"]
+        )
+        == 0
+    )
     return tmp, checkpoint, manifest, pd.read_csv(shard_scores)
 
 
@@ -49,10 +54,25 @@ def test_one_complex_in_scored_sdf_out(setup):
     tmp, checkpoint, _, shard_scores = setup
     data = prolif_data() / "vina"
     out = tmp / "vina_scored_by_pecan.sdf"
-    code = score_command.main([str(checkpoint), "--receptor", str(data / "rec.pdb"),
-                               "--poses", str(tmp / "prolif" / "vina_scored.sdf"), "--crystal", str(data / "lig.pdb"),
-                               "--complex-id", "vina", "--score-property", "vina_score", "--out", str(out),
-                               "--device", "cpu"])
+    code = score_command.main(
+        [
+            str(checkpoint),
+            "--receptor",
+            str(data / "rec.pdb"),
+            "--poses",
+            str(tmp / "prolif" / "vina_scored.sdf"),
+            "--crystal",
+            str(data / "lig.pdb"),
+            "--complex-id",
+            "vina",
+            "--score-property",
+            "vina_score",
+            "--out",
+            str(out),
+            "--device",
+            "cpu",
+        ]
+    )
     assert code == 0
     mols = read_sdf(out)
     assert len(mols) == 9

@@ -1,4 +1,5 @@
 """Fixtures shared by the data tests."""
+
 import pytest
 
 from pecan.config import DataConfig
@@ -9,7 +10,8 @@ from pecan.data.loader import load_split_frames, prepare_packs
 def setup(tiny_dataset, tmp_path):
     """(data config, index of every sample, packs) of the tiny data set, validation split off."""
     data_dir, shards, csv = tiny_dataset
-    cfg = DataConfig(data_dir=str(data_dir), train_csvs=["index.csv"], val_fraction=0.0,
-                     cache_dir=str(tmp_path / "cache"))
+    cfg = DataConfig(
+        data_dir=str(data_dir), train_csvs=["index.csv"], val_fraction=0.0, cache_dir=str(tmp_path / "cache")
+    )
     frame, _ = load_split_frames(cfg)
     return cfg, frame, prepare_packs(cfg, [frame])

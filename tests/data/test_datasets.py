@@ -1,4 +1,5 @@
 """Every I/O level returns the same samples; caches, counters, forks, invalidation and bad input."""
+
 import os
 import time
 from pathlib import Path
@@ -11,14 +12,13 @@ import torch
 from pecan.config import DataConfig
 from pecan.data import format as fmt
 from pecan.data import packed, packing
-from pecan.data.sample import COUNTER_FIELDS, counters_to_dict, passthrough_collate
 from pecan.data.index import DataError
 from pecan.data.loader import load_split_frames, make_dataset, pack_params, prepare_packs
+from pecan.data.sample import COUNTER_FIELDS, counters_to_dict, passthrough_collate
 from tests.shards import write_shard
 
 LEVELS = ["reopen", "handle_cache", "hoist", "decode_cache", "packed"]
-FIELDS = ["x", "pos", "edge_index", "edge_type", "is_ligand", "y", "pose_features", "complex_id", "sample_id",
-          "batch"]
+FIELDS = ["x", "pos", "edge_index", "edge_type", "is_ligand", "y", "pose_features", "complex_id", "sample_id", "batch"]
 
 
 def counts(batch):
@@ -102,8 +102,14 @@ def test_workers_open_their_own_handles(setup, context, mode):
     cfg, frame, packs = setup
     dataset = make_dataset(cfg, frame, packs, io_mode=mode)
     dataset.__getitems__([0])  # the parent holds an open handle / map before workers start
-    loader = torch.utils.data.DataLoader(dataset, batch_size=4, num_workers=2, multiprocessing_context=context,
-                                         collate_fn=passthrough_collate, persistent_workers=True)
+    loader = torch.utils.data.DataLoader(
+        dataset,
+        batch_size=4,
+        num_workers=2,
+        multiprocessing_context=context,
+        collate_fn=passthrough_collate,
+        persistent_workers=True,
+    )
     totals = []
     for _ in range(2):
         total = torch.zeros(len(COUNTER_FIELDS), dtype=torch.int64)
@@ -214,8 +220,13 @@ def test_pack_shards_script(tiny_dataset, tmp_path):
     root = Path(__file__).resolve().parents[2]
     config = tmp_path / "c.yaml"
     config.write_text(f"data: {{data_dir: {data_dir}, train_csvs: [index.csv], cache_dir: {tmp_path / 'packs'}}}\n")
-    done = subprocess.run([sys.executable, "scripts/pack_shards.py", str(config), "--processes", "2"], cwd=root,
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "scripts/pack_shards.py", str(config), "--processes", "2"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     assert len(list((tmp_path / "packs").glob("*.pecanpack"))) == len(shards)
     assert "2 pack(s) ready" in done.stdout
@@ -239,5 +250,3 @@ def test_wire_batch_round_trip_through_workers(setup):
         for name in FIELDS:
             assert torch.equal(direct[name], via_worker[name]), (mode, name)
         loader.close()
-
-

@@ -1,4 +1,5 @@
 """Pose sanity checks on hand-built atoms: units, frames, degenerate geometry, float32 overflow, features."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -17,7 +18,7 @@ def pose(ligand=LIGAND, protein=PROTEIN, dtype=np.float32) -> np.ndarray:
     atoms = np.zeros((len(ligand) + len(protein), 22), dtype=dtype)
     atoms[:, :3] = np.asarray(ligand + protein)
     atoms[:, 4] = 1.0  # carbon
-    atoms[: len(ligand), 16], atoms[len(ligand):, 16] = 1.0, -1.0
+    atoms[: len(ligand), 16], atoms[len(ligand) :, 16] = 1.0, -1.0
     return atoms
 
 
@@ -25,14 +26,20 @@ def test_a_plausible_pose_builds():
     assert build_graph(pose(), 6.0, 4.5, "p").num_nodes == 6
 
 
-@pytest.mark.parametrize("atoms, message", [
-    (pose(ligand=[[x / 10 for x in a] for a in LIGAND]), "look like nm, not Angstrom: ligand heavy atoms are 0.154"),
-    (pose(ligand=[[x * 10 for x in a] for a in LIGAND]), "do not look like Angstrom"),
-    (pose(protein=[]), "0 protein atoms"),
-    (pose(ligand=[[1.0, 1.0, 1.0]] * 3), "degenerate geometry: all ligand atoms"),
-    (pose(ligand=[[0.0, 0.0, 0.0]] * 3, protein=[[0.0, 0.0, 0.0]]), "degenerate geometry: all atoms"),
-    (pose(ligand=[[a[0] + 1000.0, a[1], a[2]] for a in LIGAND]), "no receptor atom within 6 Å — different frames?"),
-])
+@pytest.mark.parametrize(
+    "atoms, message",
+    [
+        (
+            pose(ligand=[[x / 10 for x in a] for a in LIGAND]),
+            "look like nm, not Angstrom: ligand heavy atoms are 0.154",
+        ),
+        (pose(ligand=[[x * 10 for x in a] for a in LIGAND]), "do not look like Angstrom"),
+        (pose(protein=[]), "0 protein atoms"),
+        (pose(ligand=[[1.0, 1.0, 1.0]] * 3), "degenerate geometry: all ligand atoms"),
+        (pose(ligand=[[0.0, 0.0, 0.0]] * 3, protein=[[0.0, 0.0, 0.0]]), "degenerate geometry: all atoms"),
+        (pose(ligand=[[a[0] + 1000.0, a[1], a[2]] for a in LIGAND]), "no receptor atom within 6 Å — different frames?"),
+    ],
+)
 def test_impossible_geometry_is_named(atoms, message):
     with pytest.raises(DataError, match=f"^shard s, pose p: .*{message}"):
         build_graph(atoms, 6.0, 4.5, "shard s, pose p")

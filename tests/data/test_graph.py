@@ -1,4 +1,5 @@
 """Graph building: validation, pocket crop, radius edges, edge types."""
+
 import numpy as np
 import pytest
 
@@ -70,11 +71,14 @@ def test_chunked_edges_equal_unchunked(monkeypatch):
     assert np.array_equal(whole, chunked)
 
 
-@pytest.mark.parametrize("mutate, message", [
-    (lambda a: a[:, :21], "expected \\[n_atoms, 22\\]"),
-    (lambda a: np.where(np.arange(len(a))[:, None] == 1, np.nan, a), "NaN"),
-    (lambda a: np.concatenate([a[:, :16], -np.ones((len(a), 1), np.float32), a[:, 17:]], axis=1), "no ligand"),
-])
+@pytest.mark.parametrize(
+    "mutate, message",
+    [
+        (lambda a: a[:, :21], "expected \\[n_atoms, 22\\]"),
+        (lambda a: np.where(np.arange(len(a))[:, None] == 1, np.nan, a), "NaN"),
+        (lambda a: np.concatenate([a[:, :16], -np.ones((len(a), 1), np.float32), a[:, 17:]], axis=1), "no ligand"),
+    ],
+)
 def test_bad_atoms_are_named(mutate, message):
     atoms = atoms_at(np.random.default_rng(2).uniform(-3, 3, (10, 3)), 3)
     with pytest.raises(DataError, match=message) as err:
@@ -90,6 +94,7 @@ def test_random_rotation_is_proper():
 
 # ---------------------------------------------------------------------------- van der Waals radii
 
+
 def test_given_radii_follow_the_crop_and_derived_ones_fill_in():
     # Protein atom 2 is 9 A from the ligand and is cropped away with its radius 1.3.
     atoms = atoms_at([[0, 0, 0], [1, 0, 0], [10, 0, 0], [0, 3, 0]], 2)
@@ -100,8 +105,10 @@ def test_given_radii_follow_the_crop_and_derived_ones_fill_in():
     assert derived.vdw.tolist() == pytest.approx([1.70, 1.70, 1.70])  # every atom is carbon
 
 
-@pytest.mark.parametrize("radii, message", [([1.5, 1.5], "'van_der_waals' has 2 values for 3 atoms"),
-                                            ([1.5, 0.0, 1.5], "non-finite or non-positive")])
+@pytest.mark.parametrize(
+    "radii, message",
+    [([1.5, 1.5], "'van_der_waals' has 2 values for 3 atoms"), ([1.5, 0.0, 1.5], "non-finite or non-positive")],
+)
 def test_bad_radii_are_named(radii, message):
     atoms = atoms_at([[0, 0, 0], [1, 0, 0], [2, 0, 0]], 1)
     with pytest.raises(DataError, match=message) as err:
@@ -110,6 +117,7 @@ def test_bad_radii_are_named(radii, message):
 
 
 # ---------------------------------------------------------------------------- size limits at their boundary
+
 
 def test_max_atoms_is_the_largest_pocket_allowed():
     atoms = atoms_at([[0, 0, 0], [1, 0, 0], [2, 0, 0], [30, 0, 0]], 1)  # 3 atoms in the pocket
@@ -149,6 +157,7 @@ def test_edge_types_are_int8():
 
 
 # ---------------------------------------------------------------------------- what is not an atom array
+
 
 @pytest.mark.parametrize("atoms", [[[0.0] * 22] * 3, np.full((3, 22), "a")], ids=["list", "strings"])
 def test_non_numeric_atoms_are_a_data_error_naming_the_pose(atoms):

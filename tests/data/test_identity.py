@@ -1,4 +1,5 @@
 """Shard identity by content: same file under two names, byte copies, and fingerprints that see in-place edits."""
+
 from __future__ import annotations
 
 import os

@@ -1,4 +1,5 @@
 """Index: CSV reading, derivation from shards, where the derived CSV goes, complex-level splits."""
+
 from pathlib import Path
 
 import h5py
@@ -11,8 +12,13 @@ from pecan.data import index as idx
 from pecan.data.index import DataError
 from tests.shards import write_shard
 
-COMMON = dict(pose_group=fmt.DEFAULT_POSE_GROUP, crystal_group=fmt.DEFAULT_CRYSTAL_GROUP, use_crystal=True,
-              rmsd_threshold=2.0, index_prefix="pecan")
+COMMON = dict(
+    pose_group=fmt.DEFAULT_POSE_GROUP,
+    crystal_group=fmt.DEFAULT_CRYSTAL_GROUP,
+    use_crystal=True,
+    rmsd_threshold=2.0,
+    index_prefix="pecan",
+)
 
 
 def test_derived_index_matches_csv(tiny_dataset, tmp_path):
@@ -96,8 +102,7 @@ def test_missing_pose_group_error_or_skip(tmp_path):
         del handle["c001/pybel/processed/docking"]
     with pytest.raises(DataError, match="c001"):
         idx.derive_index([path], fmt.DEFAULT_POSE_GROUP, fmt.DEFAULT_CRYSTAL_GROUP, True, 2.0)
-    frame = idx.derive_index([path], fmt.DEFAULT_POSE_GROUP, fmt.DEFAULT_CRYSTAL_GROUP, True, 2.0,
-                             on_bad_sample="skip")
+    frame = idx.derive_index([path], fmt.DEFAULT_POSE_GROUP, fmt.DEFAULT_CRYSTAL_GROUP, True, 2.0, on_bad_sample="skip")
     assert set(frame["pdbid"]) == {"c000"}
 
 
@@ -111,8 +116,9 @@ def test_unreadable_csv_falls_back_to_shards(tiny_dataset, monkeypatch, tmp_path
         return real(path, *args, **kwargs)
 
     monkeypatch.setattr(pd, "read_csv", deny)
-    frame = idx.build_index([str(csv)], [str(p) for p in shards], str(data_dir), index_dir=str(tmp_path / "idx"),
-                            **COMMON)
+    frame = idx.build_index(
+        [str(csv)], [str(p) for p in shards], str(data_dir), index_dir=str(tmp_path / "idx"), **COMMON
+    )
     assert len(frame) == 16
     with pytest.raises(DataError, match="index.csv"):
         idx.build_index([str(csv)], [], str(data_dir), **COMMON)
@@ -168,12 +174,14 @@ def test_split_by_complex_never_splits_a_complex(tiny_dataset):
 
 # ---------------------------------------------------------------------------- build_index arguments reach both paths
 
+
 def one_complex_csv(tmp_path, **columns) -> Path:
     """A shard with one complex of 3 poses and an index CSV over it with the given columns."""
     write_shard(tmp_path / "s.hdf5", n_complexes=1, n_poses=3, crystal=False)
     path = tmp_path / "index.csv"
-    pd.DataFrame({"shard": "s.hdf5", "pdbid": "c000", "poseid": [f"c000_pose{p}" for p in range(3)],
-                  **columns}).to_csv(path, index=False)
+    pd.DataFrame({"shard": "s.hdf5", "pdbid": "c000", "poseid": [f"c000_pose{p}" for p in range(3)], **columns}).to_csv(
+        path, index=False
+    )
     return path
 
 
@@ -324,8 +332,10 @@ def test_read_index_csv_keeps_ids_as_text_and_names_the_csv(tmp_path):
     assert (frame["pdbid"].tolist(), frame["poseid"].tolist()) == (["1e10"], ["007"])
     assert frame["shard"].tolist() == [str(folder / "s.hdf5")]
     for text, message in [
-        ("shard,pdbid,poseid,rmsd\ns.hdf5,a,a_1,1.0\ngone.hdf5,a,a_2,1.0\n",
-         f"index CSV {path}, line 3, column 'shard': shard file not found: {folder / 'gone.hdf5'}"),
+        (
+            "shard,pdbid,poseid,rmsd\ns.hdf5,a,a_1,1.0\ngone.hdf5,a,a_2,1.0\n",
+            f"index CSV {path}, line 3, column 'shard': shard file not found: {folder / 'gone.hdf5'}",
+        ),
         ("shard,pdbid,poseid,rmsd\ns.hdf5,a,a_1,far\n", str(path)),
         ("shard,pdbid,poseid,rmsd\ns.hdf5,a,a_1,\n", f"{path}: pose a/a_1 in shard"),
         ("", f"index CSV {path} is not a valid CSV"),

@@ -1,4 +1,5 @@
 """The io_mode policy table (pecan.data.io_modes) and that it is the only place that knows the level names."""
+
 import re
 from pathlib import Path
 
@@ -14,9 +15,13 @@ def test_levels_in_order_and_their_flags():
     assert io_modes.NAMES == ("reopen", "handle_cache", "hoist", "decode_cache", "packed")
     assert io_modes.H5_LEVELS == io_modes.NAMES[:-1]
     flags = {m.name: (m.keeps_handles, m.attrs_from_index, m.decode_cache) for m in io_modes.MODES}
-    assert flags == {"reopen": (False, False, False), "handle_cache": (True, False, False),
-                     "hoist": (True, True, False), "decode_cache": (True, True, True),
-                     "packed": (False, True, False)}
+    assert flags == {
+        "reopen": (False, False, False),
+        "handle_cache": (True, False, False),
+        "hoist": (True, True, False),
+        "decode_cache": (True, True, True),
+        "packed": (False, True, False),
+    }
     assert [io_modes.uses_packs(n) for n in io_modes.NAMES] == [False] * 4 + [True]
 
 
@@ -32,6 +37,9 @@ def test_auto_workers_follow_the_table():
 
 def test_no_other_module_compares_level_names():
     pattern = re.compile(r"""(==|!=|\bin)\s*\(?\s*["'](reopen|handle_cache|hoist|decode_cache|packed)["']""")
-    offenders = [str(path.relative_to(ROOT)) for path in (ROOT / "pecan").rglob("*.py")
-                 if path.name != "io_modes.py" and pattern.search(path.read_text())]
+    offenders = [
+        str(path.relative_to(ROOT))
+        for path in (ROOT / "pecan").rglob("*.py")
+        if path.name != "io_modes.py" and pattern.search(path.read_text())
+    ]
     assert offenders == []

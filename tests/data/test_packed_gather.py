@@ -1,5 +1,6 @@
 """Packed gather: flat batch arrays from samples of several packs, and the Batch built from them, against
 values written out by hand."""
+
 import numpy as np
 import torch
 
@@ -16,17 +17,19 @@ def pack(atoms_per_sample, edges_per_sample, first_radius):
     x[:, fmt.MOLCODE_FEATURE] = -1
     x[np.cumsum([0, *atoms_per_sample[:-1]]), fmt.MOLCODE_FEATURE] = 1
     edges = [e for sample in edges_per_sample for e in sample]
-    return {"atom_offsets": np.cumsum([0, *atoms_per_sample]), "x": x,
-            "pos": np.stack([np.arange(n), np.zeros(n), np.zeros(n)], axis=1).astype(np.float32),
-            "vdw": (first_radius + np.arange(n) / 10).astype(np.float32),
-            "edge_offsets": np.cumsum([0, *map(len, edges_per_sample)]),
-            "edge_src": np.array([s for s, _, _ in edges], dtype=np.int32),
-            "edge_dst": np.array([d for _, d, _ in edges], dtype=np.int32),
-            "edge_type": np.array([t for _, _, t in edges], dtype=np.int8)}
+    return {
+        "atom_offsets": np.cumsum([0, *atoms_per_sample]),
+        "x": x,
+        "pos": np.stack([np.arange(n), np.zeros(n), np.zeros(n)], axis=1).astype(np.float32),
+        "vdw": (first_radius + np.arange(n) / 10).astype(np.float32),
+        "edge_offsets": np.cumsum([0, *map(len, edges_per_sample)]),
+        "edge_src": np.array([s for s, _, _ in edges], dtype=np.int32),
+        "edge_dst": np.array([d for _, d, _ in edges], dtype=np.int32),
+        "edge_type": np.array([t for _, _, t in edges], dtype=np.int8),
+    }
 
 
-PACKS = [pack([2, 3], [[(0, 1, 0), (1, 0, 0)], [(0, 2, 1), (2, 0, 1)]], 1.0),
-         pack([2], [[(1, 0, 2)]], 2.0)]
+PACKS = [pack([2, 3], [[(0, 1, 0), (1, 0, 0)], [(0, 2, 1), (2, 0, 1)]], 1.0), pack([2], [[(1, 0, 2)]], 2.0)]
 
 
 def test_gather_concatenates_samples_in_order_and_shifts_edges():
@@ -44,9 +47,16 @@ def test_gather_concatenates_samples_in_order_and_shifts_edges():
 
 def test_batch_from_gathered_arrays():
     arrays = packed.gather_batch(PACKS, np.array([0, 1]), np.array([1, 0]))
-    batch = packed.to_batch(arrays, {"y": np.float32([1, 0]), "pose_features": np.zeros((2, 5), np.float32),
-                                     "docking_features": np.zeros((2, 3), np.float32),
-                                     "complex_id": np.array([7, 9]), "sample_id": np.array([11, 12])})
+    batch = packed.to_batch(
+        arrays,
+        {
+            "y": np.float32([1, 0]),
+            "pose_features": np.zeros((2, 5), np.float32),
+            "docking_features": np.zeros((2, 3), np.float32),
+            "complex_id": np.array([7, 9]),
+            "sample_id": np.array([11, 12]),
+        },
+    )
     assert batch.num_graphs == 2 and batch.num_nodes == 5
     assert batch.batch.tolist() == [0, 0, 0, 1, 1] and batch.ptr.tolist() == [0, 3, 5]
     assert batch.ptr.dtype == torch.long  # atom counts per graph come from ptr (rotate_batch)

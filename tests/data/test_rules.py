@@ -5,6 +5,7 @@ protein atoms *within* ``data.pocket_radius`` of a ligand atom (inclusive) and c
 ``data.edge_cutoff`` (exclusive); crystal poses are samples with label 1 and rmsd 0 when
 ``data.use_crystal`` is on, and absent when it is off, whichever path built the index.
 """
+
 from pathlib import Path
 
 import h5py
@@ -20,8 +21,13 @@ from tests.shards import make_atoms
 THRESHOLD = 2.0
 # rmsd -> label, written out by hand from "near-native is rmsd < threshold".
 RMSD_LABELS = {0.0: 1, 1.0: 1, 1.999: 1, 2.0: 0, 2.001: 0, 7.5: 0}
-COMMON = dict(pose_group=fmt.DEFAULT_POSE_GROUP, crystal_group=fmt.DEFAULT_CRYSTAL_GROUP,
-              rmsd_threshold=THRESHOLD, index_prefix="pecan", write_csv=False)
+COMMON = dict(
+    pose_group=fmt.DEFAULT_POSE_GROUP,
+    crystal_group=fmt.DEFAULT_CRYSTAL_GROUP,
+    rmsd_threshold=THRESHOLD,
+    index_prefix="pecan",
+    write_csv=False,
+)
 
 
 def atoms_at(coords, ligand_count):
@@ -51,11 +57,13 @@ def write_unlabelled_shard(path: Path, rmsds, crystal_attrs=None) -> None:
 
 # ---------------------------------------------------------------------------- labels from rmsd
 
+
 def test_label_from_rmsd_at_threshold_in_a_csv(tmp_path):
     write_unlabelled_shard(tmp_path / "s.hdf5", [])
     rmsds = list(RMSD_LABELS)
-    pd.DataFrame({"shard": "s.hdf5", "pdbid": "cplx", "poseid": [str(i) for i in range(len(rmsds))],
-                  "rmsd": rmsds}).to_csv(tmp_path / "index.csv", index=False)
+    pd.DataFrame(
+        {"shard": "s.hdf5", "pdbid": "cplx", "poseid": [str(i) for i in range(len(rmsds))], "rmsd": rmsds}
+    ).to_csv(tmp_path / "index.csv", index=False)
     frame = idx.read_index_csv(tmp_path / "index.csv", str(tmp_path), THRESHOLD)
     assert dict(zip(frame["rmsd"], frame["label"])) == RMSD_LABELS
 
@@ -63,8 +71,7 @@ def test_label_from_rmsd_at_threshold_in_a_csv(tmp_path):
 def test_label_from_rmsd_at_threshold_derived_from_shards(tmp_path):
     rmsds = list(RMSD_LABELS)
     write_unlabelled_shard(tmp_path / "s.hdf5", rmsds)
-    frame = idx.derive_index([tmp_path / "s.hdf5"], fmt.DEFAULT_POSE_GROUP, fmt.DEFAULT_CRYSTAL_GROUP, False,
-                             THRESHOLD)
+    frame = idx.derive_index([tmp_path / "s.hdf5"], fmt.DEFAULT_POSE_GROUP, fmt.DEFAULT_CRYSTAL_GROUP, False, THRESHOLD)
     assert frame["label"].dtype.kind == "i"
     assert dict(zip(frame["rmsd"].round(3), frame["label"])) == RMSD_LABELS
 
@@ -77,8 +84,9 @@ def test_threshold_is_the_configured_one(tmp_path):
 
 def test_label_source_stored_keeps_labels_that_contradict_rmsd_and_rmsd_derives_them(tmp_path):
     write_unlabelled_shard(tmp_path / "s.hdf5", [])
-    pd.DataFrame({"shard": "s.hdf5", "pdbid": "cplx", "poseid": ["a", "b", "c"], "rmsd": [0.5, 5.0, np.nan],
-                  "label": [0, 1, 1]}).to_csv(tmp_path / "index.csv", index=False)
+    pd.DataFrame(
+        {"shard": "s.hdf5", "pdbid": "cplx", "poseid": ["a", "b", "c"], "rmsd": [0.5, 5.0, np.nan], "label": [0, 1, 1]}
+    ).to_csv(tmp_path / "index.csv", index=False)
     frame = idx.read_index_csv(tmp_path / "index.csv", str(tmp_path), THRESHOLD, label_source="stored")
     assert frame["label"].tolist() == [0, 1, 1]
     # auto (the default) compares the two sources: the first contradiction is named, with the count.
@@ -94,18 +102,27 @@ def test_label_source_stored_keeps_labels_that_contradict_rmsd_and_rmsd_derives_
 def test_no_label_and_no_rmsd_is_an_error_naming_the_pose(tmp_path):
     write_unlabelled_shard(tmp_path / "s.hdf5", [])
     pd.DataFrame({"shard": "s.hdf5", "pdbid": "cplx", "poseid": ["a", "b"], "rmsd": [0.5, np.nan]}).to_csv(
-        tmp_path / "index.csv", index=False)
+        tmp_path / "index.csv", index=False
+    )
     with pytest.raises(idx.DataError, match="cplx/b"):
         idx.read_index_csv(tmp_path / "index.csv", str(tmp_path), THRESHOLD)
 
 
 # ---------------------------------------------------------------------------- crystal rows, both paths
 
+
 def crystal_csv(tmp_path: Path) -> Path:
     write_unlabelled_shard(tmp_path / "s.hdf5", [1.0, 3.0], crystal_attrs={})
     path = tmp_path / "index.csv"
-    pd.DataFrame({"shard": "s.hdf5", "pdbid": "cplx", "poseid": ["1", "2", "pdbbind"], "rmsd": [1.0, 3.0, 0.0],
-                  "is_crystal": [0, 0, 1]}).to_csv(path, index=False)
+    pd.DataFrame(
+        {
+            "shard": "s.hdf5",
+            "pdbid": "cplx",
+            "poseid": ["1", "2", "pdbbind"],
+            "rmsd": [1.0, 3.0, 0.0],
+            "is_crystal": [0, 0, 1],
+        }
+    ).to_csv(path, index=False)
     return path
 
 
@@ -124,8 +141,7 @@ def test_crystal_rows_on_both_index_paths(tmp_path, source, use_crystal):
 
 def test_crystal_without_attributes_is_rmsd_zero_label_one(tmp_path):
     write_unlabelled_shard(tmp_path / "s.hdf5", [4.0], crystal_attrs={})
-    frame = idx.derive_index([tmp_path / "s.hdf5"], fmt.DEFAULT_POSE_GROUP, fmt.DEFAULT_CRYSTAL_GROUP, True,
-                             THRESHOLD)
+    frame = idx.derive_index([tmp_path / "s.hdf5"], fmt.DEFAULT_POSE_GROUP, fmt.DEFAULT_CRYSTAL_GROUP, True, THRESHOLD)
     crystal = frame[frame["is_crystal"] == 1]
     assert crystal["poseid"].tolist() == ["pdbbind"]
     assert crystal["rmsd"].tolist() == [0.0] and crystal["label"].tolist() == [1]
@@ -134,13 +150,13 @@ def test_crystal_without_attributes_is_rmsd_zero_label_one(tmp_path):
 
 def test_crystal_keeps_its_own_rmsd_when_stored(tmp_path):
     write_unlabelled_shard(tmp_path / "s.hdf5", [3.0], crystal_attrs={"rmsd": 0.25, "score": -9.0})
-    frame = idx.derive_index([tmp_path / "s.hdf5"], fmt.DEFAULT_POSE_GROUP, fmt.DEFAULT_CRYSTAL_GROUP, True,
-                             THRESHOLD)
+    frame = idx.derive_index([tmp_path / "s.hdf5"], fmt.DEFAULT_POSE_GROUP, fmt.DEFAULT_CRYSTAL_GROUP, True, THRESHOLD)
     crystal = frame[frame["is_crystal"] == 1]
     assert crystal["rmsd"].tolist() == [0.25] and crystal["score"].tolist() == [-9.0]
 
 
 # ---------------------------------------------------------------------------- graph boundaries
+
 
 def test_protein_atom_exactly_at_pocket_radius_is_kept():
     # Distances 6.0 (= radius, kept: "within"), 6.01 (dropped) from the only ligand atom.
@@ -175,9 +191,16 @@ def test_a_stored_label_wins_over_rmsd_derived_from_shards_under_label_source_st
     with h5py.File(tmp_path / "s.hdf5", "a") as handle:
         for number, label in ((1, 0), (2, 1)):  # both disagree with their rmsd; pose 3 has no label
             handle[f"cplx/{fmt.DEFAULT_POSE_GROUP}/{number}"].attrs["label"] = label
-    frame = idx.derive_index([tmp_path / "s.hdf5"], fmt.DEFAULT_POSE_GROUP, fmt.DEFAULT_CRYSTAL_GROUP, False,
-                             THRESHOLD, label_source="stored")
+    frame = idx.derive_index(
+        [tmp_path / "s.hdf5"],
+        fmt.DEFAULT_POSE_GROUP,
+        fmt.DEFAULT_CRYSTAL_GROUP,
+        False,
+        THRESHOLD,
+        label_source="stored",
+    )
     assert dict(zip(frame["poseid"], frame["label"])) == {"1": 0, "2": 1, "3": 1}
-    derived = idx.derive_index([tmp_path / "s.hdf5"], fmt.DEFAULT_POSE_GROUP, fmt.DEFAULT_CRYSTAL_GROUP, False,
-                               THRESHOLD, label_source="rmsd")
+    derived = idx.derive_index(
+        [tmp_path / "s.hdf5"], fmt.DEFAULT_POSE_GROUP, fmt.DEFAULT_CRYSTAL_GROUP, False, THRESHOLD, label_source="rmsd"
+    )
     assert dict(zip(derived["poseid"], derived["label"])) == {"1": 1, "2": 0, "3": 1}

@@ -1,4 +1,5 @@
 """Sampler: epoch seeding, rank partitioning, padding, block locality."""
+
 import numpy as np
 import pytest
 

@@ -1,4 +1,5 @@
 """Sampler partitioning, written out by hand for small cases."""
+
 import numpy as np
 
 from pecan.data.sampler import ShardAwareSampler
@@ -21,8 +22,12 @@ def test_unpadded_lengths_match_indices():
 
 def test_block_mode_gives_each_rank_a_contiguous_run():
     shard_ids = np.repeat(np.arange(4), 6)
-    order = np.concatenate([ShardAwareSampler(24, shard_ids=shard_ids, mode="block", seed=3, rank=r,
-                                              world_size=2).indices() for r in range(2)])
+    order = np.concatenate(
+        [
+            ShardAwareSampler(24, shard_ids=shard_ids, mode="block", seed=3, rank=r, world_size=2).indices()
+            for r in range(2)
+        ]
+    )
     full = ShardAwareSampler(24, shard_ids=shard_ids, mode="block", seed=3).indices()
     assert order.tolist() == full.tolist()
     # Each rank reads exactly two whole shards.

@@ -1,5 +1,6 @@
 """The model-input contract (pecan.data.schema): every reader and the worker hand-over produce exactly its fields
 with its dtypes, and the contract and the models import nothing that reads files."""
+
 import subprocess
 import sys
 
@@ -11,19 +12,29 @@ from pecan.data.loader import WireBatch, make_dataset, take_counts
 
 READERS = ["reopen", "handle_cache", "hoist", "decode_cache", "packed"]
 # Written out by hand, so that a field added to or dropped from the table without thought fails here.
-EXPECTED = {"x": (torch.float32, (19,)), "pos": (torch.float32, (3,)), "vdw": (torch.float32, ()),
-            "is_ligand": (torch.bool, ()), "edge_index": (torch.int64, (2,)), "edge_type": (torch.int64, ()),
-            "y": (torch.float32, ()), "pose_features": (torch.float32, (5,)),
-            "docking_features": (torch.float32, (3,)), "complex_id": (torch.int64, ()),
-            "sample_id": (torch.int64, ())}
+EXPECTED = {
+    "x": (torch.float32, (19,)),
+    "pos": (torch.float32, (3,)),
+    "vdw": (torch.float32, ()),
+    "is_ligand": (torch.bool, ()),
+    "edge_index": (torch.int64, (2,)),
+    "edge_type": (torch.int64, ()),
+    "y": (torch.float32, ()),
+    "pose_features": (torch.float32, (5,)),
+    "docking_features": (torch.float32, (3,)),
+    "complex_id": (torch.int64, ()),
+    "sample_id": (torch.int64, ()),
+}
 
 
 @pytest.fixture
 def batches(setup):  # setup: tests/data/conftest.py
     """One batch of the same 4 samples from every reader."""
     cfg, frame, packs = setup
-    return {mode: take_counts(make_dataset(cfg, frame, packs, io_mode=mode).__getitems__([3, 0, 5, 1]))[0]
-            for mode in READERS}
+    return {
+        mode: take_counts(make_dataset(cfg, frame, packs, io_mode=mode).__getitems__([3, 0, 5, 1]))[0]
+        for mode in READERS
+    }
 
 
 def test_contract_table_is_the_hand_written_one():

@@ -1,4 +1,5 @@
 """The one shard writer (pecan.data.format.write_shard): the layout the readers expect, read back by hand."""
+
 import math
 from pathlib import Path
 
@@ -15,10 +16,18 @@ def test_written_shard_has_the_layout(tmp_path):
     rng = np.random.default_rng(0)
     atoms = [make_atoms(rng, 3, 5) for _ in range(3)]
     radii = np.full(8, 1.6, dtype=np.float32)
-    complexes = [fmt.ShardComplex("c1", [fmt.ShardSample("c1_pose0", atoms[0], {"rmsd": 3.5}, vdw=radii),
-                                         fmt.ShardSample("c1_pose1", atoms[1], {"rmsd": 0.5})],
-                                  crystal=fmt.ShardSample("ignored", atoms[2], {"rmsd": 0.0}), affinity=6.5),
-                 fmt.ShardComplex("c2", [fmt.ShardSample("c2_pose0", atoms[0], {})])]
+    complexes = [
+        fmt.ShardComplex(
+            "c1",
+            [
+                fmt.ShardSample("c1_pose0", atoms[0], {"rmsd": 3.5}, vdw=radii),
+                fmt.ShardSample("c1_pose1", atoms[1], {"rmsd": 0.5}),
+            ],
+            crystal=fmt.ShardSample("ignored", atoms[2], {"rmsd": 0.0}),
+            affinity=6.5,
+        ),
+        fmt.ShardComplex("c2", [fmt.ShardSample("c2_pose0", atoms[0], {})]),
+    ]
     path = tmp_path / "s.hdf5"
     fmt.write_shard(path, complexes, compression="lzf")
     assert [p.name for p in tmp_path.iterdir()] == ["s.hdf5"]  # no temp file left beside it

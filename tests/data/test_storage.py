@@ -1,4 +1,5 @@
 """Shared storage: read-only data for real, the location chain, rank agreement, umask, staging, sync_dir."""
+
 from __future__ import annotations
 
 import errno
@@ -39,7 +40,7 @@ data:
 model: {{hidden: 8, layers: 1, rbf: 4}}
 train:
   epochs: {epochs}
-  out_dir: {tmp_path / 'run'}
+  out_dir: {tmp_path / "run"}
   progress: false{train_extra}
 """)
     return path
@@ -53,26 +54,39 @@ def shards(tmp_path):
 
 
 def run_env() -> dict:
-    out = {k: v for k, v in os.environ.items()
-           if not k.startswith(("RANK", "WORLD_SIZE", "LOCAL_", "MASTER_", "SLURM_", "FLUX_", "PECAN_"))}
+    out = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("RANK", "WORLD_SIZE", "LOCAL_", "MASTER_", "SLURM_", "FLUX_", "PECAN_"))
+    }
     out.update(PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT))
     return out
 
 
 def run_ok(command: list[str], timeout: int = 300) -> str:
-    done = subprocess.run(command, cwd=ROOT, env=run_env(), capture_output=True, text=True, timeout=timeout,
-                          start_new_session=True)
+    done = subprocess.run(
+        command, cwd=ROOT, env=run_env(), capture_output=True, text=True, timeout=timeout, start_new_session=True
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return done.stdout + done.stderr
 
 
 def torchrun(config: Path, *overrides: str) -> list[str]:
     sets = [arg for o in overrides for arg in ("--set", o)]
-    return [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "main_app.py",
-            str(config), *sets]
+    return [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node=2",
+        "main_app.py",
+        str(config),
+        *sets,
+    ]
 
 
 # ---------------------------------------------------------------------------- the atomic writer
+
 
 def test_atomic_write_mode_follows_umask(tmp_path, monkeypatch):
     for mask, expected in ((0o022, 0o644), (0o077, 0o600), (0o002, 0o664)):
@@ -111,6 +125,7 @@ def test_disk_full_names_path_and_leaves_no_temp(tmp_path, mounts):
 
 # ---------------------------------------------------------------------------- environment
 
+
 def test_env_vars_read_once_in_config(tmp_path, monkeypatch):
     monkeypatch.setenv("PECAN_DECODE_CACHE", "maybe")
     with pytest.raises(cfgmod.ConfigError, match="PECAN_DECODE_CACHE"):
@@ -124,6 +139,7 @@ def test_env_vars_read_once_in_config(tmp_path, monkeypatch):
 
 
 # ---------------------------------------------------------------------------- read-only data, for real
+
 
 def test_train_from_read_only_data_uses_user_cache_and_reuses_it(tmp_path, shards, mounts, caplog):
     data_dir, paths = shards
@@ -174,9 +190,16 @@ def test_symlinked_shards_keep_derived_files_beside_the_link(tmp_path, shards):
     for path in paths:
         (links / path.name).symlink_to(path)
     config = cfgmod.load(write_config(tmp_path, f"{links}/*.hdf5"))
-    frame = idx.build_index([], config.data.train_fns, "", pose_group=config.data.pose_group,
-                            crystal_group=config.data.crystal_group, use_crystal=True, rmsd_threshold=2.0,
-                            index_prefix="pecan")
+    frame = idx.build_index(
+        [],
+        config.data.train_fns,
+        "",
+        pose_group=config.data.pose_group,
+        crystal_group=config.data.crystal_group,
+        use_crystal=True,
+        rmsd_threshold=2.0,
+        index_prefix="pecan",
+    )
     assert set(frame["shard"]) == {str(links / p.name) for p in paths}
     assert (links / "pecan_all.csv").exists() and not (data_dir / "pecan_all.csv").exists()
     pack = packing.pack_shard(links / paths[0].name, pack_params(config.data))
@@ -185,6 +208,7 @@ def test_symlinked_shards_keep_derived_files_beside_the_link(tmp_path, shards):
 
 # ---------------------------------------------------------------------------- created files follow the umask
 
+
 @pytest.mark.slow
 @pytest.mark.parametrize("mask, expected", [(0o022, 0o644), (0o077, 0o600)])
 def test_created_files_follow_umask(tmp_path, shards, mask, expected):
@@ -192,14 +216,21 @@ def test_created_files_follow_umask(tmp_path, shards, mask, expected):
     config = write_config(tmp_path, f"{data_dir}/*.hdf5")
     run_ok(["sh", "-c", f"umask {mask:03o} && exec {sys.executable} main_app.py {config}"])
     run = tmp_path / "run"
-    created = [*(data_dir / ".pecan_cache").glob("*.pecanpack"), data_dir / "pecan_all.csv", run / "epochs.jsonl",
-               run / "runs.jsonl", run / "config.yaml", run / "checkpoints" / "last.pt"]
+    created = [
+        *(data_dir / ".pecan_cache").glob("*.pecanpack"),
+        data_dir / "pecan_all.csv",
+        run / "epochs.jsonl",
+        run / "runs.jsonl",
+        run / "config.yaml",
+        run / "checkpoints" / "last.pt",
+    ]
     assert len(created) == 7
     modes = {str(p): oct(stat.S_IMODE(p.stat().st_mode)) for p in created}
     assert set(modes.values()) == {oct(expected)}, modes
 
 
 # ---------------------------------------------------------------------------- ranks agree
+
 
 @pytest.mark.slow
 @pytest.mark.multiprocess
@@ -221,6 +252,7 @@ def test_two_ranks_use_the_pack_rank0_built_past_a_foreign_one(tmp_path, shards,
 
 
 # ---------------------------------------------------------------------------- staging
+
 
 def test_stage_copies_reuses_and_falls_back(tmp_path, shards, mounts, monkeypatch):
     _, paths = shards
@@ -271,6 +303,7 @@ def test_two_ranks_stage_once_per_node_and_reuse(tmp_path, shards):
 
 
 # ---------------------------------------------------------------------------- sync_dir
+
 
 def test_output_sync_copies_changed_files_atomically(tmp_path):
     out, shared = tmp_path / "local", tmp_path / "shared"

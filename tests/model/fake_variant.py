@@ -1,4 +1,5 @@
 """A variant that exists only in tests: what a new variant needs is this module and a registry row."""
+
 from dataclasses import dataclass
 
 import torch

@@ -1,4 +1,5 @@
 """model.use_docking_score: the docking features from the index, through both readers, into the EGNN head."""
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -30,25 +31,53 @@ def test_the_model_and_data_agree_on_the_width():
 
 
 def test_packed_batches_carry_the_features():
-    arrays = {"x": np.zeros((3, 19), np.float32), "pos": np.zeros((3, 3), np.float32),
-              "vdw": np.zeros(3, np.float32), "edge_index": np.zeros((2, 0), np.int64),
-              "edge_type": np.zeros(0, np.int8), "atom_counts": np.array([1, 2], np.int64)}
-    values = {"y": np.float32([1, 0]), "pose_features": np.zeros((2, 5), np.float32), "complex_id": np.array([7, 9]),
-              "sample_id": np.array([0, 1])}
+    arrays = {
+        "x": np.zeros((3, 19), np.float32),
+        "pos": np.zeros((3, 3), np.float32),
+        "vdw": np.zeros(3, np.float32),
+        "edge_index": np.zeros((2, 0), np.int64),
+        "edge_type": np.zeros(0, np.int8),
+        "atom_counts": np.array([1, 2], np.int64),
+    }
+    values = {
+        "y": np.float32([1, 0]),
+        "pose_features": np.zeros((2, 5), np.float32),
+        "complex_id": np.array([7, 9]),
+        "sample_id": np.array([0, 1]),
+    }
     given = np.float32([[-0.8, 0.0, 0.0], [-0.6, 0.4, 0.0]])
     batch = packed.to_batch(arrays, {**values, "docking_features": given})
     np.testing.assert_array_equal(batch.docking_features.numpy(), given)
-    table = SampleTable(shards=["s"], shard_id=np.zeros(2, np.int32), pdbid=np.array(["a", "b"], object),
-                        poseid=np.array(["p", "q"], object), is_crystal=np.zeros(2, bool), label=np.float32([1, 0]),
-                        pose_features=np.zeros((2, 5), np.float32), complex_id=np.array([0, 1]))
+    table = SampleTable(
+        shards=["s"],
+        shard_id=np.zeros(2, np.int32),
+        pdbid=np.array(["a", "b"], object),
+        poseid=np.array(["p", "q"], object),
+        is_crystal=np.zeros(2, bool),
+        label=np.float32([1, 0]),
+        pose_features=np.zeros((2, 5), np.float32),
+        complex_id=np.array([0, 1]),
+    )
     missing = packed.to_batch(arrays, table.graph_values(np.array([0, 1])))  # a table without scores
     assert missing.docking_features[:, 2].tolist() == [1.0, 1.0]
 
 
 def test_sample_table_reads_the_index_score_column():
-    frame = pd.DataFrame({"shard": ["s"] * 2, "pdbid": ["a", "a"], "poseid": ["p1", "p2"], "is_crystal": [0, 0],
-                          "label": [1, 0], "score": [-8.0, -6.0], "num_hbonds": 0, "hpbond": 0, "habond": 0,
-                          "sbond": 0, "pbond": 0})
+    frame = pd.DataFrame(
+        {
+            "shard": ["s"] * 2,
+            "pdbid": ["a", "a"],
+            "poseid": ["p1", "p2"],
+            "is_crystal": [0, 0],
+            "label": [1, 0],
+            "score": [-8.0, -6.0],
+            "num_hbonds": 0,
+            "hpbond": 0,
+            "habond": 0,
+            "sbond": 0,
+            "pbond": 0,
+        }
+    )
     assert SampleTable.from_frame(frame).docking_features[:, 1].tolist() == pytest.approx([0.0, 0.4])
 
 
@@ -84,8 +113,12 @@ def test_hdf5_reader_data_carries_the_features_or_marks_them_missing():
     from tests.model.variant_batches import tiny_atoms
 
     graph = build_graph(tiny_atoms(0), pocket_radius=100.0, edge_cutoff=4.5)
-    values = {"y": np.float32([1.0]), "pose_features": np.zeros((1, 5), np.float32), "complex_id": np.array([0]),
-              "sample_id": np.array([0])}
+    values = {
+        "y": np.float32([1.0]),
+        "pose_features": np.zeros((1, 5), np.float32),
+        "complex_id": np.array([0]),
+        "sample_id": np.array([0]),
+    }
     given = graph_to_data(graph, {**values, "docking_features": np.float32([[-0.7, 0.4, 0.0]])})
     np.testing.assert_allclose(given.docking_features.numpy(), [[-0.7, 0.4, 0.0]], rtol=1e-6)
     with pytest.raises(KeyError, match="docking_features"):  # the contract names a field a reader forgot

@@ -327,6 +327,7 @@ def test_compiled_matches_eager_on_changing_sizes():
 
 # ---------------------------------------------------------------------------- the layer's formulas, by hand
 
+
 def test_distance_expansion_is_gaussian_around_evenly_spaced_centres():
     from model.egnn import GaussianDistanceExpansion
 
@@ -397,8 +398,9 @@ def test_edge_geometry_by_hand():
     pos = torch.tensor([[0.0, 0, 0], [0.5, 0, 0], [0, 0, 2]])
     geometry = layer.geometry(pos, torch.tensor([[1, 2], [0, 0]]), torch.tensor([1, 2]))
     gaussians = torch.exp(-0.5 * torch.tensor([[0.25, 0.25, 2.25, 6.25], [4.0, 1.0, 0.0, 1.0]]))  # centres 0..3
-    expected = torch.cat([torch.tensor([[0.25 / 9.0], [4.0 / 9.0]]), gaussians,
-                          torch.tensor([[0.0, 1.0, 0.0], [0.0, 0.0, 1.0]])], dim=1)
+    expected = torch.cat(
+        [torch.tensor([[0.25 / 9.0], [4.0 / 9.0]]), gaussians, torch.tensor([[0.0, 1.0, 0.0], [0.0, 0.0, 1.0]])], dim=1
+    )
     torch.testing.assert_close(geometry.radial, expected)
     # Unit vectors from source to target.
     torch.testing.assert_close(geometry.direction, torch.tensor([[-1.0, 0, 0], [0, 0, -1.0]]), atol=1e-5, rtol=0)

@@ -117,17 +117,28 @@ def test_classifier_and_gradients_match_reference_formulation(update_coords):
 def test_parameter_layout_of_earlier_checkpoints_loads():
     """Names and shapes of an earlier release's state dict (hidden 8, 1 layer, coordinate updates)."""
     earlier = {
-        "embedding.weight": (8, 19), "embedding.bias": (8,),
+        "embedding.weight": (8, 19),
+        "embedding.bias": (8,),
         "layers.0.edge_type_embedding.weight": (3, 16),
-        "layers.0.edge_mlp.0.weight": (8, 49), "layers.0.edge_mlp.0.bias": (8,),
-        "layers.0.edge_mlp.2.weight": (8, 8), "layers.0.edge_mlp.2.bias": (8,),
-        "layers.0.gate.weight": (1, 8), "layers.0.gate.bias": (1,),
-        "layers.0.node_mlp.0.weight": (8, 16), "layers.0.node_mlp.0.bias": (8,),
-        "layers.0.node_mlp.3.weight": (8, 8), "layers.0.node_mlp.3.bias": (8,),
-        "layers.0.norm.weight": (8,), "layers.0.norm.bias": (8,),
-        "layers.0.coordinate_mlp.0.weight": (8, 8), "layers.0.coordinate_mlp.0.bias": (8,),
+        "layers.0.edge_mlp.0.weight": (8, 49),
+        "layers.0.edge_mlp.0.bias": (8,),
+        "layers.0.edge_mlp.2.weight": (8, 8),
+        "layers.0.edge_mlp.2.bias": (8,),
+        "layers.0.gate.weight": (1, 8),
+        "layers.0.gate.bias": (1,),
+        "layers.0.node_mlp.0.weight": (8, 16),
+        "layers.0.node_mlp.0.bias": (8,),
+        "layers.0.node_mlp.3.weight": (8, 8),
+        "layers.0.node_mlp.3.bias": (8,),
+        "layers.0.norm.weight": (8,),
+        "layers.0.norm.bias": (8,),
+        "layers.0.coordinate_mlp.0.weight": (8, 8),
+        "layers.0.coordinate_mlp.0.bias": (8,),
         "layers.0.coordinate_mlp.2.weight": (1, 8),
-        "head.0.weight": (8, 21), "head.0.bias": (8,), "head.3.weight": (1, 8), "head.3.bias": (1,),
+        "head.0.weight": (8, 21),
+        "head.0.bias": (8,),
+        "head.3.weight": (1, 8),
+        "head.3.bias": (1,),
     }
     model = EGNNClassifier(**input_sizes(), hidden=8, layers=1, update_coords=True)
     assert {name: tuple(value.shape) for name, value in model.state_dict().items()} == earlier

@@ -4,6 +4,7 @@ nothing outside its neighbourhood, through the layer and through the whole regis
 A message built from the receiving atom's features twice (neighbour ignored) keeps every invariance,
 gradient and overfit test green; these catch it.
 """
+
 import pytest
 import torch
 from torch_geometric.data import Batch, Data
@@ -74,8 +75,16 @@ def pocket_graph():
     x[:, 13] = torch.where(is_ligand, 1.0, -1.0)  # molcode feature
     edge_index = torch.tensor([[0, 1, 1, 2], [1, 0, 2, 1]])
     edge_type = torch.tensor([0, 0, 1, 1])
-    data = Data(x=x, pos=pos, edge_index=edge_index, edge_type=edge_type, is_ligand=is_ligand,
-                pose_features=torch.ones(1, 5), y=torch.zeros(1), num_nodes=4)
+    data = Data(
+        x=x,
+        pos=pos,
+        edge_index=edge_index,
+        edge_type=edge_type,
+        is_ligand=is_ligand,
+        pose_features=torch.ones(1, 5),
+        y=torch.zeros(1),
+        num_nodes=4,
+    )
     return Batch.from_data_list([data])
 
 

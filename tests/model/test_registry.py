@@ -96,8 +96,14 @@ def fake_variant(monkeypatch):
     """Register the test-only ``fake`` variant (no legacy number) for one test."""
     from pecan import config as cfgmod
 
-    entry = model.Variant("fake", "tests.model.fake_variant", "tests.model.fake_variant:FakeConfig", "a test variant",
-                          augment_key="jitter", sample_keys=("width",))
+    entry = model.Variant(
+        "fake",
+        "tests.model.fake_variant",
+        "tests.model.fake_variant:FakeConfig",
+        "a test variant",
+        augment_key="jitter",
+        sample_keys=("width",),
+    )
     monkeypatch.setattr(model, "_VARIANTS", (*model._VARIANTS, entry))
     monkeypatch.setattr(model, "_BY_NAME", {**model._BY_NAME, "fake": entry})
     monkeypatch.setattr(cfgmod, "_VARIANT_SECTIONS", {})

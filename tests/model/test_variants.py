@@ -1,4 +1,5 @@
 """The sgcnn, ggcnn and cnn3d variants: forward/backward, bf16, torch.compile, locality, configs."""
+
 import dataclasses
 from pathlib import Path
 
@@ -106,6 +107,7 @@ def test_sgcnn_uses_the_batch_van_der_waals_radii():
 
 # ---------------------------------------------------------------------------- registry and config
 
+
 def test_registry_table_lists_every_name_and_number():
     table = model.table()
     for name, number in (("cnn3d", 0), ("sgcnn", 1), ("ggcnn", 2), ("egnn", 3)):
@@ -120,8 +122,9 @@ def test_legacy_number_selects_the_variant_section(variant, number):
     assert config.model.name == variant and config.model.nn_type == number
 
 
-@pytest.mark.parametrize("key,value,owner", [("grid_size", 8, "cnn3d"), ("update_coords", True, "egnn"),
-                                             ("gated_steps", 2, "ggcnn")])
+@pytest.mark.parametrize(
+    "key,value,owner", [("grid_size", 8, "cnn3d"), ("update_coords", True, "egnn"), ("gated_steps", 2, "ggcnn")]
+)
 def test_key_of_another_variant_is_an_error_naming_its_owner(key, value, owner):
     with pytest.raises(cfgmod.ConfigError, match=f"'model.{key}' is a key of the {owner} variant, not of sgcnn"):
         cfgmod.from_dict({"data": {"data_dir": "d"}, "model": {"name": "sgcnn", key: value}}, "run.yaml")
@@ -137,8 +140,9 @@ def test_sgcnn_cutoff_beyond_the_radius_graph_is_an_error():
         cfgmod.from_dict({"data": {"data_dir": "d", "edge_cutoff": 4.5}, "model": {"name": "sgcnn"}})
 
 
-@pytest.mark.parametrize("bad,key", [({"grid_size": 2, "blocks": 2}, "model.grid_size"),
-                                     ({"resolution": 0.0}, "model.resolution")])
+@pytest.mark.parametrize(
+    "bad,key", [({"grid_size": 2, "blocks": 2}, "model.grid_size"), ({"resolution": 0.0}, "model.resolution")]
+)
 def test_cnn3d_range_checks(bad, key):
     with pytest.raises(cfgmod.ConfigError, match=key):
         cfgmod.from_dict({"data": {"data_dir": "d"}, "model": {"name": "cnn3d", **bad}})

@@ -1,5 +1,6 @@
 """What the variants need from the data path: van der Waals radii (shard attribute or derived, in packs and
 HDF5 levels alike), the decode cache off for cnn3d, and one-command training of every variant."""
+
 import h5py
 import numpy as np
 import pytest
@@ -22,12 +23,14 @@ def add_vdw(data_dir, scale=1.0):
     written = {}
     for shard in sorted(data_dir.glob("*.hdf5")):
         with h5py.File(shard, "a") as handle:
+
             def visit(name, item):
                 if isinstance(item, h5py.Group) and fmt.DATASET_NAME in item:
                     n = item[fmt.DATASET_NAME].shape[0]
                     radii = (1.0 + np.arange(n, dtype=np.float32) / 100) * scale
                     item.attrs[fmt.VDW_ATTR] = radii
                     written[name] = radii
+
             handle.visititems(visit)
     return written
 

@@ -1,5 +1,6 @@
 """Lazy variant imports: nothing imports a variant it does not use, and no variant needs torch-scatter or
 torch-sparse (their import is made to fail)."""
+
 import subprocess
 import sys
 from pathlib import Path
@@ -28,7 +29,9 @@ def run_fresh(code: str) -> str:
 
 
 def test_every_variant_runs_when_torch_scatter_and_torch_sparse_cannot_be_imported():
-    code = BLOCK_EXTENSIONS + """
+    code = (
+        BLOCK_EXTENSIONS
+        + """
 import torch, types
 for name in ('torch_scatter', 'torch_sparse'):
     try:
@@ -47,6 +50,7 @@ for net in (egnn, tiny_model('sgcnn'), tiny_model('ggcnn'), tiny_model('cnn3d'))
 import torch_geometric.typing as t
 print(sorted(n for n in sys.modules if n.startswith(('torch_scatter', 'torch_sparse'))), t.WITH_TORCH_SCATTER)
 """
+    )
     assert run_fresh(code) == "[] False"
 
 
@@ -55,7 +59,7 @@ def test_only_the_selected_variant_is_imported(variant):
     code = f"""
 import sys
 from pecan import config
-cfg = config.load('configs/{'demo' if variant == 'egnn' else variant}.yaml')
+cfg = config.load('configs/{"demo" if variant == "egnn" else variant}.yaml')
 import model
 from tests.model.variant_batches import tiny_batch
 section = cfg.model

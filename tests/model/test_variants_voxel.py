@@ -1,4 +1,5 @@
 """cnn3d voxelisation: rotation consistency, out-of-box atoms counted, grid memory reported, augmentation."""
+
 import logging
 
 import numpy as np
@@ -14,8 +15,9 @@ GRID, RESOLUTION = 12, 1.0
 
 def grids_of(pos, batch):
     centres = ligand_centres(pos, batch.is_ligand, batch.batch, batch.num_graphs)
-    return voxelize(pos - centres[batch.batch], batch.x, batch.vdw, batch.batch, batch.num_graphs, GRID,
-                    RESOLUTION, 1.0)
+    return voxelize(
+        pos - centres[batch.batch], batch.x, batch.vdw, batch.batch, batch.num_graphs, GRID, RESOLUTION, 1.0
+    )
 
 
 def rotate_about_ligand_centroids(batch, matrix):
@@ -48,8 +50,7 @@ def test_atom_at_a_voxel_centre_carries_its_features():
     local += 0.5 * RESOLUTION
     x = torch.zeros(1, fmt.N_FEATURES)
     x[0, 3] = 2.0
-    grid, outside = voxelize(local, x, torch.tensor([1.7]), torch.zeros(1, dtype=torch.long), 1, GRID,
-                             RESOLUTION, 1.0)
+    grid, outside = voxelize(local, x, torch.tensor([1.7]), torch.zeros(1, dtype=torch.long), 1, GRID, RESOLUTION, 1.0)
     assert int(outside) == 0
     assert grid[0, 3, GRID // 2, GRID // 2, GRID // 2] == pytest.approx(2.0)
     assert grid[0, 3].sum() > 2.0 and grid[:, :3].abs().sum() == 0
@@ -80,7 +81,7 @@ def test_grid_memory_per_batch_is_reported(caplog):
     batch = tiny_batch(3)
     with caplog.at_level(logging.INFO, logger="model.cnn3d"):
         net(batch)
-    expected = 3 * fmt.N_FEATURES * GRID ** 3 * 4 / 2 ** 20
+    expected = 3 * fmt.N_FEATURES * GRID**3 * 4 / 2**20
     assert net.voxel_report(3)["grid_mib_per_batch"] == pytest.approx(expected)
     assert f"{expected:.1f} MiB per batch of 3" in caplog.text
     assert "atoms outside the box" in caplog.text

@@ -1,4 +1,5 @@
 """Tiny hand-made batches and configs for the variant tests."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -12,9 +13,11 @@ from pecan.data.h5dataset import graph_to_data
 from tests.shards import make_atoms
 
 VARIANTS = ("sgcnn", "ggcnn", "cnn3d")
-TINY = {"sgcnn": dict(covalent_gather_width=16, noncovalent_gather_width=16, noncovalent_cutoff=4.5, rbf=8),
-        "ggcnn": dict(gated_width=16, gated_steps=2),
-        "cnn3d": dict(grid_size=8, resolution=1.5, channels=4, blocks=2, max_shift=1.0)}
+TINY = {
+    "sgcnn": dict(covalent_gather_width=16, noncovalent_gather_width=16, noncovalent_cutoff=4.5, rbf=8),
+    "ggcnn": dict(gated_width=16, gated_steps=2),
+    "cnn3d": dict(grid_size=8, resolution=1.5, channels=4, blocks=2, max_shift=1.0),
+}
 
 
 def tiny_section(variant: str, **overrides):
@@ -39,8 +42,12 @@ def tiny_atoms(seed: int) -> np.ndarray:
 
 def sample_values(label: float, pose_features: np.ndarray, complex_id: int, sample_id: int) -> dict:
     """One sample's per-graph contract values, as SampleTable.graph_values gives them."""
-    return {"y": np.array([label]), "pose_features": pose_features, "complex_id": np.array([complex_id]),
-            "sample_id": np.array([sample_id])}
+    return {
+        "y": np.array([label]),
+        "pose_features": pose_features,
+        "complex_id": np.array([complex_id]),
+        "sample_id": np.array([sample_id]),
+    }
 
 
 def tiny_batch(graphs: int = 3, seed: int = 0, edge_cutoff: float = 4.5) -> Batch:

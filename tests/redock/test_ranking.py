@@ -1,4 +1,5 @@
 """Benchmark statistics: per-complex top-k of a score, the ceiling, paired bootstrap intervals, AUCs."""
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -8,12 +9,14 @@ from pecan.redock.ranking import bootstrap_interval, complex_table, summarize, t
 # complex a: the model's best pose (0.9) is near-native, the docking score's best (-9) is not.
 # complex b: both rank a wrong pose first; the near-native pose is second for both.
 # complex c: no near-native pose at all (counts against every ranker and the ceiling).
-SCORES = pd.DataFrame({
-    "complex": ["a", "a", "a", "b", "b", "b", "b", "c", "c"],
-    "score": [0.9, 0.1, 0.5, 0.8, 0.7, 0.2, 0.1, 0.3, 0.4],
-    "docking_score": [-7.0, -9.0, -8.0, -10.0, -9.5, -6.0, -5.0, -8.0, -7.0],
-    "label": [1, 0, 0, 0, 1, 0, 0, 0, 0],
-})
+SCORES = pd.DataFrame(
+    {
+        "complex": ["a", "a", "a", "b", "b", "b", "b", "c", "c"],
+        "score": [0.9, 0.1, 0.5, 0.8, 0.7, 0.2, 0.1, 0.3, 0.4],
+        "docking_score": [-7.0, -9.0, -8.0, -10.0, -9.5, -6.0, -5.0, -8.0, -7.0],
+        "label": [1, 0, 0, 0, 1, 0, 0, 0, 0],
+    }
+)
 
 
 def test_top_k_and_ceiling_by_hand():

@@ -1,4 +1,5 @@
 """The leave-one-family-out benchmark script on a tiny slice of the committed redocked complexes."""
+
 import importlib.util
 import json
 from pathlib import Path
@@ -34,11 +35,30 @@ def test_two_folds_on_four_complexes(tmp_path, capsys):
         manifest[column] = [str((DOCKED / p).resolve()) for p in manifest[column]]
     (tmp_path / "docked").mkdir()
     manifest.to_csv(tmp_path / "docked" / "manifest.csv", index=False)
-    code = _benchmark_module().main([
-        "--docked", str(tmp_path / "docked"), "--work", str(tmp_path / "work"), "--results", str(tmp_path),
-        "--tag", "slice", "--families", "oxidoreductase,binding_protein", "--n-boot", "50",
-        "--set", "train.epochs=1", "--set", "data.val_fraction=0.5", "--set", "model.hidden=8",
-        "--set", "model.layers=1"])
+    code = _benchmark_module().main(
+        [
+            "--docked",
+            str(tmp_path / "docked"),
+            "--work",
+            str(tmp_path / "work"),
+            "--results",
+            str(tmp_path),
+            "--tag",
+            "slice",
+            "--families",
+            "oxidoreductase,binding_protein",
+            "--n-boot",
+            "50",
+            "--set",
+            "train.epochs=1",
+            "--set",
+            "data.val_fraction=0.5",
+            "--set",
+            "model.hidden=8",
+            "--set",
+            "model.layers=1",
+        ]
+    )
     assert code == 0
     result = json.loads((tmp_path / "slice.json").read_text())
     assert set(result["folds"]) == {"oxidoreductase", "binding_protein"}

@@ -1,4 +1,5 @@
 """Redocking a real complex shipped with ProLIF (PLINDER 1s2g: receptor.pdb + the crystal ligand 1.D.sdf)."""
+
 import json
 import shutil
 
@@ -25,8 +26,15 @@ OPTIONS = DockOptions(exhaustiveness=1, n_poses=3, seed=5)
 
 def _manifest(tmp_path, extra_rows=()):
     data = prolif_data() / "implicitHbond"
-    rows = [{"complex_id": "1s2g", "receptor": str(data / "receptor.pdb"), "crystal_ligand": str(data / "1.D.sdf"),
-             "family": "test-family"}, *extra_rows]
+    rows = [
+        {
+            "complex_id": "1s2g",
+            "receptor": str(data / "receptor.pdb"),
+            "crystal_ligand": str(data / "1.D.sdf"),
+            "family": "test-family",
+        },
+        *extra_rows,
+    ]
     path = tmp_path / "manifest.csv"
     pd.DataFrame(rows).to_csv(path, index=False)
     return path
@@ -35,8 +43,12 @@ def _manifest(tmp_path, extra_rows=()):
 @pytest.fixture(scope="module")
 def docked(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("redock")
-    missing = {"complex_id": "gone", "receptor": str(tmp / "nope.pdb"), "crystal_ligand": str(tmp / "nope.sdf"),
-               "family": "x"}
+    missing = {
+        "complex_id": "gone",
+        "receptor": str(tmp / "nope.pdb"),
+        "crystal_ligand": str(tmp / "nope.sdf"),
+        "family": "x",
+    }
     summary = redock(_manifest(tmp, [missing]), tmp / "out", OPTIONS, progress=False)
     return summary, tmp / "out"
 
@@ -98,6 +110,19 @@ def test_command_line(docked, tmp_path, capsys):
     assert pecan_main(["redock", str(bad), "--out", str(tmp_path / "o")]) == 2
     assert "missing column(s) crystal_ligand" in capsys.readouterr().err
     assert pecan_main(["redock", str(bad), "--out", str(tmp_path / "o"), "--n-poses", "0"]) == 2
-    code = pecan_main(["redock", str(_manifest(out.parent)), "--out", str(out), "--exhaustiveness", "1",
-                       "--n-poses", "2", "--seed", "5", "--no-progress"])
+    code = pecan_main(
+        [
+            "redock",
+            str(_manifest(out.parent)),
+            "--out",
+            str(out),
+            "--exhaustiveness",
+            "1",
+            "--n-poses",
+            "2",
+            "--seed",
+            "5",
+            "--no-progress",
+        ]
+    )
     assert code == 0 and "1 already finished" in capsys.readouterr().out

@@ -1,4 +1,5 @@
 """Redocking pieces that need no docking program: the box, the seeds, the manifest checks."""
+
 from pathlib import Path
 
 import numpy as np
@@ -39,11 +40,14 @@ def test_key_changes_with_inputs_and_options(tmp_path):
     assert first.key != before  # the key follows the file's content, not its name
 
 
-@pytest.mark.parametrize("rows, message", [
-    ([{"complex_id": "a", "receptor": "r.pdb"}], "missing column(s) crystal_ligand"),
-    ([{"complex_id": "a", "receptor": "r", "crystal_ligand": "l"}] * 2, "'a' appears more than once"),
-    ([{"complex_id": "../a", "receptor": "r", "crystal_ligand": "l"}], "cannot be a file name"),
-])
+@pytest.mark.parametrize(
+    "rows, message",
+    [
+        ([{"complex_id": "a", "receptor": "r.pdb"}], "missing column(s) crystal_ligand"),
+        ([{"complex_id": "a", "receptor": "r", "crystal_ligand": "l"}] * 2, "'a' appears more than once"),
+        ([{"complex_id": "../a", "receptor": "r", "crystal_ligand": "l"}], "cannot be a file name"),
+    ],
+)
 def test_bad_manifest_names_the_file_and_the_problem(tmp_path, rows, message):
     path = tmp_path / "m.csv"
     pd.DataFrame(rows).to_csv(path, index=False)
@@ -55,8 +59,9 @@ def test_bad_manifest_names_the_file_and_the_problem(tmp_path, rows, message):
 def test_relative_paths_resolve_against_the_manifest(tmp_path):
     path = tmp_path / "sub" / "m.csv"
     path.parent.mkdir()
-    pd.DataFrame([{"complex_id": "a", "receptor": "in/r.pdb", "crystal_ligand": "/abs/l.sdf"}]).to_csv(path,
-                                                                                                   index=False)
+    pd.DataFrame([{"complex_id": "a", "receptor": "in/r.pdb", "crystal_ligand": "/abs/l.sdf"}]).to_csv(
+        path, index=False
+    )
     frame = read_manifest(path)
     assert Path(frame["receptor"].iloc[0]) == (tmp_path / "sub" / "in" / "r.pdb").resolve()
     assert frame["crystal_ligand"].iloc[0] == "/abs/l.sdf"

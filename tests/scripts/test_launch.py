@@ -1,4 +1,5 @@
 """Launch scripts (torchrun, flux, srun): parse, dry runs, and agreement with pecan.train.distributed."""
+
 from __future__ import annotations
 
 import os
@@ -36,16 +37,26 @@ def test_launch_script_shellcheck(script):
     subprocess.run(["shellcheck", str(SCRIPTS / script)], check=True)
 
 
-def _dry_run(script: str, tmp_path: Path, extra_env: dict[str, str] | None = None,
-             path_prefix: Path | None = None) -> str:
+def _dry_run(
+    script: str, tmp_path: Path, extra_env: dict[str, str] | None = None, path_prefix: Path | None = None
+) -> str:
     """Run a launch script with PECAN_DRY_RUN=1 in a scrubbed environment and return its stdout."""
     config = tmp_path / "run.yaml"
     config.write_text("train:\n  epochs: 1\n")
     path = os.environ.get("PATH", "/usr/bin:/bin")
-    env = {"PATH": f"{path_prefix}:{path}" if path_prefix else path, "HOME": str(tmp_path),
-           "PECAN_DRY_RUN": "1", **(extra_env or {})}
-    result = subprocess.run([str(SCRIPTS / script), str(config), "--set", "train.epochs=2"],
-                            env=env, capture_output=True, text=True, timeout=60)
+    env = {
+        "PATH": f"{path_prefix}:{path}" if path_prefix else path,
+        "HOME": str(tmp_path),
+        "PECAN_DRY_RUN": "1",
+        **(extra_env or {}),
+    }
+    result = subprocess.run(
+        [str(SCRIPTS / script), str(config), "--set", "train.epochs=2"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 0, result.stderr
     return result.stdout
 
@@ -67,9 +78,12 @@ def test_torchrun_dry_run_multi_node_uses_c10d(tmp_path):
 def test_launch_rejects_missing_jemalloc(tmp_path):
     config = tmp_path / "run.yaml"
     config.write_text("{}\n")
-    result = subprocess.run([str(SCRIPTS / "launch_torchrun.sh"), str(config)], capture_output=True, text=True,
-                            env={"PATH": os.environ["PATH"], "PECAN_DRY_RUN": "1",
-                                 "PECAN_JEMALLOC": str(tmp_path / "missing.so")})
+    result = subprocess.run(
+        [str(SCRIPTS / "launch_torchrun.sh"), str(config)],
+        capture_output=True,
+        text=True,
+        env={"PATH": os.environ["PATH"], "PECAN_DRY_RUN": "1", "PECAN_JEMALLOC": str(tmp_path / "missing.so")},
+    )
     assert result.returncode != 0 and "PECAN_JEMALLOC" in result.stderr
 
 
@@ -107,7 +121,7 @@ esac
 def _launch_argv(out: str) -> list[str]:
     """The command a launch script printed, split as bash would."""
     line = next(line for line in out.splitlines() if line.startswith("[pecan] launch: "))
-    return shlex.split(line[len("[pecan] launch: "):])
+    return shlex.split(line[len("[pecan] launch: ") :])
 
 
 def test_flux_dry_run_resolves_the_first_node_once(tmp_path):
@@ -130,11 +144,15 @@ def test_flux_on_part_of_the_instance_resolves_the_job_first_node_in_each_task(t
     argv = _launch_argv(out)
     assert argv[:5] == ["flux", "run", "-N2", "-n8", "-g1"] and "PECAN_MASTER_ADDR=tioga18" not in argv
     # Run what each task would run, on two different nodes of the job.
-    task_argv = argv[argv.index("-x") + 1:]
+    task_argv = argv[argv.index("-x") + 1 :]
     masters = set()
     for rank, host in [(0, "tioga21"), (7, "tioga22")]:
-        task_env = {"PATH": f"{bin_dir}:{os.environ['PATH']}", "FLUX_JOB_ID": "f2Q8uRmGZ7",
-                    "FLUX_TASK_RANK": str(rank), "HOSTNAME": host}
+        task_env = {
+            "PATH": f"{bin_dir}:{os.environ['PATH']}",
+            "FLUX_JOB_ID": "f2Q8uRmGZ7",
+            "FLUX_TASK_RANK": str(rank),
+            "HOSTNAME": host,
+        }
         printed = subprocess.run(task_argv, env=task_env, capture_output=True, text=True, check=True).stdout
         masters |= {line.split("=", 1)[1] for line in printed.splitlines() if line.startswith("PECAN_MASTER_ADDR=")}
     assert masters == {"tioga21"}
@@ -150,6 +168,7 @@ def test_flux_master_from_script_matches_discover(tmp_path):
 
 # ---------------------------------------------------------------------------- time limits (docs/time-limits.md)
 
+
 def test_torchrun_ignores_the_stop_signal_its_ranks_handle(tmp_path):
     fake_python = tmp_path / "python"
     fake_python.write_text("#!/bin/sh\ngrep '^SigIgn' /proc/self/status\n")
@@ -157,10 +176,16 @@ def test_torchrun_ignores_the_stop_signal_its_ranks_handle(tmp_path):
     config = tmp_path / "run.yaml"
     config.write_text("train:\n  epochs: 1\n")
     for stop_signal, number in (("", signal.SIGUSR1), ("SIGUSR2@90", signal.SIGUSR2)):
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path), "PYTHON": str(fake_python),
-               "NPROC_PER_NODE": "1", **({"STOP_SIGNAL": stop_signal} if stop_signal else {})}
-        done = subprocess.run([str(SCRIPTS / "launch_torchrun.sh"), str(config)], env=env, capture_output=True,
-                              text=True, timeout=60)
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": str(tmp_path),
+            "PYTHON": str(fake_python),
+            "NPROC_PER_NODE": "1",
+            **({"STOP_SIGNAL": stop_signal} if stop_signal else {}),
+        }
+        done = subprocess.run(
+            [str(SCRIPTS / "launch_torchrun.sh"), str(config)], env=env, capture_output=True, text=True, timeout=60
+        )
         assert done.returncode == 0, done.stderr
         mask = int(done.stdout.split("SigIgn:")[1].split()[0], 16)
         assert mask & (1 << (number - 1)), (stop_signal, hex(mask))
@@ -176,8 +201,11 @@ def test_flux_time_limit_sends_the_stop_signal_before_it(tmp_path):
 
 def test_time_limits_doc_launch_lines_dry_run(tmp_path):
     text = (REPO / "docs" / "time-limits.md").read_text()
-    lines = [line.strip() for line in text.splitlines() if "scripts/launch_" in line and ".sh configs/" in line
-             and not line.lstrip().startswith(("#", "-", "`"))]
+    lines = [
+        line.strip()
+        for line in text.splitlines()
+        if "scripts/launch_" in line and ".sh configs/" in line and not line.lstrip().startswith(("#", "-", "`"))
+    ]
     assert len(lines) >= 2, lines
     config = tmp_path / "my_run.yaml"
     config.write_text("train:\n  epochs: 1\n")
@@ -185,9 +213,8 @@ def test_time_limits_doc_launch_lines_dry_run(tmp_path):
         words = shlex.split(line.replace("|| break", ""))
         assigns = dict(w.split("=", 1) for w in words if "=" in w and w.split("=", 1)[0].isupper())
         script_at = next(i for i, w in enumerate(words) if w.startswith("scripts/launch_"))
-        argv = [str(REPO / words[script_at]), str(config), *words[script_at + 2:]]
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path), "PECAN_DRY_RUN": "1",
-               **assigns}
+        argv = [str(REPO / words[script_at]), str(config), *words[script_at + 2 :]]
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path), "PECAN_DRY_RUN": "1", **assigns}
         done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
         assert done.returncode == 0, (line, done.stderr)
         command = _launch_argv(done.stdout)

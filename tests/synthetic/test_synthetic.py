@@ -13,8 +13,14 @@ import pytest
 from pecan import synthetic
 from pecan.synthetic import chemistry
 
-TINY = dict(n_shards=2, complexes_per_shard=2, poses_per_complex=(3, 4), pocket_atoms=(300, 300),
-            ligand_atoms=(15, 20), progress=False)
+TINY = dict(
+    n_shards=2,
+    complexes_per_shard=2,
+    poses_per_complex=(3, 4),
+    pocket_atoms=(300, 300),
+    ligand_atoms=(15, 20),
+    progress=False,
+)
 POSE_ATTRS = {"rmsd", "score", "label", *synthetic.INTERACTION_NAMES}
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -125,7 +131,7 @@ def test_labels_and_rmsd_match_geometry(dataset):
         crystal = samples[shard, pdbid, "pdbbind"][0]
         n_ligand = ligand_rows(data)
         delta = data[:n_ligand, :3].astype(np.float64) - crystal[:n_ligand, :3]
-        assert attrs["rmsd"] == pytest.approx(np.sqrt((delta ** 2).sum(1).mean()), abs=1e-6)
+        assert attrs["rmsd"] == pytest.approx(np.sqrt((delta**2).sum(1).mean()), abs=1e-6)
         assert attrs["label"] == int(attrs["rmsd"] < 2.0)
     crystal_attrs = [attrs for (_, _, poseid), (_, attrs) in samples.items() if poseid == "pdbbind"]
     assert all(attrs["rmsd"] == 0.0 and attrs["label"] == 1 for attrs in crystal_attrs)
@@ -157,14 +163,21 @@ def test_same_seed_is_identical_and_other_seed_differs(tmp_path, dataset):
     assert reference.keys() != different.keys()
     first_arrays = [data for data, _ in reference.values()]
     other_arrays = [data for data, _ in different.values()]
-    assert not any(a.shape == b.shape and np.array_equal(a, b)
-                   for a, b in zip(first_arrays, other_arrays))
+    assert not any(a.shape == b.shape and np.array_equal(a, b) for a, b in zip(first_arrays, other_arrays))
 
 
 def test_docked_rmsd_spread():
-    rmsd = np.concatenate([[attrs["rmsd"] for attrs in synthetic.generate_complex(
-        index, seed=5, pocket_atoms=(300, 300), ligand_atoms=(15, 25)).pose_attrs]
-        for index in range(12)])
+    rmsd = np.concatenate(
+        [
+            [
+                attrs["rmsd"]
+                for attrs in synthetic.generate_complex(
+                    index, seed=5, pocket_atoms=(300, 300), ligand_atoms=(15, 25)
+                ).pose_attrs
+            ]
+            for index in range(12)
+        ]
+    )
     assert 0.15 < (rmsd < 2.0).mean() < 0.5
     assert rmsd.max() > 7.0 and rmsd.min() < 1.0
 
@@ -204,9 +217,26 @@ def test_ensure_dataset_regenerates_incomplete_directory(tmp_path):
 
 
 def test_command_line_from_repo_root(tmp_path):
-    command = [sys.executable, "scripts/make_synthetic.py", "--out", str(tmp_path), "--shards", "1",
-               "--complexes-per-shard", "1", "--poses-per-complex", "3:3", "--pocket-atoms", "300",
-               "--ligand-atoms", "15:16", "--seed", "4", "--no-crystal", "--no-progress"]
+    command = [
+        sys.executable,
+        "scripts/make_synthetic.py",
+        "--out",
+        str(tmp_path),
+        "--shards",
+        "1",
+        "--complexes-per-shard",
+        "1",
+        "--poses-per-complex",
+        "3:3",
+        "--pocket-atoms",
+        "300",
+        "--ligand-atoms",
+        "15:16",
+        "--seed",
+        "4",
+        "--no-crystal",
+        "--no-progress",
+    ]
     result = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     _, rows = read_index(tmp_path)
@@ -215,11 +245,11 @@ def test_command_line_from_repo_root(tmp_path):
 
 def test_shard_content_depends_only_on_global_complex_index(dataset):
     _, shards = dataset
-    record = synthetic.generate_complex(3, seed=0, poses_per_complex=(3, 4),
-                                        pocket_atoms=(300, 300), ligand_atoms=(15, 20))
+    record = synthetic.generate_complex(
+        3, seed=0, poses_per_complex=(3, 4), pocket_atoms=(300, 300), ligand_atoms=(15, 20)
+    )
     samples = read_samples([shards[1]])
-    np.testing.assert_array_equal(samples["shard_001.hdf5", record.pdbid, "pdbbind"][0],
-                                  record.crystal)
+    np.testing.assert_array_equal(samples["shard_001.hdf5", record.pdbid, "pdbbind"][0], record.crystal)
     for k, pose in enumerate(record.poses):
         data, attrs = samples["shard_001.hdf5", record.pdbid, record.pose_id(k)]
         np.testing.assert_array_equal(data, pose)
@@ -230,9 +260,23 @@ def test_command_line_config_generates_once(tmp_path):
     out = tmp_path / "demo"
     config = tmp_path / "run.yaml"
     config.write_text(f"data:\n  data_dir: {out}\n  train_csvs: [samples.csv]\n")
-    command = [sys.executable, "scripts/make_synthetic.py", "--config", str(config),
-               "--shards", "1", "--complexes-per-shard", "1", "--poses-per-complex", "3:3",
-               "--pocket-atoms", "300", "--ligand-atoms", "15:16", "--no-progress"]
+    command = [
+        sys.executable,
+        "scripts/make_synthetic.py",
+        "--config",
+        str(config),
+        "--shards",
+        "1",
+        "--complexes-per-shard",
+        "1",
+        "--poses-per-complex",
+        "3:3",
+        "--pocket-atoms",
+        "300",
+        "--ligand-atoms",
+        "15:16",
+        "--no-progress",
+    ]
     stamps = []
     for _ in range(2):
         result = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=60)
@@ -254,7 +298,9 @@ def test_dataset_is_current(tmp_path):
 
 def test_training_path_does_not_import_the_generator():
     """The simulator is a tool beside the trainer: importing the app and its data path must not load it."""
-    code = ("import sys, main_app, pecan.train.trainer, pecan.data.loader, pecan.data.packed; "
-            "print(sorted(m for m in sys.modules if m.startswith('pecan.synthetic')))")
+    code = (
+        "import sys, main_app, pecan.train.trainer, pecan.data.loader, pecan.data.packed; "
+        "print(sorted(m for m in sys.modules if m.startswith('pecan.synthetic')))"
+    )
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -1,4 +1,5 @@
 """Small run configurations over tiny shards for trainer tests."""
+
 from pathlib import Path
 
 from pecan import config as cfgmod
@@ -12,9 +13,9 @@ def tiny_run(tmp_path: Path, *overrides: str, n_complexes: int = 4, n_poses: int
         write_dataset(data_dir, n_shards=2, n_complexes=n_complexes, n_poses=n_poses)
     text = f"""
 data: {{data_dir: {data_dir}, train_csvs: [index.csv], val_fraction: 0.25, batch_size: 4, num_workers: 0,
-        cache_dir: {tmp_path / 'cache'}}}
+        cache_dir: {tmp_path / "cache"}}}
 model: {{hidden: 16, layers: 2, rbf: 8}}
-train: {{epochs: 2, lr: 0.003, out_dir: {tmp_path / 'run'}, progress: false, plots: false}}
+train: {{epochs: 2, lr: 0.003, out_dir: {tmp_path / "run"}, progress: false, plots: false}}
 """
     path = tmp_path / "run.yaml"
     path.write_text(text)

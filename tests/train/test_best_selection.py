@@ -1,5 +1,6 @@
 """best.pt always exists after a completed epoch: chosen by train.select_on, falling back to val_loss while
 the validation AUC is undefined (one-class validation)."""
+
 import json
 import logging
 import math
@@ -20,8 +21,10 @@ NAN = math.nan
 
 def test_auc_chooses_while_defined():
     selector = BestSelector("val_auc")
-    assert [selector.update({"val_auc": auc, "val_loss": loss})
-            for auc, loss in [(0.6, 0.9), (0.7, 1.2), (0.65, 0.1), (0.7, 0.1)]] == [True, True, False, False]
+    assert [
+        selector.update({"val_auc": auc, "val_loss": loss})
+        for auc, loss in [(0.6, 0.9), (0.7, 1.2), (0.65, 0.1), (0.7, 0.1)]
+    ] == [True, True, False, False]
     assert selector.best == {"val_auc": 0.7, "val_loss": 1.2}
 
 
@@ -38,8 +41,9 @@ def test_undefined_auc_falls_back_to_loss(caplog):
 
 def test_select_on_loss_and_state_round_trip():
     selector = BestSelector("val_loss")
-    assert [selector.update({"val_auc": auc, "val_loss": loss})
-            for auc, loss in [(0.9, 0.5), (0.99, 0.6), (0.5, 0.4)]] == [True, False, True]
+    assert [
+        selector.update({"val_auc": auc, "val_loss": loss}) for auc, loss in [(0.9, 0.5), (0.99, 0.6), (0.5, 0.4)]
+    ] == [True, False, True]
     restored = BestSelector("val_loss")
     restored.load(selector.state())
     assert restored.best == selector.best and restored.update({"val_auc": 1.0, "val_loss": 0.45}) is False
@@ -52,8 +56,9 @@ def test_best_pt_exists_with_one_class_validation(tmp_path, caplog):
     val_dir = tmp_path / "val"
     val_dir.mkdir()
     # Every validation pose is a decoy and there is no crystal: the AUC is undefined every epoch.
-    write_shard(val_dir / "decoys.hdf5", n_complexes=2, n_poses=3, seed=7, prefix="v", crystal=False,
-                rmsds=[3.0, 4.0, 5.0])
+    write_shard(
+        val_dir / "decoys.hdf5", n_complexes=2, n_poses=3, seed=7, prefix="v", crystal=False, rmsds=[3.0, 4.0, 5.0]
+    )
     _, config = tiny_run(tmp_path, "train.epochs=2", "data.val_csvs=[]", f"data.val_fns=[{val_dir / 'decoys.hdf5'}]")
     trainer = Trainer(config, discover({}), torch.device("cpu")).setup()
     try:

@@ -1,4 +1,5 @@
 """Checkpoints: wrapper prefixes, RNG round trip, atomic save, safe load, resume choice and config fit."""
+
 import random
 from pathlib import Path
 
@@ -13,15 +14,24 @@ from pecan.train import checkpoint as ckpt
 
 def test_clean_state_dict_strips_nested_wrapper_prefixes():
     value = torch.ones(1)
-    state = {"module._orig_mod.layer.weight": value, "_orig_mod.module.bias": value, "plain": value,
-             "head.module.x": value}
+    state = {
+        "module._orig_mod.layer.weight": value,
+        "_orig_mod.module.bias": value,
+        "plain": value,
+        "head.module.x": value,
+    }
     assert list(ckpt.clean_state_dict(state)) == ["layer.weight", "bias", "plain", "head.module.x"]
     assert ckpt.clean_state_dict(state)["plain"] is value
 
 
 def draws() -> tuple:
-    return (random.random(), random.gauss(0, 1), float(np.random.random()), float(np.random.standard_normal()),
-            float(torch.rand(1)))
+    return (
+        random.random(),
+        random.gauss(0, 1),
+        float(np.random.random()),
+        float(np.random.standard_normal()),
+        float(torch.rand(1)),
+    )
 
 
 def test_rng_state_round_trip_restores_every_generator(tmp_path):
@@ -76,20 +86,25 @@ def test_resume_path_choices(tmp_path):
 
 # ---------------------------------------------------------------------------- resuming under the same model config
 
+
 def test_config_differences_lists_each_changed_key():
     saved = {"model": {"hidden": 64, "layers": 4, "gone": 1}, "train": {"lr": 1.0}}
     current = {"model": {"hidden": 128, "layers": 4, "new": 2}, "train": {"lr": 2.0}}
     assert ckpt.config_differences(saved, current, "model") == [
-        "model.gone: checkpoint 1, config None", "model.hidden: checkpoint 64, config 128",
-        "model.new: checkpoint None, config 2"]
+        "model.gone: checkpoint 1, config None",
+        "model.hidden: checkpoint 64, config 128",
+        "model.new: checkpoint None, config 2",
+    ]
     assert ckpt.config_differences({"model": None}, {"model": {"hidden": 64}}, "model") == [
-        "model.hidden: checkpoint None, config 64"]
+        "model.hidden: checkpoint None, config 64"
+    ]
     assert ckpt.config_differences({}, {}, "model") == []
 
 
 def resume_config(tmp_path, resume: str, *overrides: str):
-    return config.load(None, [f"train.resume={resume}", f"train.out_dir={tmp_path / 'run'}",
-                              f"data.data_dir={tmp_path}", *overrides])
+    return config.load(
+        None, [f"train.resume={resume}", f"train.out_dir={tmp_path / 'run'}", f"data.data_dir={tmp_path}", *overrides]
+    )
 
 
 def test_resume_check_picks_the_checkpoint_or_none(tmp_path):
@@ -107,21 +122,28 @@ def test_resume_check_picks_the_checkpoint_or_none(tmp_path):
 
 def test_resume_check_names_the_differing_model_keys(tmp_path):
     path = ckpt.save_checkpoint(tmp_path / "c.pt", {"config": resume_config(tmp_path, "never").to_dict()})
-    with pytest.raises(ConfigError, match=r"train\.resume: checkpoint .*c\.pt was written with a different "
-                       r"model config \(model\.hidden: checkpoint 64, config 32; model\.layers: checkpoint 4, "
-                       r"config 2\)"):
+    with pytest.raises(
+        ConfigError,
+        match=r"train\.resume: checkpoint .*c\.pt was written with a different "
+        r"model config \(model\.hidden: checkpoint 64, config 32; model\.layers: checkpoint 4, "
+        r"config 2\)",
+    ):
         ckpt.check_resume_compatible(resume_config(tmp_path, str(path), "model.hidden=32", "model.layers=2"))
 
 
-@pytest.mark.parametrize("make, message", [
-    (lambda tmp: tmp / "nope.pt", r"train\.resume: checkpoint .*nope\.pt does not exist"),
-    (lambda tmp: (tmp / "broken.pt").write_bytes(b"not a checkpoint") and tmp / "broken.pt",
-     r"train\.resume: cannot load checkpoint .*broken\.pt"),
-])
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda tmp: tmp / "nope.pt", r"train\.resume: checkpoint .*nope\.pt does not exist"),
+        (
+            lambda tmp: (tmp / "broken.pt").write_bytes(b"not a checkpoint") and tmp / "broken.pt",
+            r"train\.resume: cannot load checkpoint .*broken\.pt",
+        ),
+    ],
+)
 def test_resume_check_errors_are_config_errors_naming_the_file(tmp_path, make, message):
     with pytest.raises(ConfigError, match=message):
         ckpt.check_resume_compatible(resume_config(tmp_path, str(make(tmp_path))))
-
 
 
 def test_load_refuses_anything_but_tensors_and_plain_containers(tmp_path):

@@ -1,4 +1,5 @@
 """Multi-process DDP on CPU with gloo: torchrun 2 ranks, a 2-node loopback job, 1 vs 2 ranks, kill + resume."""
+
 import os
 import signal
 import socket
@@ -22,8 +23,11 @@ def free_port() -> int:
 
 
 def env() -> dict:
-    out = {k: v for k, v in os.environ.items() if not k.startswith(("RANK", "WORLD_SIZE", "LOCAL_", "MASTER_",
-                                                                    "SLURM_", "FLUX_", "PECAN_"))}
+    out = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("RANK", "WORLD_SIZE", "LOCAL_", "MASTER_", "SLURM_", "FLUX_", "PECAN_"))
+    }
     out.update(PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT))
     return out
 
@@ -34,17 +38,29 @@ def torchrun(*args: str) -> list[str]:
 
 def run_ok(command: list[str], timeout: int = 300) -> str:
     # A new session, so a timeout kills torchrun's ranks too instead of leaving them running.
-    done = subprocess.run(command, cwd=ROOT, env=env(), capture_output=True, text=True, timeout=timeout,
-                          start_new_session=True)
+    done = subprocess.run(
+        command, cwd=ROOT, env=env(), capture_output=True, text=True, timeout=timeout, start_new_session=True
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return done.stdout + done.stderr
 
 
 def test_two_ranks_standalone(tmp_path):
     path, _ = tiny_run(tmp_path)
-    out = run_ok(torchrun("--standalone", "--nproc_per_node=2", "main_app.py", str(path),
-                          "--set", "data.num_workers=1", "--set", "train.progress=auto",
-                          "--set", "train.progress_every_seconds=0"))
+    out = run_ok(
+        torchrun(
+            "--standalone",
+            "--nproc_per_node=2",
+            "main_app.py",
+            str(path),
+            "--set",
+            "data.num_workers=1",
+            "--set",
+            "train.progress=auto",
+            "--set",
+            "train.progress_every_seconds=0",
+        )
+    )
     assert out.count("joined via torchrun") == 2
     records = report.read_records(tmp_path / "run" / "epochs.jsonl")
     assert [r["epoch"] for r in records] == [1, 2]  # written once, by rank 0
@@ -59,10 +75,28 @@ def test_two_ranks_standalone(tmp_path):
 def test_two_nodes_on_loopback(tmp_path):
     path, _ = tiny_run(tmp_path)
     port = str(free_port())
-    common = ["--nnodes=2", "--nproc_per_node=1", "--rdzv_backend=c10d", f"--rdzv_endpoint=127.0.0.1:{port}",
-              "--rdzv_id=pecan-test", "main_app.py", str(path), "--set", "train.epochs=1"]
-    agents = [subprocess.Popen(torchrun(f"--node_rank={rank}", *common), cwd=ROOT, env=env(),
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for rank in (0, 1)]
+    common = [
+        "--nnodes=2",
+        "--nproc_per_node=1",
+        "--rdzv_backend=c10d",
+        f"--rdzv_endpoint=127.0.0.1:{port}",
+        "--rdzv_id=pecan-test",
+        "main_app.py",
+        str(path),
+        "--set",
+        "train.epochs=1",
+    ]
+    agents = [
+        subprocess.Popen(
+            torchrun(f"--node_rank={rank}", *common),
+            cwd=ROOT,
+            env=env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for rank in (0, 1)
+    ]
     try:
         outputs = [agent.communicate(timeout=300)[0] for agent in agents]
     finally:
@@ -77,10 +111,31 @@ def test_two_nodes_on_loopback(tmp_path):
 def test_one_and_two_ranks_agree(tmp_path):
     settings = ["train.epochs=2", "train.deterministic=true", "train.max_steps_per_epoch=4", "model.dropout=0.0"]
     one, _ = tiny_run(tmp_path, *settings)
-    run_ok([sys.executable, "main_app.py", str(one), "--set", "data.batch_size=8",
-            "--set", f"train.out_dir={tmp_path / 'one'}", *sum((["--set", s] for s in settings), [])])
-    run_ok(torchrun("--standalone", "--nproc_per_node=2", "main_app.py", str(one), "--set", "data.batch_size=4",
-                    "--set", f"train.out_dir={tmp_path / 'two'}", *sum((["--set", s] for s in settings), [])))
+    run_ok(
+        [
+            sys.executable,
+            "main_app.py",
+            str(one),
+            "--set",
+            "data.batch_size=8",
+            "--set",
+            f"train.out_dir={tmp_path / 'one'}",
+            *sum((["--set", s] for s in settings), []),
+        ]
+    )
+    run_ok(
+        torchrun(
+            "--standalone",
+            "--nproc_per_node=2",
+            "main_app.py",
+            str(one),
+            "--set",
+            "data.batch_size=4",
+            "--set",
+            f"train.out_dir={tmp_path / 'two'}",
+            *sum((["--set", s] for s in settings), []),
+        )
+    )
     single = report.read_records(tmp_path / "one" / "epochs.jsonl")
     double = report.read_records(tmp_path / "two" / "epochs.jsonl")
     for a, b in zip(single, double):
@@ -95,8 +150,9 @@ def test_kill_and_resume_matches_uninterrupted(tmp_path):
     run_ok([sys.executable, "main_app.py", str(path), *settings, "--set", f"train.out_dir={tmp_path / 'full'}"])
     out_dir = tmp_path / "killed"
     command = [sys.executable, "-u", "main_app.py", str(path), *settings, "--set", f"train.out_dir={out_dir}"]
-    process = subprocess.Popen(command, cwd=ROOT, env=env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               text=True)
+    process = subprocess.Popen(
+        command, cwd=ROOT, env=env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
     for line in process.stdout:
         if line.startswith("epoch   1 |"):
             process.send_signal(signal.SIGKILL)
@@ -127,9 +183,22 @@ def test_all_bad_batch_keeps_ranks_in_step(tmp_path):
                     data[0, 0] = np.nan
                     del poses[f"{name}/data"]
                     poses[name].create_dataset("data", data=data)
-    out = run_ok(torchrun("--standalone", "--nproc_per_node=2", "main_app.py", str(path), "--set",
-                          "data.io_mode=hoist", "--set", "data.on_bad_sample=skip", "--set", "data.batch_size=1",
-                          "--set", "train.seed=1"))
+    out = run_ok(
+        torchrun(
+            "--standalone",
+            "--nproc_per_node=2",
+            "main_app.py",
+            str(path),
+            "--set",
+            "data.io_mode=hoist",
+            "--set",
+            "data.on_bad_sample=skip",
+            "--set",
+            "data.batch_size=1",
+            "--set",
+            "train.seed=1",
+        )
+    )
     assert "replaying the previous batch with zero weight" in out
     records = report.read_records(tmp_path / "run" / "epochs.jsonl")
     assert len(records) == 2 and all(r["ranks_in_sync"] for r in records)

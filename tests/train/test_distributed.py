@@ -1,4 +1,5 @@
 """Tests for pecan.train.distributed: launcher discovery, host lists, CPU sizing, launch scripts."""
+
 from __future__ import annotations
 
 import os
@@ -40,17 +41,21 @@ def restore_environ():
 # Host lists
 # ---------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("hostlist, expected", [
-    ("node[01-04,07]", ["node01", "node02", "node03", "node04", "node07"]),
-    ("a1,b[2-3]", ["a1", "b2", "b3"]),
-    ("gpu3", ["gpu3"]),
-    ("n[008-011]", ["n008", "n009", "n010", "n011"]),
-    ("node[01-02,07],gpu3", ["node01", "node02", "node07", "gpu3"]),
-    ("rack[1-2]n[01-02]", ["rack1n01", "rack1n02", "rack2n01", "rack2n02"]),
-    ("tioga[18,20-21]-ib", ["tioga18-ib", "tioga20-ib", "tioga21-ib"]),
-    ("n[9-11]", ["n9", "n10", "n11"]),
-    ("", []),
-])
+
+@pytest.mark.parametrize(
+    "hostlist, expected",
+    [
+        ("node[01-04,07]", ["node01", "node02", "node03", "node04", "node07"]),
+        ("a1,b[2-3]", ["a1", "b2", "b3"]),
+        ("gpu3", ["gpu3"]),
+        ("n[008-011]", ["n008", "n009", "n010", "n011"]),
+        ("node[01-02,07],gpu3", ["node01", "node02", "node07", "gpu3"]),
+        ("rack[1-2]n[01-02]", ["rack1n01", "rack1n02", "rack2n01", "rack2n02"]),
+        ("tioga[18,20-21]-ib", ["tioga18-ib", "tioga20-ib", "tioga21-ib"]),
+        ("n[9-11]", ["n9", "n10", "n11"]),
+        ("", []),
+    ],
+)
 def test_expand_hostlist(hostlist, expected):
     assert expand_hostlist(hostlist) == expected
 
@@ -65,6 +70,7 @@ def test_expand_hostlist_rejects_malformed(bad):
 # Discovery per launcher
 # ---------------------------------------------------------------------------------------------
 
+
 def test_no_launcher_is_single_process():
     env = discover({})
     assert env == DistEnv(0, 0, 1, 1, "127.0.0.1", 29500, "single")
@@ -72,8 +78,16 @@ def test_no_launcher_is_single_process():
 
 
 def test_torchrun_env():
-    env = discover({"RANK": "5", "LOCAL_RANK": "1", "WORLD_SIZE": "8", "LOCAL_WORLD_SIZE": "4",
-                    "MASTER_ADDR": "node01", "MASTER_PORT": "29400"})
+    env = discover(
+        {
+            "RANK": "5",
+            "LOCAL_RANK": "1",
+            "WORLD_SIZE": "8",
+            "LOCAL_WORLD_SIZE": "4",
+            "MASTER_ADDR": "node01",
+            "MASTER_PORT": "29400",
+        }
+    )
     assert (env.rank, env.local_rank, env.world_size, env.local_world_size) == (5, 1, 8, 4)
     assert (env.master_addr, env.master_port, env.launcher) == ("node01", 29400, "torchrun")
     assert env.is_distributed and not env.is_main
@@ -81,14 +95,32 @@ def test_torchrun_env():
 
 def test_torchrun_wins_over_slurm_when_both_are_set():
     # torchrun started inside an srun step: torchrun's own ranks are the ones that matter.
-    env = discover({"RANK": "1", "LOCAL_RANK": "1", "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1",
-                    "SLURM_PROCID": "0", "SLURM_LOCALID": "0", "SLURM_NTASKS": "1"})
+    env = discover(
+        {
+            "RANK": "1",
+            "LOCAL_RANK": "1",
+            "WORLD_SIZE": "2",
+            "MASTER_ADDR": "127.0.0.1",
+            "SLURM_PROCID": "0",
+            "SLURM_LOCALID": "0",
+            "SLURM_NTASKS": "1",
+        }
+    )
     assert env.launcher == "torchrun" and env.rank == 1
 
 
 def test_pecan_overrides_apply_to_torchrun():
-    env = discover({"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "2", "MASTER_ADDR": "a", "MASTER_PORT": "1",
-                    "PECAN_MASTER_ADDR": "b", "PECAN_MASTER_PORT": "2345"})
+    env = discover(
+        {
+            "RANK": "0",
+            "LOCAL_RANK": "0",
+            "WORLD_SIZE": "2",
+            "MASTER_ADDR": "a",
+            "MASTER_PORT": "1",
+            "PECAN_MASTER_ADDR": "b",
+            "PECAN_MASTER_PORT": "2345",
+        }
+    )
     assert (env.master_addr, env.master_port) == ("b", 2345)
 
 
@@ -96,11 +128,17 @@ def slurm_rank_env(rank: int, nodes: list[str], tasks_per_node: int, job_id: int
     """What srun gives task `rank` of a nodes x tasks_per_node step, including this node's own names."""
     node = rank // tasks_per_node
     return {
-        "SLURM_JOB_ID": str(job_id), "SLURM_PROCID": str(rank), "SLURM_LOCALID": str(rank % tasks_per_node),
-        "SLURM_NODEID": str(node), "SLURM_NTASKS": str(len(nodes) * tasks_per_node),
-        "SLURM_NTASKS_PER_NODE": str(tasks_per_node), "SLURM_TASKS_PER_NODE": f"{tasks_per_node}(x{len(nodes)})",
-        "SLURM_JOB_NODELIST": f"node[01-{len(nodes):02d}]", "SLURM_NODELIST": f"node[01-{len(nodes):02d}]",
-        "SLURMD_NODENAME": nodes[node], "HOSTNAME": nodes[node],
+        "SLURM_JOB_ID": str(job_id),
+        "SLURM_PROCID": str(rank),
+        "SLURM_LOCALID": str(rank % tasks_per_node),
+        "SLURM_NODEID": str(node),
+        "SLURM_NTASKS": str(len(nodes) * tasks_per_node),
+        "SLURM_NTASKS_PER_NODE": str(tasks_per_node),
+        "SLURM_TASKS_PER_NODE": f"{tasks_per_node}(x{len(nodes)})",
+        "SLURM_JOB_NODELIST": f"node[01-{len(nodes):02d}]",
+        "SLURM_NODELIST": f"node[01-{len(nodes):02d}]",
+        "SLURMD_NODENAME": nodes[node],
+        "HOSTNAME": nodes[node],
     }
 
 
@@ -123,15 +161,24 @@ def test_every_slurm_rank_computes_the_same_master():
 
 def test_slurm_step_on_part_of_the_allocation_uses_the_step_nodes():
     environ = slurm_rank_env(0, ["node01", "node02", "node03", "node04"], 4)
-    environ.update({"SLURM_STEP_NODELIST": "node[03-04]", "SLURM_STEP_NUM_TASKS": "8",
-                    "SLURM_STEP_TASKS_PER_NODE": "4(x2)"})
+    environ.update(
+        {"SLURM_STEP_NODELIST": "node[03-04]", "SLURM_STEP_NUM_TASKS": "8", "SLURM_STEP_TASKS_PER_NODE": "4(x2)"}
+    )
     env = discover(environ)
     assert (env.master_addr, env.world_size, env.local_world_size) == ("node03", 8, 4)
 
 
 def test_slurm_uneven_tasks_per_node_uses_this_node_entry():
-    env = discover({"SLURM_PROCID": "8", "SLURM_LOCALID": "0", "SLURM_NODEID": "2", "SLURM_NTASKS": "11",
-                    "SLURM_TASKS_PER_NODE": "4(x2),3", "SLURM_JOB_NODELIST": "c[1-3]"})
+    env = discover(
+        {
+            "SLURM_PROCID": "8",
+            "SLURM_LOCALID": "0",
+            "SLURM_NODEID": "2",
+            "SLURM_NTASKS": "11",
+            "SLURM_TASKS_PER_NODE": "4(x2),3",
+            "SLURM_JOB_NODELIST": "c[1-3]",
+        }
+    )
     assert (env.local_world_size, env.master_addr) == (3, "c1")
 
 
@@ -145,9 +192,13 @@ def flux_rank_env(rank: int, nodes: list[str], tasks_per_node: int) -> dict[str,
     """What `flux run` gives task `rank`: no node list, and a broker URI local to each node."""
     node = rank // tasks_per_node
     return {
-        "FLUX_JOB_ID": "f2Q8uRmGZ7", "FLUX_TASK_RANK": str(rank), "FLUX_TASK_LOCAL_ID": str(rank % tasks_per_node),
-        "FLUX_JOB_SIZE": str(len(nodes) * tasks_per_node), "FLUX_JOB_NNODES": str(len(nodes)),
-        "FLUX_URI": f"local:///var/tmp/flux-{node}/local-{node}", "HOSTNAME": nodes[node],
+        "FLUX_JOB_ID": "f2Q8uRmGZ7",
+        "FLUX_TASK_RANK": str(rank),
+        "FLUX_TASK_LOCAL_ID": str(rank % tasks_per_node),
+        "FLUX_JOB_SIZE": str(len(nodes) * tasks_per_node),
+        "FLUX_JOB_NNODES": str(len(nodes)),
+        "FLUX_URI": f"local:///var/tmp/flux-{node}/local-{node}",
+        "HOSTNAME": nodes[node],
     }
 
 
@@ -159,8 +210,12 @@ def test_flux_env():
 
 def test_every_flux_rank_computes_the_same_master():
     nodes = ["tioga18", "tioga20", "tioga21", "tioga22"]
-    script_exports = {"PECAN_MASTER_ADDR": "tioga18", "PECAN_WORLD_SIZE": "16", "PECAN_LOCAL_WORLD_SIZE": "4",
-                      "PECAN_MASTER_PORT": "29511"}
+    script_exports = {
+        "PECAN_MASTER_ADDR": "tioga18",
+        "PECAN_WORLD_SIZE": "16",
+        "PECAN_LOCAL_WORLD_SIZE": "4",
+        "PECAN_MASTER_PORT": "29511",
+    }
     envs = [discover({**flux_rank_env(rank, nodes, 4), **script_exports}) for rank in range(16)]
     assert [env.rank for env in envs] == list(range(16))
     assert {env.master_addr for env in envs} == {"tioga18"}
@@ -186,20 +241,33 @@ def test_flux_stale_world_size_is_an_error():
         discover(environ)
 
 
-@pytest.mark.parametrize("environ, variable", [
-    ({"RANK": "0"}, "WORLD_SIZE"),
-    ({"RANK": "0", "WORLD_SIZE": "2"}, "LOCAL_RANK"),
-    ({"RANK": "one", "WORLD_SIZE": "2", "LOCAL_RANK": "0"}, "RANK"),
-    ({"RANK": "0", "WORLD_SIZE": "2", "LOCAL_RANK": "0", "MASTER_PORT": "http"}, "MASTER_PORT"),
-    ({"SLURM_PROCID": "abc", "SLURM_LOCALID": "0", "SLURM_NTASKS": "2", "SLURM_JOB_NODELIST": "n1"},
-     "SLURM_PROCID"),
-    ({"SLURM_PROCID": "0", "SLURM_NTASKS": "2", "SLURM_JOB_NODELIST": "n1"}, "SLURM_LOCALID"),
-    ({"SLURM_PROCID": "0", "SLURM_LOCALID": "0", "SLURM_NTASKS": "2"}, "SLURM_JOB_NODELIST"),
-    ({"SLURM_PROCID": "0", "SLURM_LOCALID": "0", "SLURM_NTASKS": "2", "SLURM_JOB_NODELIST": "n1",
-      "SLURM_TASKS_PER_NODE": "two"}, "SLURM_TASKS_PER_NODE"),
-    ({"FLUX_TASK_RANK": "0", "FLUX_TASK_LOCAL_ID": "0"}, "FLUX_JOB_SIZE"),
-    ({"FLUX_TASK_RANK": "0", "FLUX_JOB_SIZE": "1"}, "FLUX_TASK_LOCAL_ID"),
-])
+@pytest.mark.parametrize(
+    "environ, variable",
+    [
+        ({"RANK": "0"}, "WORLD_SIZE"),
+        ({"RANK": "0", "WORLD_SIZE": "2"}, "LOCAL_RANK"),
+        ({"RANK": "one", "WORLD_SIZE": "2", "LOCAL_RANK": "0"}, "RANK"),
+        ({"RANK": "0", "WORLD_SIZE": "2", "LOCAL_RANK": "0", "MASTER_PORT": "http"}, "MASTER_PORT"),
+        (
+            {"SLURM_PROCID": "abc", "SLURM_LOCALID": "0", "SLURM_NTASKS": "2", "SLURM_JOB_NODELIST": "n1"},
+            "SLURM_PROCID",
+        ),
+        ({"SLURM_PROCID": "0", "SLURM_NTASKS": "2", "SLURM_JOB_NODELIST": "n1"}, "SLURM_LOCALID"),
+        ({"SLURM_PROCID": "0", "SLURM_LOCALID": "0", "SLURM_NTASKS": "2"}, "SLURM_JOB_NODELIST"),
+        (
+            {
+                "SLURM_PROCID": "0",
+                "SLURM_LOCALID": "0",
+                "SLURM_NTASKS": "2",
+                "SLURM_JOB_NODELIST": "n1",
+                "SLURM_TASKS_PER_NODE": "two",
+            },
+            "SLURM_TASKS_PER_NODE",
+        ),
+        ({"FLUX_TASK_RANK": "0", "FLUX_TASK_LOCAL_ID": "0"}, "FLUX_JOB_SIZE"),
+        ({"FLUX_TASK_RANK": "0", "FLUX_JOB_SIZE": "1"}, "FLUX_TASK_LOCAL_ID"),
+    ],
+)
 def test_bad_environment_names_the_variable(environ, variable):
     with pytest.raises(ValueError, match=variable):
         discover(environ)
@@ -211,8 +279,16 @@ def test_rank_outside_world_is_rejected():
 
 
 def test_discover_reads_os_environ_by_default(monkeypatch):
-    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "SLURM_PROCID", "FLUX_TASK_RANK", "PECAN_MASTER_ADDR",
-                 "PECAN_MASTER_PORT", "MASTER_PORT"):
+    for name in (
+        "RANK",
+        "WORLD_SIZE",
+        "LOCAL_RANK",
+        "SLURM_PROCID",
+        "FLUX_TASK_RANK",
+        "PECAN_MASTER_ADDR",
+        "PECAN_MASTER_PORT",
+        "MASTER_PORT",
+    ):
         monkeypatch.delenv(name, raising=False)
     assert discover().launcher == "single"
 
@@ -220,6 +296,7 @@ def test_discover_reads_os_environ_by_default(monkeypatch):
 # ---------------------------------------------------------------------------------------------
 # Process group
 # ---------------------------------------------------------------------------------------------
+
 
 def test_default_backend():
     assert default_backend(True) == "nccl"
@@ -246,8 +323,16 @@ def _free_port() -> int:
 
 def _two_rank_worker(rank: int, port: int) -> None:
     """One rank of a torchrun-shaped job: discover, join over gloo, all_reduce the rank."""
-    os.environ.update({"RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": "2", "LOCAL_WORLD_SIZE": "2",
-                       "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)})
+    os.environ.update(
+        {
+            "RANK": str(rank),
+            "LOCAL_RANK": str(rank),
+            "WORLD_SIZE": "2",
+            "LOCAL_WORLD_SIZE": "2",
+            "MASTER_ADDR": "127.0.0.1",
+            "MASTER_PORT": str(port),
+        }
+    )
     for name in ("PECAN_MASTER_ADDR", "PECAN_MASTER_PORT"):
         os.environ.pop(name, None)
     env = discover()
@@ -264,7 +349,8 @@ def _two_rank_worker(rank: int, port: int) -> None:
 @pytest.mark.multiprocess
 def test_two_gloo_ranks_all_reduce(capfd):
     context = torch.multiprocessing.start_processes(
-        _two_rank_worker, args=(_free_port(),), nprocs=2, join=False, start_method="spawn")
+        _two_rank_worker, args=(_free_port(),), nprocs=2, join=False, start_method="spawn"
+    )
     deadline = time.monotonic() + 180
     while not context.join(timeout=5):
         if time.monotonic() > deadline:
@@ -281,7 +367,8 @@ def test_two_gloo_ranks_all_reduce(capfd):
 # ---------------------------------------------------------------------------------------------
 
 HYPERTHREADED_CPUINFO = "\n\n".join(
-    f"processor\t: {cpu}\nphysical id\t: {cpu // 4}\ncore id\t\t: {cpu % 2}\nsiblings\t: 4" for cpu in range(8))
+    f"processor\t: {cpu}\nphysical id\t: {cpu // 4}\ncore id\t\t: {cpu % 2}\nsiblings\t: 4" for cpu in range(8)
+)
 
 
 def test_physical_cores_counts_cores_not_threads():

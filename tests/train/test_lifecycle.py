@@ -1,6 +1,7 @@
 """Job lifecycle with real signals to real runs: stop at a step boundary with a mid-epoch checkpoint, the
 final sync, no lock left, exact resume; mid-epoch checkpoint cadence; damaged checkpoints and records;
 unusable out_dirs; the finished-run message."""
+
 import os
 import shutil
 import signal
@@ -22,13 +23,15 @@ from pecan.train.trainer import Trainer
 from tests.train.helpers import tiny_run
 
 ROOT = Path(__file__).resolve().parents[2]
-EXACT = ["train.epochs=2", "train.deterministic=true", "data.batch_size=2", "model.dropout=0.2",
-         "data.augment=true"]
+EXACT = ["train.epochs=2", "train.deterministic=true", "data.batch_size=2", "model.dropout=0.2", "data.augment=true"]
 
 
 def env() -> dict:
-    out = {k: v for k, v in os.environ.items() if not k.startswith(("RANK", "WORLD_SIZE", "LOCAL_", "MASTER_",
-                                                                    "SLURM_", "FLUX_", "PECAN_", "TORCHELASTIC"))}
+    out = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("RANK", "WORLD_SIZE", "LOCAL_", "MASTER_", "SLURM_", "FLUX_", "PECAN_", "TORCHELASTIC"))
+    }
     out.update(PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT))
     return out
 
@@ -39,16 +42,18 @@ def command(path, out_dir, *settings) -> list[str]:
 
 
 def run_ok(cmd: list[str], timeout: int = 300) -> str:
-    done = subprocess.run(cmd, cwd=ROOT, env=env(), capture_output=True, text=True, timeout=timeout,
-                          start_new_session=True)
+    done = subprocess.run(
+        cmd, cwd=ROOT, env=env(), capture_output=True, text=True, timeout=timeout, start_new_session=True
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return done.stdout + done.stderr
 
 
 def signal_at(cmd: list[str], marker: str, sig: int, timeout: int = 300) -> tuple[int, str]:
     """Start ``cmd``, send ``sig`` when a line holds ``marker``, return (exit code, all output)."""
-    process = subprocess.Popen(cmd, cwd=ROOT, env=env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               text=True, start_new_session=True)
+    process = subprocess.Popen(
+        cmd, cwd=ROOT, env=env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+    )
     lines = []
     try:
         for line in process.stdout:
@@ -122,8 +127,9 @@ SECOND_SIGNAL = textwrap.dedent("""
 
 
 def test_a_second_signal_during_the_stop_exits_at_once():
-    done = subprocess.run([sys.executable, "-c", SECOND_SIGNAL, "0.5"], cwd=ROOT, env=env(), capture_output=True,
-                          text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", SECOND_SIGNAL, "0.5"], cwd=ROOT, env=env(), capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 128 + signal.SIGTERM, done.stdout + done.stderr
     assert "still running, requested True SIGUSR1" in done.stdout and "abort callback ran" in done.stdout
     assert "not reached" not in done.stdout and "second signal (SIGTERM)" in done.stderr
@@ -159,14 +165,17 @@ def test_checkpoint_every_steps_resumes_at_the_next_step_exactly(tmp_path):
     assert resumed.start_epoch == 0 and resumed.position.done == last_multiple
     fit_closed(resumed)
     assert_same_weights(weights(full_dir), weights(cut_dir))
-    assert report.read_records(cut_dir / "epochs.jsonl")[0]["samples"] == \
-        report.read_records(full_dir / "epochs.jsonl")[0]["samples"]
+    assert (
+        report.read_records(cut_dir / "epochs.jsonl")[0]["samples"]
+        == report.read_records(full_dir / "epochs.jsonl")[0]["samples"]
+    )
 
 
 def test_checkpoint_every_minutes_writes_mid_epoch(tmp_path):
     path, _ = tiny_run(tmp_path)
-    trainer = make_trainer(path, "train.epochs=1", "train.checkpoint_every_minutes=0.000001",
-                           f"train.out_dir={tmp_path / 'run'}")
+    trainer = make_trainer(
+        path, "train.epochs=1", "train.checkpoint_every_minutes=0.000001", f"train.out_dir={tmp_path / 'run'}"
+    )
     fit_closed(trainer)
     state = ckpt.load_checkpoint(tmp_path / "run" / "checkpoints" / "mid_epoch.pt")
     assert state["position"]["done"] == trainer.steps_per_epoch() - 1  # each step but the epoch's last
@@ -188,6 +197,7 @@ def test_stop_in_process_raises_run_stopped_after_one_step(tmp_path):
 
 
 # ---------------------------------------------------------------------------- damaged files
+
 
 def one_epoch(tmp_path, *settings) -> Path:
     path, _ = tiny_run(tmp_path)
@@ -245,6 +255,7 @@ def test_rerun_of_a_finished_run_says_so(tmp_path, capsys):
 
 
 # ---------------------------------------------------------------------------- unusable out_dir
+
 
 def test_out_dir_that_is_a_file_exits_2_naming_path_and_errno(tmp_path, caplog):
     path, _ = tiny_run(tmp_path)

@@ -1,6 +1,7 @@
 """Two ranks under real launchers: a stop signal to both ranks (as Slurm sends it) stops them after the same
 step and the rerun ends with an uninterrupted run's weights; evaluation with an empty validation share does not
 hang; a killed peer is named by the survivor within the collective timeout."""
+
 import os
 import signal
 import subprocess
@@ -25,8 +26,16 @@ HANG_LIMIT_S = 240  # the old hang lasted the hard-coded 1800 s collective timeo
 
 def torchrun(path, out_dir, *settings) -> list[str]:
     sets = sum((["--set", s] for s in (*settings, f"train.out_dir={out_dir}")), [])
-    return [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "main_app.py",
-            str(path), *sets]
+    return [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node=2",
+        "main_app.py",
+        str(path),
+        *sets,
+    ]
 
 
 def children(pid: int) -> list[int]:
@@ -49,8 +58,9 @@ def test_stop_signal_to_both_ranks_stops_together_and_resumes_exactly(tmp_path):
     run_ok(torchrun(path, tmp_path / "full", *settings), timeout=400)
     out_dir = tmp_path / "stopped"
     cmd = torchrun(path, out_dir, *settings)
-    agent = subprocess.Popen(cmd, cwd=ROOT, env=env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                             start_new_session=True)
+    agent = subprocess.Popen(
+        cmd, cwd=ROOT, env=env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+    )
     lines = []
     try:
         for line in agent.stdout:
@@ -102,8 +112,12 @@ def test_evaluation_with_an_empty_share_does_not_hang(tmp_path, case):
     path, _ = tiny_run(tmp_path)
     data_dir = tmp_path / "data"
     val = write_val_csv(data_dir, 1 if case == "one_validation_sample" else 2)
-    settings = [f"data.val_csvs=[{val}]", "train.epochs=1", "train.max_steps_per_epoch=2",
-                "train.collective_timeout_s=120"]
+    settings = [
+        f"data.val_csvs=[{val}]",
+        "train.epochs=1",
+        "train.max_steps_per_epoch=2",
+        "train.collective_timeout_s=120",
+    ]
     if case == "rank1_share_all_bad":
         # Validation is sharded in order: rank 1 gets the second row alone; it is read (and skipped) at batch time.
         corrupt(data_dir, pd.read_csv(val)["poseid"].iloc[1])
@@ -119,15 +133,31 @@ def test_a_killed_peer_is_named_by_the_survivor_within_the_timeout(tmp_path):
     path, _ = tiny_run(tmp_path)
     timeout_s = 60
     port = str(free_port())
-    sets = sum((["--set", s] for s in ("train.epochs=50", "data.batch_size=2",
-                                        f"train.collective_timeout_s={timeout_s}")), [])
+    sets = sum(
+        (["--set", s] for s in ("train.epochs=50", "data.batch_size=2", f"train.collective_timeout_s={timeout_s}")), []
+    )
     ranks = []
     for rank in (0, 1):
-        environ = {**env(), "RANK": str(rank), "WORLD_SIZE": "2", "LOCAL_RANK": str(rank), "LOCAL_WORLD_SIZE": "2",
-                   "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port}
-        ranks.append(subprocess.Popen([sys.executable, "-u", "main_app.py", str(path), *sets], cwd=ROOT, env=environ,
-                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                      start_new_session=True))
+        environ = {
+            **env(),
+            "RANK": str(rank),
+            "WORLD_SIZE": "2",
+            "LOCAL_RANK": str(rank),
+            "LOCAL_WORLD_SIZE": "2",
+            "MASTER_ADDR": "127.0.0.1",
+            "MASTER_PORT": port,
+        }
+        ranks.append(
+            subprocess.Popen(
+                [sys.executable, "-u", "main_app.py", str(path), *sets],
+                cwd=ROOT,
+                env=environ,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                start_new_session=True,
+            )
+        )
     survivor, victim = ranks
     lines = []
     try:

@@ -1,4 +1,5 @@
 """Metrics against hand-computed values."""
+
 import math
 
 import numpy as np
@@ -19,8 +20,7 @@ def test_accuracy_and_loss():
     logits = np.array([2.0, -1.0, 0.5, -3.0])
     labels = np.array([1, 1, 0, 0])
     assert metrics.accuracy(logits, labels) == 0.5
-    expected = np.mean([np.log1p(np.exp(-2.0)), np.log1p(np.exp(1.0)), np.log1p(np.exp(0.5)),
-                        np.log1p(np.exp(-3.0))])
+    expected = np.mean([np.log1p(np.exp(-2.0)), np.log1p(np.exp(1.0)), np.log1p(np.exp(0.5)), np.log1p(np.exp(-3.0))])
     assert metrics.bce_with_logits(logits, labels) == pytest.approx(expected)
 
 

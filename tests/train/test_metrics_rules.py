@@ -1,4 +1,5 @@
 """Metric rules at their edges, against hand-computed values."""
+
 import math
 
 import numpy as np

@@ -1,4 +1,5 @@
 """The per-complex pairwise ranking loss (train.ranking_loss_weight): hand-computed values and gradients."""
+
 import math
 from types import SimpleNamespace
 

@@ -1,5 +1,6 @@
 """The out_dir lock on clusters: owner identity, stale rules (gone, requeued, heartbeat), race-free takeover
 by real concurrent processes, the heartbeat, --force-unlock, and the lock never reaching sync_dir."""
+
 import json
 import os
 import platform
@@ -150,8 +151,16 @@ def test_two_processes_taking_over_a_stale_lock_never_both_own_it(tmp_path, stal
         else:
             write_lock(directory, age_s=3600)
         go = time.time() + 1.0  # both are imported and spinning by then
-        racers = [subprocess.Popen([sys.executable, "-c", RACER, str(directory), str(go)], env=environ,
-                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+        racers = [
+            subprocess.Popen(
+                [sys.executable, "-c", RACER, str(directory), str(go)],
+                env=environ,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for _ in range(2)
+        ]
         outputs = [r.communicate(timeout=60) for r in racers]
         owners = [out for out, _ in outputs if out.startswith("OWNER")]
         assert len(owners) == 1, (trial, outputs)

@@ -1,4 +1,5 @@
 """Single-process trainer: learning, reports, checkpoints, resume, AMP, compile."""
+
 import math
 
 import pytest
@@ -6,8 +7,8 @@ import torch
 
 from pecan import report
 from pecan.train import checkpoint as ckpt
-from pecan.train.distributed import discover
 from pecan.train.components import amp_context, cosine_schedule
+from pecan.train.distributed import discover
 from pecan.train.trainer import Trainer
 from tests.train.helpers import tiny_run
 

@@ -1,5 +1,6 @@
 """Trainer behaviour through its public methods: metric wiring with known scores, exact resume with
 dropout and augmentation, zero-weight replay, gradient clipping, bf16 against fp32."""
+
 import math
 
 import numpy as np
@@ -8,8 +9,8 @@ import torch
 
 from pecan import config as cfgmod
 from pecan.train import checkpoint as ckpt
-from pecan.train.distributed import discover
 from pecan.train.components import cosine_schedule
+from pecan.train.distributed import discover
 from pecan.train.timing import PhaseTimer
 from pecan.train.trainer import Trainer
 from tests.shards import write_dataset
@@ -26,10 +27,18 @@ def data_dir(tmp_path_factory):
 
 
 def make_config(data_dir, out_dir, *overrides: str):
-    raw = {"data": {"data_dir": str(data_dir), "train_csvs": ["index.csv"], "val_fraction": 0.5,
-                    "batch_size": 4, "num_workers": 0, "cache_dir": str(out_dir / "cache")},
-           "model": {"hidden": 8, "layers": 1, "rbf": 4},
-           "train": {"epochs": 2, "lr": 0.003, "out_dir": str(out_dir / "run"), "progress": False}}
+    raw = {
+        "data": {
+            "data_dir": str(data_dir),
+            "train_csvs": ["index.csv"],
+            "val_fraction": 0.5,
+            "batch_size": 4,
+            "num_workers": 0,
+            "cache_dir": str(out_dir / "cache"),
+        },
+        "model": {"hidden": 8, "layers": 1, "rbf": 4},
+        "train": {"epochs": 2, "lr": 0.003, "out_dir": str(out_dir / "run"), "progress": False},
+    }
     config = cfgmod.from_dict(raw)
     for override in overrides:
         keys, value = cfgmod.parse_override(override)
@@ -187,8 +196,9 @@ def test_gradient_clipping_bounds_the_step(data_dir, tmp_path, clip):
         # The gradient of the batch's mean BCE, computed here without the trainer's step.
         params = [p for p in trainer.raw_model.parameters() if p.requires_grad]
         grads = torch.autograd.grad(trainer.forward_loss(batch), params, allow_unused=True)
-        expected = float(torch.linalg.vector_norm(torch.stack(
-            [torch.linalg.vector_norm(g) for g in grads if g is not None])))
+        expected = float(
+            torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in grads if g is not None]))
+        )
         (norm,) = gradient_norms_seen_by_optimizer(trainer, batch)
         if clip:
             assert norm <= clip * (1 + 1e-4)

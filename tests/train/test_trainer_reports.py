@@ -1,5 +1,6 @@
 """What a run shows where it goes: progress lines in a log file (no carriage returns), the CPU share of a rank
 pinned to fewer cores than threads, the compact report, TensorBoard per-step scalars, the per-rank log."""
+
 import os
 import shutil
 import subprocess
@@ -19,7 +20,11 @@ def run_to_file(tmp_path: Path, config: Path, *settings: str, pin: bool = False)
     command = [sys.executable, "-m", "pecan", "train", str(config), *(f"--set={s}" for s in settings)]
     if pin:
         command = ["taskset", "-c", "0", *command]
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OMP_", "MKL_", "PECAN_", "RANK", "WORLD_SIZE", "LOCAL_", "MASTER_"))}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("OMP_", "MKL_", "PECAN_", "RANK", "WORLD_SIZE", "LOCAL_", "MASTER_"))
+    }
     env["PYTHONPATH"] = str(ROOT)
     log = tmp_path / "job.log"
     with open(log, "w") as out:
@@ -32,13 +37,22 @@ def run_to_file(tmp_path: Path, config: Path, *settings: str, pin: bool = False)
 @pytest.mark.skipif(shutil.which("taskset") is None, reason="needs taskset to pin the run to one core")
 def test_log_file_run_has_lines_not_frames_and_flags_a_starved_rank(tmp_path):
     path, _ = tiny_run(tmp_path)
-    text = run_to_file(tmp_path, path, "train.progress=auto", "train.progress_every_seconds=0",
-                       "train.intra_op_threads=2", "train.tensorboard=true", "train.tensorboard_every_steps=2",
-                       "train.report=compact", pin=True)
+    text = run_to_file(
+        tmp_path,
+        path,
+        "train.progress=auto",
+        "train.progress_every_seconds=0",
+        "train.intra_op_threads=2",
+        "train.tensorboard=true",
+        "train.tensorboard_every_steps=2",
+        "train.report=compact",
+        pin=True,
+    )
     assert "\r" not in text
     lines = [line for line in text.splitlines() if "INFO epoch 1/2: " in line]
-    assert lines and all(" ETA " in line and "ETA run" in line and "samples/s" in line and "loss " in line
-                         for line in lines)
+    assert lines and all(
+        " ETA " in line and "ETA run" in line and "samples/s" in line and "loss " in line for line in lines
+    )
     records = report.read_records(tmp_path / "run" / "epochs.jsonl")
     # Two threads on one core: the process cannot get more than about half of what its threads ask for.
     assert all(0 < r["cpu_share"] <= 0.6 and r["ranks"]["cpu_share"] == [r["cpu_share"]] for r in records)
@@ -69,5 +83,7 @@ def test_resume_with_changed_settings_names_the_keys_and_both_values(tmp_path):
     run_to_file(tmp_path, path, "train.epochs=1", "train.progress=off")
     text = run_to_file(tmp_path, path, "train.epochs=2", "train.lr=0.001", "data.batch_size=8", "train.progress=off")
     warning = next(line for line in text.splitlines() if "with changed settings" in line)
-    assert "data.batch_size: checkpoint 4, config 8" in warning and "train.lr: checkpoint 0.003, config 0.001" in warning
+    assert (
+        "data.batch_size: checkpoint 4, config 8" in warning and "train.lr: checkpoint 0.003, config 0.001" in warning
+    )
     assert "train.epochs: checkpoint 1, config 2" in warning and "digest" not in warning
