@@ -8,19 +8,14 @@ import argparse
 import sys
 import textwrap
 
+from pecan.commands import add_set_option
+
 
 def parse_args(argv=None, prog: str | None = None) -> argparse.Namespace:
     """Command-line options."""
     parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     parser.add_argument("config", nargs="?", help="YAML run config to resolve")
-    parser.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="SECTION.KEY=VALUE",
-        help="override a config value; the value is parsed as YAML (repeatable)",
-    )
+    add_set_option(parser)
     parser.add_argument("--keys", action="store_true", help="list every key with its type, default and meaning")
     args = parser.parse_args(argv)
     if args.keys == bool(args.config):

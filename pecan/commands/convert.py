@@ -10,6 +10,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from pecan.commands import add_progress_option, progress_mode
+
 
 def parse_args(argv=None, prog: str | None = None) -> argparse.Namespace:
     """Command-line options."""
@@ -28,13 +30,7 @@ def parse_args(argv=None, prog: str | None = None) -> argparse.Namespace:
         action="store_true",
         help="drop the receptor's HETATM residues (metals, cofactors); waters are always dropped",
     )
-    parser.add_argument(
-        "--progress",
-        choices=("auto", "bar", "lines", "off"),
-        default="auto",
-        help="auto: a bar on a terminal, else a line every 30 s (never carriage returns in a file)",
-    )
-    parser.add_argument("--no-progress", action="store_true", help="same as --progress off")
+    add_progress_option(parser)
     return parser.parse_args(argv)
 
 
@@ -62,7 +58,7 @@ def main(argv=None, prog: str | None = None) -> int:
             args.prefix,
             args.complexes_per_shard,
             args.workers,
-            progress="off" if args.no_progress else args.progress,
+            progress=progress_mode(args),
         )
     except (OSError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)

@@ -13,6 +13,7 @@ import os
 import sys
 import time
 
+from pecan.commands import add_set_option
 from pecan.errors import exit_code
 
 
@@ -22,14 +23,7 @@ def parse_args(argv=None, prog: str | None = None) -> argparse.Namespace:
         prog=prog, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("config", help="YAML run config whose data section names the shards")
-    parser.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="SECTION.KEY=VALUE",
-        help="override a config value; the value is parsed as YAML (repeatable)",
-    )
+    add_set_option(parser)
     parser.add_argument("--processes", type=int, default=os.cpu_count() or 1, help="shards packed in parallel")
     return parser.parse_args(argv)
 

@@ -14,7 +14,7 @@ import sys
 from typing import Any
 
 from pecan import config as config_module
-from pecan.errors import exit_code
+from pecan.commands import add_allow_option, add_set_option, expected_error_code
 
 # data.* keys a checkpoint's stored run config keeps when scoring without a YAML: how samples are found,
 # built and labelled. Locations and io settings belong to the machine that trained, so they are dropped.
@@ -46,22 +46,8 @@ def parse_args(argv=None, prog: str | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--out", default="scores.csv", help="the scores CSV; the metrics JSON goes beside it")
     parser.add_argument("--config", help="start from this YAML instead of the checkpoint's stored run config")
-    parser.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="SECTION.KEY=VALUE",
-        help="override a config value; the value is parsed as YAML (repeatable)",
-    )
-    parser.add_argument(
-        "--allow-setting-change",
-        dest="allow",
-        action="append",
-        default=[],
-        metavar="KEY",
-        help="score with a pinned setting (e.g. data.edge_cutoff) that differs from the trained one",
-    )
+    add_set_option(parser)
+    add_allow_option(parser, "score with a pinned setting (e.g. data.edge_cutoff) that differs from the trained one")
     parser.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N (default auto)")
     return parser.parse_args(argv)
 
@@ -130,11 +116,7 @@ def score(config: config_module.Config, checkpoint: str, out: str, allow: tuple[
         run_predict(config, env, device, checkpoint, out, allow)
         finished = True
         return 0
-    except Exception as err:
-        code = exit_code(err)
-        if code is None:
-            raise
-        logging.getLogger("pecan").error("%s", err)
-        return code
+    except Exception as err:  # an expected error type exits with its code (pecan.errors.EXIT_CODES)
+        return expected_error_code(err)
     finally:
         cleanup_distributed(graceful=finished)

@@ -13,6 +13,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from pecan.commands import add_progress_option, progress_mode
+
 
 def parse_args(argv=None, prog: str | None = None) -> argparse.Namespace:
     """Command-line options."""
@@ -45,7 +47,7 @@ def parse_args(argv=None, prog: str | None = None) -> argparse.Namespace:
     parser.add_argument("--scoring", choices=("vina", "vinardo"), default="vina")
     parser.add_argument("--workers", type=int, default=1, help="complexes docked at once (processes)")
     parser.add_argument("--cpu", type=int, default=1, help="Vina threads per complex")
-    parser.add_argument("--no-progress", action="store_true")
+    add_progress_option(parser)
     return parser.parse_args(argv)
 
 
@@ -78,7 +80,7 @@ def main(argv=None, prog: str | None = None) -> int:
             cpu=args.cpu,
             scoring=args.scoring,
         )
-        summary = redock(args.manifest, args.out, options, args.workers, progress=not args.no_progress)
+        summary = redock(args.manifest, args.out, options, args.workers, progress=progress_mode(args))
     except ImportError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

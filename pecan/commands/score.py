@@ -19,6 +19,7 @@ from pathlib import Path
 import pandas as pd
 
 from pecan import config as config_module
+from pecan.commands import add_allow_option
 from pecan.errors import ConfigError
 
 
@@ -39,14 +40,7 @@ def parse_args(argv=None, prog: str | None = None) -> argparse.Namespace:
         default=8.0,
         help="receptor atoms kept around each pose at conversion (Angstrom, default 8)",
     )
-    parser.add_argument(
-        "--allow-setting-change",
-        dest="allow",
-        action="append",
-        default=[],
-        metavar="KEY",
-        help="score with a pinned setting that differs from the trained one",
-    )
+    add_allow_option(parser, "score with a pinned setting that differs from the trained one")
     parser.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N (default auto)")
     return parser.parse_args(argv)
 

@@ -14,32 +14,21 @@ import sys
 
 from pecan import config as config_module
 from pecan import tracing
-from pecan.errors import exit_code
+from pecan.commands import add_allow_option, add_set_option, expected_error_code
 
 
 def parse_args(argv=None, prog: str | None = None) -> argparse.Namespace:
     """Command line: a config file and any number of --set overrides."""
     parser = argparse.ArgumentParser(prog=prog, description="Train an EGNN pose classifier on HDF5 shards.")
     parser.add_argument("config", help="YAML config file (see configs/demo.yaml and docs/configuration.md)")
-    parser.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="SECTION.KEY=VALUE",
-        help="override a config value; the value is parsed as YAML (repeatable)",
-    )
+    add_set_option(parser)
     parser.add_argument(
         "--predict", metavar="CHECKPOINT", help="score the configured poses with this checkpoint instead of training"
     )
     parser.add_argument("--out", default="scores.csv", help="with --predict: the scores CSV (default scores.csv)")
-    parser.add_argument(
-        "--allow-setting-change",
-        dest="allow",
-        action="append",
-        default=[],
-        metavar="KEY",
-        help="with --predict: score with the config's value of a setting the checkpoint pins "
+    add_allow_option(
+        parser,
+        "with --predict: score with the config's value of a setting the checkpoint pins "
         "(e.g. data.edge_cutoff) although it differs from the trained one (repeatable)",
     )
     parser.add_argument(
@@ -168,12 +157,8 @@ def main(argv=None, prog: str | None = None) -> int:
     except KeyboardInterrupt:  # Ctrl-C before the stop handlers were installed: nothing trained yet
         print("interrupted during start-up; nothing to save: rerun the same command to start", file=sys.stderr)
         return 128 + signal.SIGINT
-    except Exception as err:  # noqa: BLE001 - an expected error type exits with its code (pecan.errors.EXIT_CODES)
-        code = exit_code(err)
-        if code is None:
-            raise
-        logging.getLogger("pecan").error("%s", err)
-        return code
+    except Exception as err:  # an expected error type exits with its code (pecan.errors.EXIT_CODES)
+        return expected_error_code(err)
     finally:
         if trainer is not None:
             trainer.close()

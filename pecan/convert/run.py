@@ -16,6 +16,7 @@ from pecan.convert.complexes import ComplexEntry, ConvertedComplex, Options, con
 from pecan.data import format as fmt
 from pecan.data.index import derive_index
 from pecan.fileio import write_csv, write_text
+from pecan.pool import results_of
 from pecan.progress import Progress
 
 log = logging.getLogger(__name__)
@@ -132,24 +133,12 @@ def remove_stale_shards(out_dir: Path, prefix: str, jobs: list[ShardJob]) -> lis
 
 
 def _run_all(jobs: list[ShardJob], workers: int, progress) -> list[dict]:
-    bar = Progress(sum(len(j.entries) for j in jobs), "converting", "complex", progress)
     records = []
-    if workers <= 1:
-        results: Iterable[dict] = map(run_job, jobs)
-    else:
-        import multiprocessing
-
-        pool = multiprocessing.get_context("spawn").Pool(workers)
-        results = pool.imap_unordered(run_job, jobs)
-    try:
-        for record in results:
-            records.append(record)
-            bar.update(record["entries"])
-    finally:
-        bar.close()
-        if workers > 1:
-            pool.close()
-            pool.join()
+    with Progress(sum(len(j.entries) for j in jobs), "converting", "complex", progress) as bar:
+        with results_of(run_job, jobs, workers) as results:
+            for record in results:
+                records.append(record)
+                bar.update(record["entries"])
     return sorted(records, key=lambda r: r["shard"])
 
 

@@ -9,13 +9,13 @@ passed through to the converter's manifest.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
 from pathlib import Path
 
 import pandas as pd
-from tqdm import tqdm
 
 from pecan.fileio import write_csv
+from pecan.pool import results_of
+from pecan.progress import Progress
 from pecan.redock.dock import SCORE_PROPERTY, DockJob, DockOptions, run_job
 
 REQUIRED_COLUMNS = ("complex_id", "receptor", "crystal_ligand")
@@ -72,29 +72,16 @@ def plan(frame: pd.DataFrame, out_dir: Path, options: DockOptions) -> list[DockJ
     ]
 
 
-def _run_all(jobs: list[DockJob], workers: int, progress: bool, on_record) -> list[dict]:
-    bar = tqdm(total=len(jobs), desc="redocking", unit="complex", disable=not progress)
+def _run_all(jobs: list[DockJob], workers: int, progress, on_record) -> list[dict]:
     records = []
-    if workers <= 1:
-        results: Iterable[dict] = map(run_job, jobs)
-    else:
-        import multiprocessing
-
-        pool = multiprocessing.get_context("spawn").Pool(workers)
-        results = pool.imap_unordered(run_job, jobs)
     order = {job.complex_id: k for k, job in enumerate(jobs)}
-    try:
-        for record in results:
-            records.append(record)
-            records.sort(key=lambda r: order[r["complex_id"]])
-            on_record(records)
-            bar.set_postfix_str(f"{record['complex_id']} {record['status']}")
-            bar.update(1)
-    finally:
-        bar.close()
-        if workers > 1:
-            pool.close()
-            pool.join()
+    with Progress(len(jobs), "redocking", "complex", progress) as bar:
+        with results_of(run_job, jobs, workers) as results:
+            for record in results:
+                records.append(record)
+                records.sort(key=lambda r: order[r["complex_id"]])
+                on_record(records)
+                bar.update(1)
     return records
 
 
@@ -132,7 +119,7 @@ def converter_manifest(frame: pd.DataFrame, records: list[dict], jobs: list[Dock
     return pd.DataFrame(rows, columns=columns + [c for c in (rows[0] if rows else {}) if c not in columns])
 
 
-def redock(manifest: Path, out_dir: Path, options: DockOptions, workers: int = 1, progress: bool = True) -> dict:
+def redock(manifest: Path, out_dir: Path, options: DockOptions, workers: int = 1, progress="auto") -> dict:
     """Redock every manifest row; writes poses/, records/, manifest.csv, redock.csv, failures.csv; returns the
     summary."""
     manifest = Path(manifest)
