@@ -12,6 +12,7 @@ from pecan.data.index import DataError
 from pecan.data.loader import make_dataset
 from pecan.data.packed import PACK_VERSION, read_header
 from pecan.train.distributed import discover
+from pecan.train.threads import size_threads
 from pecan.train.trainer import Trainer
 from tests.train.helpers import tiny_run
 
@@ -99,7 +100,7 @@ def test_decode_cache_is_off_only_for_the_augmenting_variant(tmp_path, variant, 
     path.write_text(text)
     config = cfgmod.load(path, settings)
     trainer = Trainer(config, discover({}), torch.device("cpu"))
-    trainer.size_threads()
+    trainer.threads = size_threads(config, trainer.env)
     trainer.build_data()
     assert trainer.train_set.use_decode_cache is cache
     assert trainer.val_set.use_decode_cache is True

@@ -10,6 +10,7 @@ from pecan import config as cfgmod
 from pecan.data import format as fmt
 from pecan.data.graph import build_graph
 from pecan.data.h5dataset import graph_to_data
+from pecan.data.sample import missing_docking_features
 from tests.shards import make_atoms
 
 VARIANTS = ("sgcnn", "ggcnn", "cnn3d")
@@ -45,6 +46,7 @@ def sample_values(label: float, pose_features: np.ndarray, complex_id: int, samp
     return {
         "y": np.array([label]),
         "pose_features": pose_features,
+        "docking_features": missing_docking_features(1),
         "complex_id": np.array([complex_id]),
         "sample_id": np.array([sample_id]),
     }
@@ -71,7 +73,9 @@ def features(n: int, n_ligand: int, seed: int = 0) -> np.ndarray:
     rng = np.random.default_rng(seed)
     x = np.zeros((n, fmt.N_FEATURES), dtype=np.float32)
     x[:, 1] = 1.0
-    x[:, 9:13] = rng.normal(size=(n, 4))  # hybridization, valences, charge
+    values = rng.normal(size=(n, 4))
+    x[:, 9:12] = np.abs(values[:, :3])  # hybridization and valences: non-negative, as the data checks require
+    x[:, 12] = values[:, 3]  # partial charge
     x[:, fmt.MOLCODE_FEATURE] = -1.0
     x[:n_ligand, fmt.MOLCODE_FEATURE] = 1.0
     return x
