@@ -345,9 +345,11 @@ def test_disk_full_names_path(tmp_path, data_dir, caplog, capsys):
             capsys=capsys,
         )
     finally:
-        subprocess.run(["umount", str(mount)], check=False)
+        unmounted = subprocess.run(["umount", str(mount)], check=False, capture_output=True, text=True)
     assert code == 1
     assert "disk full" in text and str(mount / "run") in text and "ENOSPC" in text
+    # Nothing of the run (its per-rank log file included) stays open once main has returned.
+    assert unmounted.returncode == 0, unmounted.stderr
 
 
 # ---------------------------------------------------------------------------- kill -9 at the three write points

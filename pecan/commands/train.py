@@ -51,6 +51,15 @@ def resolve_device(setting: str, discovered, local_rank: int):
     return torch.device(setting)
 
 
+def close_run_logs() -> None:
+    """Detach and close the handlers setup_logging added, so the run's log file is not held open after the run
+    (a process that trains again, or unmounts out_dir, would otherwise find it busy)."""
+    root = logging.getLogger()
+    for old in [h for h in root.handlers if getattr(h, "pecan_run", False)]:
+        root.removeHandler(old)
+        old.close()
+
+
 def setup_logging(rank: int, is_main: bool, out_dir: str) -> None:
     """Console: INFO and above on rank 0, warnings elsewhere (as many ranks would repeat rank 0's lines);
     file: out_dir/logs/rank<k>.log, INFO and above, for every rank, so a failure on rank 5 of 64 has its
@@ -58,9 +67,7 @@ def setup_logging(rank: int, is_main: bool, out_dir: str) -> None:
     from pathlib import Path
 
     root = logging.getLogger()
-    for old in [h for h in root.handlers if getattr(h, "pecan_run", False)]:  # an earlier run in this process
-        root.removeHandler(old)
-        old.close()
+    close_run_logs()  # an earlier run in this process
     console = logging.StreamHandler()
     console.setLevel(logging.INFO if is_main else logging.WARNING)
     console.setFormatter(logging.Formatter(f"[pecan r{rank}] %(levelname)s %(message)s"))
@@ -172,3 +179,4 @@ def main(argv=None, prog: str | None = None) -> int:
         trainer = None
         tracing.finalize()
         cleanup_distributed(graceful=finished)
+        close_run_logs()
