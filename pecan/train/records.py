@@ -11,10 +11,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
 from pecan import report, tracing
+from pecan.data.sample import COUNTER_FIELDS, counters_to_dict
 from pecan.fileio import named_write_errors
+from pecan.train.distributed import all_reduce_sum, gather_varlen
+from pecan.train.timing import cuda_peak_mb, peak_rss_mb
 
 log = logging.getLogger(__name__)
 
@@ -84,3 +88,63 @@ def run_info(config, env, device: torch.device, threads, resumed_from, start_epo
         "resumed_from": resumed_from,
         "start_epoch": start_epoch,
     }
+
+
+def reduce_counts(trainer, io_counts: np.ndarray) -> dict[str, int]:
+    """This epoch's I/O counters summed over ranks."""
+    return counters_to_dict(all_reduce_sum(torch.from_numpy(io_counts.copy()), trainer.env, what="io_counts"))
+
+
+def epoch_record(
+    trainer,
+    epoch: int,
+    wall: float,
+    phases: dict[str, float],
+    train: dict[str, float],
+    metrics: dict[str, float],
+    io_counts: np.ndarray,
+) -> dict[str, Any]:
+    """The epochs.jsonl record (fields in report.REQUIRED_FIELDS and more)."""
+    counts = reduce_counts(trainer, io_counts)
+    phase_values = {p: phases.get(p, 0.0) for p in report.PHASES}
+    own = [
+        *phase_values.values(),
+        sum(phase_values[p] for p in ("forward_s", "backward_s", "optimizer_s")),
+        io_counts[COUNTER_FIELDS.index("worker_busy_ns")] / 1e9,
+        peak_rss_mb(),
+        cuda_peak_mb(trainer.device),
+        trainer.reporter.cpu_share(),
+    ]
+    per_rank = (
+        gather_varlen(torch.tensor([own], dtype=torch.float64, device=trainer.device), trainer.env, what="epoch_report")
+        .cpu()
+        .tolist()
+    )
+    record = {
+        "epoch": epoch + 1,
+        "wall_s": wall,
+        "samples": train["samples"],
+        "samples_per_s": train["samples"] / max(wall, 1e-9),
+        "train_loss": train["train_loss"],
+        **metrics,
+        "lr": trainer.scheduler.get_last_lr()[0],
+        "world_size": trainer.env.world_size,
+        "io_mode": trainer.config.data.io_mode,
+        **report.io_ratios(counts),
+        **phase_values,
+        "data_wait_share": phase_values["data_wait_s"] / max(wall, 1e-9),
+        "io_counts": counts,
+        "amp": trainer.config.train.amp,
+        "compile": trainer.config.train.compile,
+        "skipped_samples": counts["skipped"],
+        "skipped_at_start": trainer.skipped_at_start,
+        "nonfinite_steps": trainer.nonfinite_steps,
+        "pos_weight": trainer.pos_weight,
+        **report.rank_summary(per_rank),
+        "num_workers": trainer.threads.num_workers,
+        "intra_op_threads": torch.get_num_threads(),
+        "tracing": tracing.is_enabled(),
+        "completed": epoch + 1 == trainer.config.train.epochs,
+        "config_digest": trainer.config.digest(),
+    }
+    return record

@@ -1,4 +1,5 @@
-"""The training loop: data, model, AMP, compile, DDP, evaluation, checkpoints and epoch reports."""
+"""The training loop: data, model, AMP, compile, DDP, evaluation, checkpoints and epoch reports (the data and
+model are built by build.py, the epoch record by records.py)."""
 
 from __future__ import annotations
 
@@ -15,36 +16,29 @@ import torch
 import torch.nn.functional as F
 
 from pecan import config as config_module
-from pecan import report, tracing
+from pecan import tracing
 from pecan.checkpoint_settings import sample_settings, split_record
 from pecan.collectives import guarded
 from pecan.config import Config
 from pecan.data import format as fmt
 from pecan.data.index import DataError
-from pecan.data.loader import first_good_batch, make_dataset, make_loader, make_sampler, prepare_job_data
-from pecan.data.sample import COUNTER_FIELDS, counters_to_dict
+from pecan.data.loader import first_good_batch
+from pecan.data.sample import COUNTER_FIELDS
 from pecan.fileio import named_write_errors
 from pecan.predict import score_share
+from pecan.train import build, resume
 from pecan.train import checkpoint as ckpt
-from pecan.train import resume
-from pecan.train.components import (
-    amp_context,
-    apply_compile,
-    cosine_schedule,
-    seed_everything,
-    weights_in_sync,
-    wrap_ddp,
-)
-from pecan.train.distributed import DistEnv, GradCommClock, all_reduce_sum, barrier, gather_varlen
+from pecan.train.components import amp_context, cosine_schedule, seed_everything, weights_in_sync
+from pecan.train.distributed import DistEnv, all_reduce_sum, barrier, gather_varlen
 from pecan.train.lifecycle import Lifecycle, Position, carried_totals
-from pecan.train.metrics import BestSelector, classification_report, resolve_pos_weight
+from pecan.train.metrics import BestSelector, classification_report
 from pecan.train.ranking import with_ranking_loss
-from pecan.train.records import RunFiles, run_info
+from pecan.train.records import RunFiles, epoch_record, run_info
 from pecan.train.reporting import EpochReporter
 from pecan.train.run_dir import claim_out_dir
 from pecan.train.sync import OutputSync
 from pecan.train.threads import size_threads
-from pecan.train.timing import PhaseTimer, cuda_peak_mb, peak_rss_mb, timed_backward, timed_fetch
+from pecan.train.timing import PhaseTimer, timed_backward, timed_fetch
 
 log = logging.getLogger(__name__)
 
@@ -114,102 +108,12 @@ class Trainer:
         )
 
     def build_data(self) -> None:
-        """Indexes, packs and staging through the loader's job protocol, then per-rank loaders."""
-        data = self.config.data
-        workers = self.threads.num_workers
-        with tracing.span("pecan.setup", "index"):
-            job = prepare_job_data(
-                data,
-                rank=self.env.rank,
-                local_rank=self.env.local_rank,
-                processes=max(workers, 1),
-                progress=self.show_progress,
-            )
-        self.train_frame, self.val_frame, self.staging = job.train_frame, job.val_frame, job.staging
-        packs = job.packs
-        if len(self.val_frame) == 0:
-            raise config_module.ConfigError(
-                "the validation split is empty: set data.val_fraction > 0 or data.val_csvs / data.val_fns"
-            )
-        from model import augments_inputs as model_augments_inputs
-
-        try:
-            self.pos_weight = resolve_pos_weight(self.config.train.pos_weight, self.train_frame["label"].to_numpy())
-        except ValueError as err:
-            raise config_module.ConfigError(str(err)) from err
-        self.train_set = make_dataset(data, self.train_frame, packs)
-        if model_augments_inputs(self.config.model) and getattr(self.train_set, "use_decode_cache", False):
-            # The model transforms its inputs randomly in training: decoded samples must not be reused.
-            self.train_set.use_decode_cache = False
-            log.info("decode cache off: model %s augments its inputs", self.config.model.name)
-        self.val_set = make_dataset(data, self.val_frame, packs, augment=False)
-        seed = self.config.train.seed
-        self.train_sampler = make_sampler(
-            self.train_set, data, train=True, rank=self.env.rank, world_size=self.env.world_size, seed=seed
-        )
-        val_sampler = make_sampler(
-            self.val_set, data, train=False, rank=self.env.rank, world_size=self.env.world_size, seed=seed
-        )
-        trace_dir = config_module.trace_dir(self.config) if tracing.is_enabled() else None
-        worker_init = tracing.WorkerInit(trace_dir, self.env.rank, data.data_dir if self.config.trace.posix else None)
-        pin = self.device.type == "cuda"
-        busy = COUNTER_FIELDS.index("worker_busy_ns")
-        self.train_loader = make_loader(
-            tracing.BusyDataset(self.train_set, busy),
-            self.train_sampler,
-            data.batch_size,
-            workers,
-            worker_init,
-            pin,
-            seed=seed,
-        )
-        self.val_loader = make_loader(
-            tracing.BusyDataset(self.val_set, busy), val_sampler, data.batch_size, workers, worker_init, pin
-        )
-        self.skipped_at_start = sum(int(frame.attrs.get("skipped", 0)) for frame in (self.train_frame, self.val_frame))
-        self.skipped_at_start += sum(getattr(d, "skipped_at_build", 0) for d in (self.train_set, self.val_set))
-        if self.env.is_main:
-            log.info(
-                "data: %d training and %d validation samples (%d / %d complexes), io_mode %s, %d workers/rank",
-                len(self.train_set),
-                len(self.val_set),
-                self.train_frame["pdbid"].nunique(),
-                self.val_frame["pdbid"].nunique(),
-                data.io_mode,
-                workers,
-            )
-            if self.skipped_at_start:
-                log.warning("%d bad sample(s) skipped before training (on_bad_sample: skip)", self.skipped_at_start)
-            log.info(
-                "loss: positive-class weight %.4g (train.pos_weight %s)", self.pos_weight, self.config.train.pos_weight
-            )
+        """Indexes, packs and staging through the loader's job protocol, then per-rank loaders (build.py)."""
+        build.build_data(self)
 
     def build_model(self) -> None:
-        """Registry lookup, then compile and DDP applied from outside the model."""
-        from model import build_model
-
-        torch.manual_seed(self.config.train.seed)
-        self.raw_model = build_model(self.config.model.name, self.config.model, nn_type=self.config.model.nn_type).to(
-            self.device
-        )
-        compiled = apply_compile(self.raw_model, self.config.train.compile)
-        self.model = wrap_ddp(compiled, self.env, self.device)
-        # Evaluation runs the module DDP wraps, not DDP: DDP's forward syncs buffers, a collective that a rank
-        # with no validation batch never joins (a hang until the collective timeout).
-        self.eval_model = compiled
-        self.grad_clock = None
-        if self.env.is_distributed and self.device.type == "cpu":
-            self.grad_clock = GradCommClock()
-            self.model.register_comm_hook(None, self.grad_clock.hook)
-        if self.env.is_main:
-            count = sum(p.numel() for p in self.raw_model.parameters())
-            log.info(
-                "model: %s, %d parameters, amp %s, compile %s",
-                type(self.raw_model).__name__,
-                count,
-                self.config.train.amp,
-                self.config.train.compile,
-            )
+        """Registry lookup, then compile and DDP applied from outside the model (build.py)."""
+        build.build_model(self)
 
     def steps_per_epoch(self) -> int:
         """Optimizer steps in one epoch on every rank."""
@@ -295,14 +199,14 @@ class Trainer:
         self.epochs_done, self.last_metrics = epoch + 1, metrics
         self.records.append(
             {
-                **self.epoch_record(epoch, time.perf_counter() - start, timer.totals(), train, metrics, io_counts),
+                **epoch_record(self, epoch, time.perf_counter() - start, timer.totals(), train, metrics, io_counts),
                 **in_sync,
             }
         )
         with timer.span("checkpoint_s"):
             self.save_checkpoints(metrics)
         record = {
-            **self.epoch_record(epoch, time.perf_counter() - start, timer.totals(), train, metrics, io_counts),
+            **epoch_record(self, epoch, time.perf_counter() - start, timer.totals(), train, metrics, io_counts),
             **in_sync,
         }
         if self.staging is not None and epoch == self.start_epoch:
@@ -456,64 +360,6 @@ class Trainer:
                 ckpt.save_checkpoint(directory / "best.pt", state)
         barrier("checkpoint")
         self.lifecycle.checkpoint_written()
-
-    def reduce_counts(self, io_counts: np.ndarray) -> dict[str, int]:
-        """This epoch's I/O counters summed over ranks."""
-        return counters_to_dict(all_reduce_sum(torch.from_numpy(io_counts.copy()), self.env, what="io_counts"))
-
-    def epoch_record(
-        self,
-        epoch: int,
-        wall: float,
-        phases: dict[str, float],
-        train: dict[str, float],
-        metrics: dict[str, float],
-        io_counts: np.ndarray,
-    ) -> dict[str, Any]:
-        """The epochs.jsonl record (fields in report.REQUIRED_FIELDS and more)."""
-        counts = self.reduce_counts(io_counts)
-        phase_values = {p: phases.get(p, 0.0) for p in report.PHASES}
-        own = [
-            *phase_values.values(),
-            sum(phase_values[p] for p in ("forward_s", "backward_s", "optimizer_s")),
-            io_counts[COUNTER_FIELDS.index("worker_busy_ns")] / 1e9,
-            peak_rss_mb(),
-            cuda_peak_mb(self.device),
-            self.reporter.cpu_share(),
-        ]
-        per_rank = (
-            gather_varlen(torch.tensor([own], dtype=torch.float64, device=self.device), self.env, what="epoch_report")
-            .cpu()
-            .tolist()
-        )
-        record = {
-            "epoch": epoch + 1,
-            "wall_s": wall,
-            "samples": train["samples"],
-            "samples_per_s": train["samples"] / max(wall, 1e-9),
-            "train_loss": train["train_loss"],
-            **metrics,
-            "lr": self.scheduler.get_last_lr()[0],
-            "world_size": self.env.world_size,
-            "io_mode": self.config.data.io_mode,
-            **report.io_ratios(counts),
-            **phase_values,
-            "data_wait_share": phase_values["data_wait_s"] / max(wall, 1e-9),
-            "io_counts": counts,
-            "amp": self.config.train.amp,
-            "compile": self.config.train.compile,
-            "skipped_samples": counts["skipped"],
-            "skipped_at_start": self.skipped_at_start,
-            "nonfinite_steps": self.nonfinite_steps,
-            "pos_weight": self.pos_weight,
-            **report.rank_summary(per_rank),
-            "num_workers": self.threads.num_workers,
-            "intra_op_threads": torch.get_num_threads(),
-            "tracing": tracing.is_enabled(),
-            "completed": epoch + 1 == self.config.train.epochs,
-            "config_digest": self.config.digest(),
-        }
-        return record
 
     def close(self) -> None:
         """Stop loader workers (persistent workers otherwise outlive the run), sync out_dir a last time,
