@@ -24,7 +24,7 @@ from pecan import config as config_module
 from pecan import tracing
 from pecan.checkpoint_settings import assign_splits, check_layout, check_settings, sample_settings, trained_settings
 from pecan.config import Config, ConfigError
-from pecan.data.index import build_index
+from pecan.data.index import IndexSettings, build_index
 from pecan.data.loader import load_split_frames, make_dataset, make_loader, make_sampler, prepare_job_data
 from pecan.errors import DataError
 from pecan.fileio import write_csv, write_text
@@ -132,21 +132,16 @@ def scoring_frame(config: Config, progress: bool) -> pd.DataFrame:
     """Docked poses of data.test_csvs/test_fns when set, else of the training and validation sources."""
     data = config.data
     if scores_test_inputs(config):
+        # Crystal poses are not scored, and new poses need no label.
+        settings = IndexSettings.from_data(data, use_crystal=False, labels_optional=True)
         frame = build_index(
             data.test_csvs,
             data.test_fns,
             data.data_dir,
-            pose_group=data.pose_group,
-            crystal_group=data.crystal_group,
-            use_crystal=False,
-            rmsd_threshold=data.rmsd_threshold,
+            settings,
             index_prefix=f"{data.index_prefix}_test",
-            on_bad_sample=data.on_bad_sample,
             progress=progress,
             index_dir=data.index_dir,
-            labels_optional=True,
-            label_source=data.label_source,
-            label_conflict=data.label_conflict,
         )
     else:
         frame = pd.concat(load_split_frames(data, progress), ignore_index=True)

@@ -21,32 +21,24 @@ from torch_geometric.data import Batch
 from pecan import collectives, tracing
 from pecan.config import DataConfig
 from pecan.data import io_modes, schema
-from pecan.data.index import build_index, check_both_classes, split_by_complex
+from pecan.data.index import IndexSettings, build_index, check_both_classes, split_by_complex
 from pecan.data.packed import PackedDataset, PackParams, pack_is_valid
 from pecan.data.packing import ensure_packed, pack_shard_at
 from pecan.data.sample import passthrough_collate
 from pecan.data.sampler import ShardAwareSampler
 from pecan.data.staging import StageReport, stage
+from pecan.keywords import same_named
 
 log = logging.getLogger(__name__)
 
 
 def load_split_frames(cfg: DataConfig, progress: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Train and validation indexes: separate CSVs/shard lists, or a seeded complex-level split."""
-    common = dict(
-        pose_group=cfg.pose_group,
-        crystal_group=cfg.crystal_group,
-        use_crystal=cfg.use_crystal,
-        rmsd_threshold=cfg.rmsd_threshold,
-        on_bad_sample=cfg.on_bad_sample,
-        progress=progress,
-        index_dir=cfg.index_dir,
-        label_source=cfg.label_source,
-        label_conflict=cfg.label_conflict,
-    )
-    train = build_index(cfg.train_csvs, cfg.train_fns, cfg.data_dir, index_prefix=cfg.index_prefix, **common)
+    settings, where = IndexSettings.from_data(cfg), dict(progress=progress, index_dir=cfg.index_dir)
+    train = build_index(cfg.train_csvs, cfg.train_fns, cfg.data_dir, settings, index_prefix=cfg.index_prefix, **where)
     if cfg.val_csvs or cfg.val_fns:
-        val = build_index(cfg.val_csvs, cfg.val_fns, cfg.data_dir, index_prefix=f"{cfg.index_prefix}_val", **common)
+        prefix = f"{cfg.index_prefix}_val"
+        val = build_index(cfg.val_csvs, cfg.val_fns, cfg.data_dir, settings, index_prefix=prefix, **where)
         shared = set(train["pdbid"]) & set(val["pdbid"])
         if shared:
             log.warning(
@@ -61,15 +53,7 @@ def load_split_frames(cfg: DataConfig, progress: bool = False) -> tuple[pd.DataF
 
 def pack_params(cfg: DataConfig) -> PackParams:
     """The graph parameters a pack depends on."""
-    return PackParams(
-        pose_group=cfg.pose_group,
-        crystal_group=cfg.crystal_group,
-        pocket_radius=cfg.pocket_radius,
-        edge_cutoff=cfg.edge_cutoff,
-        rmsd_threshold=cfg.rmsd_threshold,
-        max_atoms=cfg.max_atoms,
-        max_edges=cfg.max_edges,
-    )
+    return PackParams(**same_named(cfg, PackParams))
 
 
 def _shards_of(frames: list[pd.DataFrame]) -> list[Path]:
@@ -214,19 +198,9 @@ def make_dataset(
         return PackedDataset(frame, packs, on_bad_sample=cfg.on_bad_sample, augment=augment)
     from pecan.data.h5dataset import H5PoseDataset  # the packed path never loads the HDF5 dataset module
 
+    graph = same_named(cfg, PackParams)  # the graph parameters, the same as a pack's
     return H5PoseDataset(
-        frame,
-        pose_group=cfg.pose_group,
-        crystal_group=cfg.crystal_group,
-        pocket_radius=cfg.pocket_radius,
-        edge_cutoff=cfg.edge_cutoff,
-        rmsd_threshold=cfg.rmsd_threshold,
-        io_mode=mode,
-        on_bad_sample=cfg.on_bad_sample,
-        augment=augment,
-        decode_cache=cfg.decode_cache,
-        max_atoms=cfg.max_atoms,
-        max_edges=cfg.max_edges,
+        frame, **graph, io_mode=mode, on_bad_sample=cfg.on_bad_sample, augment=augment, decode_cache=cfg.decode_cache
     )
 
 

@@ -1,0 +1,207 @@
+"""The derived index: every shard walked once (attributes hoisted into rows), saved as a CSV with a
+sidecar key (each shard's content fingerprint and the settings) in the first writable location, and found
+again while that key still matches."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from pathlib import Path
+from typing import Iterable, Optional
+
+import numpy as np
+import pandas as pd
+
+from pecan import fileio
+from pecan.data import format as fmt
+from pecan.data import identity, locations
+from pecan.data.index_rows import normalise
+from pecan.data.sample import skip_or_raise
+from pecan.errors import DataError
+
+log = logging.getLogger(__name__)
+
+# ---------------------------------------------------------------------------- where it is saved
+
+
+def index_locations(shard_dir: Path, index_dir: str = "") -> list[locations.Location]:
+    """Where a derived CSV may live, in order: data.index_dir, beside the shards, per-user cache, temp."""
+    subdir = f"index/{locations.dataset_slug(shard_dir)}"
+    return locations.chain(index_dir, "data.index_dir", shard_dir, subdir)
+
+
+def derivation_key(shards: list[Path], params: dict) -> dict:
+    """What a derived index depends on: each shard's path and fingerprint (stat record and content hash,
+    pecan.data.identity), taken before the shards are read, and the derivation settings."""
+    return {"shards": [[str(s), identity.fingerprint(s)] for s in shards], "params": params}
+
+
+def key_still_matches(saved: dict, shards: list[Path], params: dict, confirmed: Optional[Path] = None) -> bool:
+    """Whether a sidecar's key describes these shards, unchanged in content, and these settings."""
+    try:
+        recorded = saved["shards"]
+        if saved["params"] != json.loads(json.dumps(params)) or [p for p, _ in recorded] != [str(s) for s in shards]:
+            return False
+        return all(identity.still_matches(Path(p), fp, confirmed) for p, fp in recorded)
+    except (KeyError, TypeError, ValueError):
+        return False
+
+
+def _sidecar(csv: Path) -> Path:
+    return csv.with_name(csv.name + ".json")
+
+
+def write_derived_index(
+    frame: pd.DataFrame,
+    shard_dir: Path,
+    prefix: str,
+    data_dir: str = "",
+    index_dir: str = "",
+    key: Optional[dict] = None,
+) -> Path:
+    """Save a derived index (plus a sidecar naming what it was derived from) in the first writable location."""
+    out = frame.copy()
+    if data_dir:
+        base = locations.absolute(data_dir)
+        out["shard"] = [os.path.relpath(p, base) if Path(p).is_relative_to(base) else p for p in out["shard"]]
+
+    def write(directory: Path) -> Path:
+        path = directory / f"{prefix}_all.csv"
+        fileio.write_csv(out, path)
+        # The sidecar is written last: a CSV without a matching sidecar is never reused.
+        fileio.write_text(_sidecar(path), json.dumps(key or {}))
+        return path
+
+    try:
+        path, _ = locations.write_first(index_locations(shard_dir, index_dir), write, "derived index CSVs")
+    except locations.NoWritableLocation as err:
+        raise DataError(str(err)) from err
+    log.info("derived index written to %s", path)
+    return path
+
+
+def find_derived_index(
+    shard_dir: Path, prefix: str, index_dir: str, shards: list[Path], params: dict
+) -> Optional[Path]:
+    """A derived CSV in the location chain whose sidecar matches the shards (same content) and settings; a
+    stale one is passed over and derived again."""
+    for location in index_locations(shard_dir, index_dir):
+        path = location.directory / f"{prefix}_all.csv"
+        try:
+            saved = json.loads(_sidecar(path).read_text())
+        except (OSError, ValueError):
+            continue
+        if key_still_matches(saved, shards, params, identity.confirmed_path(path)):
+            return path
+        log.info("derived index %s is stale (a shard's content or the settings changed); passing over it", path)
+    return None
+
+
+# ---------------------------------------------------------------------------- deriving from shards
+
+
+def _pose_row(shard: Path, pdbid: str, poseid: str, group, affinity: float, is_crystal: int) -> dict:
+    attrs = fmt.sample_attrs(group)
+    row = {
+        "shard": str(shard),
+        "pdbid": pdbid,
+        "poseid": poseid,
+        "label": fmt.scalar(attrs, "label"),
+        "rmsd": fmt.scalar(attrs, "rmsd"),
+        "affinity": affinity,
+        "score": fmt.scalar(attrs, "score"),
+        "is_crystal": is_crystal,
+    }
+    for name in fmt.INTERACTION_ATTRS:
+        row[name] = fmt.scalar(attrs, name)
+    if is_crystal and np.isnan(row["rmsd"]):
+        row["rmsd"] = 0.0
+    return row
+
+
+def _complex_rows(
+    shard: Path, pdbid: str, complex_group, pose_group: str, crystal_group: str, use_crystal: bool
+) -> list[dict]:
+    affinity = fmt.scalar(complex_group.attrs, "affinity")
+    poses = complex_group.get(pose_group)
+    if poses is None:
+        raise DataError(f"{shard}: complex {pdbid} has no pose group '{pose_group}'")
+    return [
+        _pose_row(shard, pdbid, poseid, group, affinity, int(is_crystal))
+        for poseid, is_crystal, group in fmt.complex_samples(complex_group, pose_group, crystal_group, use_crystal)
+    ]
+
+
+def _shard_rows(
+    shard: Path, pose_group: str, crystal_group: str, use_crystal: bool, on_bad_sample: str
+) -> tuple[list[dict], int]:
+    """Index rows of one shard and the number of complexes skipped; any h5py/numpy failure becomes a
+    DataError naming shard and complex."""
+    import h5py
+
+    try:
+        handle = h5py.File(shard, "r", locking=False)
+    except OSError as err:
+        raise DataError(f"cannot open shard {shard} as HDF5: {err}") from err
+    rows: list[dict] = []
+    skipped = 0
+    with handle:
+        try:
+            names = list(handle)
+        except Exception as err:  # h5py raises KeyError/RuntimeError/OSError for a corrupt file
+            raise DataError(f"shard {shard}: cannot list its complexes ({type(err).__name__}: {err})") from err
+        for pdbid in names:
+            try:
+                rows.extend(_complex_rows(shard, pdbid, handle[pdbid], pose_group, crystal_group, use_crystal))
+            except Exception as err:  # noqa: BLE001 - any failure of a corrupt complex must name it
+                named = (
+                    err
+                    if isinstance(err, DataError)
+                    else DataError(f"shard {shard}, complex {pdbid}: unreadable ({type(err).__name__}: {err})")
+                )
+                skip_or_raise(named, on_bad_sample, "skipping")
+                skipped += 1
+    return rows, skipped
+
+
+def derive_index(
+    shards: Iterable[Path],
+    pose_group: str,
+    crystal_group: str,
+    use_crystal: bool,
+    rmsd_threshold: float,
+    on_bad_sample: str = "error",
+    progress: bool = False,
+    labels_optional: bool = False,
+    label_source: str = "auto",
+    label_conflict: str = "error",
+) -> pd.DataFrame:
+    """Walk each shard once and build the index (attributes hoisted); errors name shard and complex."""
+    from pecan.progress import track
+
+    rows: list[dict] = []
+    skipped = 0
+    shards = list(shards)
+    for shard in track(shards, "indexing shards", "shard", progress):
+        try:
+            shard_rows, bad_complexes = _shard_rows(shard, pose_group, crystal_group, use_crystal, on_bad_sample)
+            rows.extend(shard_rows)
+            skipped += bad_complexes
+        except DataError as err:
+            skip_or_raise(err, on_bad_sample, "skipping a whole shard")
+            skipped += 1
+    if skipped:
+        log.warning("skipped %d shard(s) or complex(es) with a bad layout while indexing", skipped)
+    if not rows:
+        raise DataError(f"no samples found in {len(shards)} shard(s): {', '.join(str(s) for s in shards[:3])}")
+    frame = normalise(
+        pd.DataFrame(rows, columns=list(fmt.INDEX_COLUMNS)),
+        rmsd_threshold,
+        f"shards under {Path(shards[0]).parent}",
+        labels_optional,
+        label_source,
+        label_conflict,
+    )
+    frame.attrs["skipped"] = skipped
+    return frame

@@ -1,0 +1,172 @@
+"""Index rows: labels under data.label_source, optional columns filled, and rows read from an index CSV
+(found in data_dir or the working directory, read strictly, its shards resolved). Derived rows
+(pecan.data.index_derived) are normalised here too."""
+
+from __future__ import annotations
+
+import filecmp
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from pecan.data import format as fmt
+from pecan.data import locations
+from pecan.data.validation import FIRST_DATA_LINE, MISSING_NUMBERS, NUMERIC_COLUMNS, check_csv_cells
+from pecan.errors import DataError, IndexUnreadable
+
+log = logging.getLogger(__name__)
+
+# ---------------------------------------------------------------------------- normalising rows
+
+LABEL_SOURCES = ("auto", "stored", "rmsd")
+
+
+def _first_pose(frame: pd.DataFrame, bad: pd.Series) -> str:
+    row = frame[bad].iloc[0]
+    return f"pose {row['pdbid']}/{row['poseid']} in shard {row['shard']}"
+
+
+def assign_labels(
+    frame: pd.DataFrame, threshold: float, source: str, label_source: str = "auto", label_conflict: str = "error"
+) -> pd.Series:
+    """The label of every row under data.label_source: ``rmsd`` derives it from rmsd < threshold; ``stored``
+    takes the stored label (rmsd fills only missing ones); ``auto`` does the same but compares both where
+    both exist: a contradiction is an error, or under data.label_conflict: warn a logged count."""
+    stored, rmsd = frame["label"], frame["rmsd"]
+    derived = (rmsd < threshold).astype("float64").where(rmsd.notna())
+    if label_source == "rmsd":
+        no_rmsd = rmsd.isna() & stored.notna()
+        if no_rmsd.any():
+            raise DataError(
+                f"{source}: {_first_pose(frame, no_rmsd)} has a label but no rmsd, and "
+                f"data.label_source: rmsd derives every label from rmsd ({int(no_rmsd.sum())} such "
+                "rows); use label_source: stored for these data"
+            )
+        return derived
+    if label_source == "auto":
+        # A pose exactly at the threshold is left to its stored label: producers differ on < and <=.
+        conflict = stored.isin([0, 1]) & derived.notna() & (stored != derived) & (rmsd != threshold)
+        if conflict.any():
+            row = frame[conflict].iloc[0]
+            message = (
+                f"{source}: {_first_pose(frame, conflict)} has label {_plain_label(row['label'])} but rmsd "
+                f"{row['rmsd']:g} (data.rmsd_threshold {threshold:g} says {int(row['rmsd'] < threshold)}); "
+                f"{int(conflict.sum())} of {int(derived.notna().sum())} labelled rows contradict their rmsd"
+            )
+            if label_conflict != "warn":
+                raise DataError(
+                    message + "; set data.label_source to stored or rmsd to choose one, or "
+                    "data.label_conflict: warn to train on the stored labels"
+                )
+            log.warning("%s; training on the stored labels (data.label_conflict: warn)", message)
+    return stored.where(stored.notna(), derived)
+
+
+def _plain_label(value) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def normalise(
+    frame: pd.DataFrame,
+    rmsd_threshold: float,
+    source: str,
+    labels_optional: bool = False,
+    label_source: str = "auto",
+    label_conflict: str = "error",
+) -> pd.DataFrame:
+    """Fill optional columns, assign labels (assign_labels), and reject rows with neither a label nor an rmsd
+    (unless ``labels_optional``: poses to score need no answer, their label stays empty)."""
+    missing = [c for c in fmt.REQUIRED_INDEX_COLUMNS if c not in frame.columns]
+    if missing:
+        raise DataError(f"{source}: index is missing required column(s) {', '.join(missing)}")
+    frame = frame.copy()
+    for column in ("label", "rmsd", "affinity", "score"):
+        if column not in frame.columns:
+            frame[column] = np.nan
+        frame[column] = pd.to_numeric(frame[column], errors="coerce")
+    for column in fmt.INTERACTION_ATTRS:
+        frame[column] = pd.to_numeric(frame[column], errors="coerce").fillna(0.0) if column in frame else 0.0
+    # Kept as read (not truncated to int): validate_index requires 0 or 1.
+    frame["is_crystal"] = pd.to_numeric(frame["is_crystal"], errors="coerce").fillna(0) if "is_crystal" in frame else 0
+    frame["pdbid"] = frame["pdbid"].astype(str)
+    frame["poseid"] = frame["poseid"].astype(str)
+    frame["label"] = assign_labels(frame, rmsd_threshold, source, label_source, label_conflict)
+    unlabeled = frame[frame["label"].isna()]
+    if len(unlabeled) and not labels_optional:
+        row = unlabeled.iloc[0]
+        raise DataError(
+            f"{source}: pose {row['pdbid']}/{row['poseid']} in shard {row['shard']} has neither a "
+            f"label nor an rmsd ({len(unlabeled)} such rows)"
+        )
+    if (
+        frame["label"].notna().all() and (frame["label"] % 1 == 0).all()
+    ):  # fractional labels stay as they are, for validate_index to name
+        frame["label"] = frame["label"].astype(int)
+    return frame
+
+
+# ---------------------------------------------------------------------------- CSV
+
+
+def _same_file_or_bytes(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b) or filecmp.cmp(a, b, shallow=False)
+    except OSError:
+        return False
+
+
+def resolve_index_csv(path: str | os.PathLike, data_dir: str) -> Path:
+    """Where a CSV named in the config is: absolute as given; a relative one in data_dir first, else in the
+    working directory. Found in both places and different is an error naming both (never a silent pick)."""
+    path = Path(path)
+    if path.is_absolute() or not data_dir:
+        return locations.absolute(path)
+    in_data, here = locations.absolute(Path(data_dir) / path), locations.absolute(path)
+    if not in_data.exists():
+        return here if here.exists() else in_data  # missing from both: named where it was looked for first
+    if here.exists() and here != in_data and not _same_file_or_bytes(in_data, here):
+        raise DataError(
+            f"index CSV {str(path)!r} is ambiguous: {in_data} (in data.data_dir) and {here} (in the "
+            "working directory) both exist and differ; relative CSV paths resolve against data_dir, "
+            "so give the other one as an absolute path, or remove one"
+        )
+    return in_data
+
+
+def read_index_csv(path: str | os.PathLike, data_dir: str, rmsd_threshold: float, **labels: Any) -> pd.DataFrame:
+    """Read one index CSV (resolve_index_csv); shard paths resolve against ``data_dir`` (else the CSV's
+    directory). ``labels``: normalise's keywords that decide labels (labels_optional, label_source,
+    label_conflict)."""
+    path = resolve_index_csv(path, data_dir)
+
+    try:
+        if path.exists() and not path.is_file():
+            raise IsADirectoryError(f"[Errno 21] not a regular file: '{path}'")
+        # Ids are text whatever they spell: pandas would read a complex "NA" or a pose "None" as missing.
+        frame = pd.read_csv(
+            path,
+            dtype={"pdbid": str, "poseid": str, "shard": str},
+            keep_default_na=False,
+            na_values={column: MISSING_NUMBERS for column in NUMERIC_COLUMNS},
+        )
+    except OSError as err:
+        raise IndexUnreadable(f"cannot read index CSV {path}: {err}") from err
+    except (pd.errors.ParserError, UnicodeDecodeError, pd.errors.EmptyDataError) as err:
+        raise DataError(f"index CSV {path} is not a valid CSV: {err}") from err
+    log.info("reading index CSV %s", path)
+    check_csv_cells(frame, path)
+    frame["_line"] = np.arange(len(frame)) + FIRST_DATA_LINE
+    frame = normalise(frame, rmsd_threshold, str(path), **labels)
+    base = Path(data_dir) if data_dir else path.parent
+    frame["shard"] = [
+        str(p if Path(p).is_absolute() else locations.absolute(os.path.normpath(base / p))) for p in frame["shard"]
+    ]
+    for shard in frame["shard"].unique():
+        if not Path(shard).exists():
+            line = int(frame.loc[frame["shard"] == shard, "_line"].iloc[0])
+            raise DataError(f"index CSV {path}, line {line}, column 'shard': shard file not found: {shard}")
+    return frame
