@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from pecan.commands import add_progress_option, progress_mode
+from pecan.keywords import same_named
 
 
 def parse_args(argv=None, prog: str | None = None) -> argparse.Namespace:
@@ -70,16 +71,7 @@ def main(argv=None, prog: str | None = None) -> int:
         from pecan.redock.dock import DockOptions
         from pecan.redock.run import redock, summary_line
 
-        options = DockOptions(
-            exhaustiveness=args.exhaustiveness,
-            n_poses=args.n_poses,
-            energy_range=args.energy_range,
-            box_padding=args.box_padding,
-            box_size=args.box_size,
-            seed=args.seed,
-            cpu=args.cpu,
-            scoring=args.scoring,
-        )
+        options = DockOptions(**same_named(args, DockOptions))  # each option is the flag of its name
         summary = redock(args.manifest, args.out, options, args.workers, progress=progress_mode(args))
     except ImportError as err:
         print(f"error: {err}", file=sys.stderr)

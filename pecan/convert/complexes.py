@@ -7,11 +7,11 @@ from pathlib import Path
 from typing import Optional
 
 import numpy as np
-import pandas as pd
 
 from pecan.convert import chemistry as chem
 from pecan.convert.chemistry import ConversionError
 from pecan.data import format as fmt
+from pecan.manifest import check_unique_ids, read_manifest_frame
 
 REQUIRED_COLUMNS = ("complex_id", "receptor", "poses")
 OPTIONAL_COLUMNS = ("crystal_ligand", "affinity", "score_property")
@@ -65,16 +65,8 @@ def _blank(value) -> bool:
 
 def read_manifest(path: Path) -> list[ComplexEntry]:
     """Manifest rows with relative paths resolved against the manifest's directory."""
-    frame = pd.read_csv(path, dtype=str, keep_default_na=False)
-    missing = [c for c in REQUIRED_COLUMNS if c not in frame.columns]
-    if missing:
-        raise ValueError(
-            f"manifest {path}: missing column(s) {', '.join(missing)} "
-            f"(required: {', '.join(REQUIRED_COLUMNS)}; optional: {', '.join(OPTIONAL_COLUMNS)})"
-        )
-    duplicated = frame["complex_id"][frame["complex_id"].duplicated()]
-    if len(duplicated):
-        raise ValueError(f"manifest {path}: complex_id {duplicated.iloc[0]!r} appears more than once")
+    frame = read_manifest_frame(path, REQUIRED_COLUMNS, OPTIONAL_COLUMNS)
+    check_unique_ids(frame, path)
     base = path.parent
 
     def resolve(value):

@@ -14,6 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from pecan.fileio import write_csv
+from pecan.manifest import check_unique_ids, read_manifest_frame
 from pecan.pool import results_of
 from pecan.progress import Progress
 from pecan.redock.dock import SCORE_PROPERTY, DockJob, DockOptions, run_job
@@ -35,19 +36,11 @@ TABLE_COLUMNS = (
 
 def read_manifest(path: Path) -> pd.DataFrame:
     """The manifest with absolute paths; a missing column or duplicate id is a ValueError naming the file."""
-    frame = pd.read_csv(path, dtype=str, keep_default_na=False)
-    missing = [c for c in REQUIRED_COLUMNS if c not in frame.columns]
-    if missing:
-        raise ValueError(
-            f"manifest {path}: missing column(s) {', '.join(missing)} "
-            f"(required: {', '.join(REQUIRED_COLUMNS)}; optional: seed)"
-        )
+    frame = read_manifest_frame(path, REQUIRED_COLUMNS, ("seed",))
     frame["complex_id"] = frame["complex_id"].str.strip()
     if (frame["complex_id"] == "").any():
         raise ValueError(f"manifest {path}: empty complex_id in row {int((frame['complex_id'] == '').idxmax()) + 2}")
-    duplicated = frame["complex_id"][frame["complex_id"].duplicated()]
-    if len(duplicated):
-        raise ValueError(f"manifest {path}: complex_id {duplicated.iloc[0]!r} appears more than once")
+    check_unique_ids(frame, path)
     bad = frame["complex_id"].str.contains(r"[/\\]|^\.", regex=True)
     if bad.any():
         raise ValueError(f"manifest {path}: complex_id {frame['complex_id'][bad].iloc[0]!r} cannot be a file name")
