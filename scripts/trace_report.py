@@ -1,33 +1,14 @@
-"""Read a run's dftracer files: seconds per phase x rank x epoch, a straggler table, and Perfetto JSON.
+"""`pecan runs trace` (pecan/runs/trace.py), kept so that existing command lines keep working.
 
-    python scripts/trace_report.py RUN_DIR [--perfetto out.json] [--json totals.json] [--check]
-
-The same as `pecan runs trace`; the logic lives in pecan/runs/trace.py.
+Usage: python scripts/trace_report.py RUN_DIR [--perfetto out.json] [--json totals.json] [--check]
 """
 
-from __future__ import annotations
-
+import pathlib
 import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from pecan.runs.trace import (  # noqa: E402,F401  (the script's names, for callers that import it)
-    PHASE_EVENTS,
-    check_against_records,
-    event_totals,
-    load,
-    main,
-    phase_of,
-    phase_rows,
-    phase_totals,
-    read_events,
-    straggler_rows,
-    to_perfetto,
-    trace_files,
-)
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # run from a checkout without installing
+from pecan.runs.trace import *  # noqa: E402,F403  (the script's names, for callers that import it)
+from pecan.runs.trace import main  # noqa: E402
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(prog="python scripts/trace_report.py"))

@@ -28,6 +28,7 @@ from typing import Any
 import yaml
 
 from pecan.report import PHASES, read_records
+from pecan.runs import standalone_main
 
 FIGURES = ("samples_per_s", "wall_s", "data_wait_share", "file_opens_per_sample", "h5_calls_per_sample", *PHASES)
 # Settings that change timings; runs compared for speed should agree on them (the record's names).
@@ -332,8 +333,4 @@ def run(args: argparse.Namespace) -> int:
 
 def main(argv=None, prog: str | None = None) -> int:
     """Command line of the comparison."""
-    parser = argparse.ArgumentParser(
-        prog=prog, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    add_arguments(parser)
-    return run(parser.parse_args(argv))
+    return standalone_main(__doc__, add_arguments, run, argv, prog)

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 from pecan import report
+from pecan.runs import standalone_main
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -68,8 +69,4 @@ def run(args: argparse.Namespace) -> int:
 
 def main(argv=None, prog: str | None = None) -> int:
     """Command line of the plots."""
-    parser = argparse.ArgumentParser(
-        prog=prog, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    add_arguments(parser)
-    return run(parser.parse_args(argv))
+    return standalone_main(__doc__, add_arguments, run, argv, prog)
