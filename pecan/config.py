@@ -1,7 +1,8 @@
 """Typed run configuration: YAML file, then ``--set section.key=value`` overrides, then env gates.
 
-Every field carries its documentation in ``metadata["doc"]``; ``describe()`` renders the reference
-the README quotes. Unknown keys, wrong types and bad choices are errors naming the key and the file.
+The sections' dataclasses are in pecan.config_sections; here they are assembled into ``Config`` (the model
+section built the same way for every variant, from the registry) and loaded. Unknown keys, wrong types and
+bad choices are errors naming the key and the file.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import os
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Optional, Union
+from typing import Any, Optional
 
 import yaml
 
@@ -22,119 +23,8 @@ from pecan.config_checks import check_device, check_values
 from pecan.config_parse import YAML12_FLOAT, safe_load_strict  # noqa: F401  (re-exported)
 from pecan.config_parse import coerce as _coerce
 from pecan.config_parse import type_name as _type_name  # noqa: F401  (pecan.config_docs renders types with it)
-from pecan.data import io_modes
+from pecan.config_sections import DataConfig, ModelChoice, SyntheticConfig, TraceConfig, TrainConfig
 from pecan.errors import ConfigError  # noqa: F401  (re-exported: pecan.config.ConfigError)
-
-
-def _doc(text: str, default: Any = dataclasses.MISSING, factory: Any = dataclasses.MISSING) -> Any:
-    if factory is not dataclasses.MISSING:
-        return field(default_factory=factory, metadata={"doc": text})
-    return field(default=default, metadata={"doc": text})
-
-
-@dataclass
-class DataConfig:
-    """Where the shards are, how samples become graphs, and how they are loaded."""
-
-    data_dir: str = _doc("Directory holding the shards; relative shard paths in index CSVs resolve here.", "")
-    train_csvs: list[str] = _doc(
-        "Index CSVs of the training split: absolute, or relative to data_dir first, then to the working directory "
-        "(found in both and different: an error).",
-        factory=list,
-    )
-    train_fns: list[str] = _doc(
-        "Training shard files (globs allowed); the index is derived from the shards when no CSV is given "
-        "or the CSV cannot be read.",
-        factory=list,
-    )
-    val_csvs: list[str] = _doc("Index CSVs of the validation split.", factory=list)
-    val_fns: list[str] = _doc("Validation shard files (globs allowed).", factory=list)
-    test_csvs: list[str] = _doc(
-        "Index CSVs of a test set; when set (or test_fns), --predict scores these instead of the training and "
-        "validation data.",
-        factory=list,
-    )
-    test_fns: list[str] = _doc("Test shard files (globs allowed), scored by --predict.", factory=list)
-    val_fraction: float = _doc(
-        "Fraction of complexes held out for validation when no val_csvs/val_fns are given (split by complex).", 0.2
-    )
-    split_seed: int = _doc("Seed of the complex-level train/validation split.", 0)
-    pose_group: str = _doc("Group path of docked poses inside each complex.", "pybel/processed/docking")
-    crystal_group: str = _doc(
-        "Group path of the crystal pose inside each complex; the sibling name 'crystal' is accepted too.",
-        "pybel/processed/pdbbind",
-    )
-    use_crystal: bool = _doc("Include crystal poses (label 1, rmsd 0) as samples when the shards have them.", True)
-    rmsd_threshold: float = _doc("A pose with RMSD below this (Angstrom) is near-native (label 1).", 2.0)
-    label_source: Literal["auto", "stored", "rmsd"] = _doc(
-        "Where labels come from: stored (the label column/attribute; rmsd fills missing ones), rmsd (rmsd < "
-        "rmsd_threshold for every pose), auto (stored, checked against rmsd; see label_conflict).",
-        "auto",
-    )
-    label_conflict: Literal["error", "warn"] = _doc(
-        "Under label_source auto, stored labels that contradict rmsd at rmsd_threshold: stop naming the first "
-        "pose and the count, or warn with the count and train on the stored labels.",
-        "error",
-    )
-    allow_single_class: bool = _doc("Train even when every training label is the same class (else an error).", False)
-    pocket_radius: float = _doc("Keep protein atoms within this distance (Angstrom) of any ligand atom.", 6.0)
-    edge_cutoff: float = _doc("Connect atoms closer than this (Angstrom).", 4.5)
-    batch_size: int = _doc("Graphs per batch per rank.", 8)
-    num_workers: int = _doc(
-        "DataLoader workers per rank; -1 (auto): 0 for io_mode packed (its in-process gather is cheaper than "
-        "a worker hand-over), else physical cores per rank minus one.",
-        -1,
-    )
-    io_mode: Literal[io_modes.NAMES] = _doc(
-        "Data path level: reopen (naive baseline), handle_cache, hoist, decode_cache, packed "
-        "(memory-mapped flat copy, zero HDF5 calls per sample).",
-        "packed",
-    )
-    cache_dir: str = _doc(
-        "Preferred directory of packs (env PECAN_CACHE_DIR when empty); then beside the shards (.pecan_cache), "
-        "the per-user cache ($XDG_CACHE_HOME/pecan), the per-user temp dir: the first writable one wins.",
-        "",
-    )
-    index_dir: str = _doc(
-        "Preferred directory of derived index CSVs (env PECAN_INDEX_CSV_DIR when empty); then beside the shards, "
-        "the per-user cache, the per-user temp dir.",
-        "",
-    )
-    stage_dir: str = _doc(
-        "Node-local directory (e.g. local NVMe) the packs (or, for HDF5 io modes, the shards) are copied to at "
-        "start by one process per node; empty: off. Any copy failure falls back to reading in place.",
-        "",
-    )
-    decode_cache: bool = _doc(
-        "Keep decoded samples per worker for io_mode decode_cache (forced off by augment); "
-        "env PECAN_DECODE_CACHE=0|1 overrides.",
-        True,
-    )
-    shuffle: Literal["global", "block"] = _doc(
-        "Training order: global uniform shuffle, or block (shuffled shards, shuffled within each shard).", "global"
-    )
-    augment: bool = _doc("Apply a random rigid rotation per sample (forces the decode cache off).", False)
-    on_bad_sample: Literal["error", "skip"] = _doc(
-        "On a broken sample: stop with an error naming shard and pose, or count, log and skip it.", "error"
-    )
-    index_prefix: str = _doc("Name prefix of a derived index CSV (<prefix>_all.csv).", "pecan")
-    max_atoms: int = _doc(
-        "Largest pose (atoms after the pocket crop) built into a graph; a larger one is a bad sample "
-        "(error, or skipped under on_bad_sample: skip) before its edges are allocated.",
-        20000,
-    )
-    max_edges: int = _doc("Largest number of radius edges of one pose; a larger one is a bad sample.", 2000000)
-
-
-@dataclass
-class ModelChoice:
-    """Which model variant (the first fields of the ``model:`` section)."""
-
-    name: str = _doc("Model variant from the registry: egnn, sgcnn, ggcnn or cnn3d (see the variant table).", "egnn")
-    nn_type: Optional[int] = _doc(
-        "Legacy numeric model id (0 cnn3d, 1 sgcnn, 2 ggcnn, 3 egnn); overrides name when set.", None
-    )
-
 
 _VARIANT_SECTIONS: dict[str, type] = {}
 
@@ -160,108 +50,6 @@ def model_section_class(variant: str) -> type:
 
 ModelConfig = model_section_class(registry.DEFAULT)
 """The default variant's (the EGNN's) model section."""
-
-
-@dataclass
-class TrainConfig:
-    """Optimisation, devices and where results go."""
-
-    epochs: int = _doc("Training epochs.", 10)
-    lr: float = _doc("Peak AdamW learning rate (cosine decay to 5% of it).", 1e-3)
-    weight_decay: float = _doc("AdamW weight decay.", 1e-4)
-    warmup_steps: int = _doc("Linear learning-rate warm-up steps.", 0)
-    pos_weight: Union[float, Literal["auto"]] = _doc(
-        "Weight of the positive (near-native) class in the loss; auto: negatives/positives of the training index.", 1.0
-    )
-    grad_clip: float = _doc("Clip the global gradient norm to this value; 0 disables.", 1.0)
-    seed: int = _doc("Seed for model init, sampling order and dropout.", 0)
-    device: str = _doc("auto (cuda:local_rank when available, else cpu), cpu, or cuda.", "auto")
-    out_dir: str = _doc("Run directory: config.yaml, epochs.jsonl, checkpoints, traces.", "runs/default")
-    amp: Literal["off", "bf16"] = _doc("Mixed precision: bf16 autocast (no GradScaler needed) or off.", "off")
-    compile: bool = _doc("torch.compile the model (dynamic shapes); env PECAN_TORCH_COMPILE=0|1 overrides.", False)
-    resume: str = _doc("auto: continue from out_dir's last checkpoint if present; never; or a checkpoint path.", "auto")
-    select_on: Literal["val_auc", "val_loss"] = _doc(
-        "Which epoch's checkpoint is best.pt: highest validation AUC over docked poses (falling back to lowest "
-        "val_loss, with a log line, while AUC is undefined, e.g. one-class validation), or lowest val_loss.",
-        "val_auc",
-    )
-    ranking_loss_weight: float = _doc(
-        "Weight of a pairwise ranking loss added to BCE: softplus(s_neg - s_pos) over every (near-native, other) "
-        "pose pair of one complex within a batch; 0 turns it off.",
-        0.0,
-    )
-    max_steps_per_epoch: int = _doc("Stop an epoch after this many steps; 0 means the full epoch.", 0)
-    deterministic: bool = _doc("Use deterministic algorithms (slower; for exact reproduction).", False)
-    progress: Union[bool, Literal["auto", "bar", "lines", "off"]] = _doc(
-        "Rank 0's progress: auto (a bar on a "
-        "terminal, else a line every progress_every_seconds), bar, lines, off; true/false mean bar/off.",
-        "auto",
-    )
-    progress_every_seconds: float = _doc("Seconds between progress lines; 0: every step.", 30.0)
-    report: Literal["full", "compact"] = _doc("Epoch report: full (line + phase table) or compact (one line).", "full")
-    intra_op_threads: int = _doc("Torch threads per rank; 0: OMP_NUM_THREADS if set, else sized to the cores.", 0)
-    sync_dir: str = _doc(
-        "Shared directory out_dir is mirrored to (atomically, file by file) every sync_every_minutes and at "
-        "exit, so out_dir can be node-local; empty: off.",
-        "",
-    )
-    sync_every_minutes: float = _doc("Minutes between syncs of out_dir to sync_dir.", 10.0)
-    checkpoint_every_steps: int = _doc(
-        "Also write checkpoints/mid_epoch.pt every this many steps of an epoch (resume continues at the next "
-        "step); 0: off.",
-        0,
-    )
-    checkpoint_every_minutes: float = _doc(
-        "Also write checkpoints/mid_epoch.pt when this many minutes passed since the last checkpoint; 0: off.", 0.0
-    )
-    stop_signal: str = _doc(
-        "Early-warning signal that stops the run at the next step with a checkpoint, like SIGTERM and SIGINT "
-        "(Slurm: #SBATCH --signal=USR1@120); none: only SIGTERM and SIGINT.",
-        "SIGUSR1",
-    )
-    collective_timeout_s: float = _doc(
-        "Seconds a rank waits in a collective for its peers before it stops with an error naming it.", 600.0
-    )
-    lock_stale_minutes: float = _doc(
-        "A .pecan.lock whose heartbeat (refreshed every minute by its run) is older than this is stale and taken "
-        "over, whichever host wrote it.",
-        10.0,
-    )
-    on_nonfinite_loss: Literal["error", "skip"] = _doc(
-        "A NaN or infinite training loss: stop naming epoch and step, or skip that step (counted in "
-        "epochs.jsonl as nonfinite_steps).",
-        "error",
-    )
-    plots: bool = _doc("At the end of a run, rank 0 writes PNG plots into out_dir/plots (needs .[plots]).", True)
-    tensorboard: bool = _doc("TensorBoard scalars (epoch, per-step loss/LR, hparams) in out_dir/tensorboard.", False)
-    tensorboard_every_steps: int = _doc("Steps between the per-step TensorBoard loss and LR scalars.", 10)
-
-    def __post_init__(self) -> None:
-        if isinstance(self.progress, bool):  # older configs: true/false
-            self.progress = "bar" if self.progress else "off"
-
-
-@dataclass
-class TraceConfig:
-    """dftracer annotations."""
-
-    enabled: bool = _doc(
-        "Write dftracer traces (needs the native dftracer package: pip install .[trace-native]).", False
-    )
-    dir: str = _doc("Trace directory; relative paths are inside train.out_dir.", "traces")
-    posix: bool = _doc(
-        "Also trace file I/O (POSIX calls) under data.data_dir through dftracer's data-dir interception.", False
-    )
-
-
-@dataclass
-class SyntheticConfig:
-    """Synthetic demo data generated into data.data_dir on first use (same arguments: reused)."""
-
-    enabled: bool = _doc("Generate the synthetic data set into data.data_dir unless it is already there.", False)
-    shards: int = _doc("Number of shards.", 4)
-    complexes_per_shard: int = _doc("Complexes per shard.", 12)
-    seed: int = _doc("Generator seed.", 0)
 
 
 @dataclass
