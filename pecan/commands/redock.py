@@ -71,7 +71,7 @@ def main(argv=None, prog: str | None = None) -> int:
         from pecan.redock.dock import DockOptions
         from pecan.redock.run import redock, summary_line
 
-        options = DockOptions(**same_named(args, DockOptions))  # each option is the flag of its name
+        options = DockOptions(**same_named(args, DockOptions))  # every field is the flag of its name
         summary = redock(args.manifest, args.out, options, args.workers, progress=progress_mode(args))
     except ImportError as err:
         print(f"error: {err}", file=sys.stderr)

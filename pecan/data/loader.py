@@ -34,11 +34,11 @@ log = logging.getLogger(__name__)
 
 def load_split_frames(cfg: DataConfig, progress: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Train and validation indexes: separate CSVs/shard lists, or a seeded complex-level split."""
-    settings, where = IndexSettings.from_data(cfg), dict(progress=progress, index_dir=cfg.index_dir)
-    train = build_index(cfg.train_csvs, cfg.train_fns, cfg.data_dir, settings, index_prefix=cfg.index_prefix, **where)
+    settings, options = IndexSettings.from_data(cfg), dict(progress=progress, index_dir=cfg.index_dir)
+    train = build_index(cfg.train_csvs, cfg.train_fns, cfg.data_dir, settings, index_prefix=cfg.index_prefix, **options)
     if cfg.val_csvs or cfg.val_fns:
         prefix = f"{cfg.index_prefix}_val"
-        val = build_index(cfg.val_csvs, cfg.val_fns, cfg.data_dir, settings, index_prefix=prefix, **where)
+        val = build_index(cfg.val_csvs, cfg.val_fns, cfg.data_dir, settings, index_prefix=prefix, **options)
         shared = set(train["pdbid"]) & set(val["pdbid"])
         if shared:
             log.warning(
