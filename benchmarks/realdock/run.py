@@ -53,10 +53,20 @@ def parse_args(argv=None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def without_orphan_hydrogens(receptor: Path, out: Path) -> Path:
+AMINO_ACIDS = frozenset(
+    "ALA ARG ASN ASP CYS GLN GLU GLY HIS HID HIE HIP ILE LEU LYS MET PHE PRO SER THR TRP TYR VAL CYX ASH GLH LYN "
+    "MSE".split()
+)
+
+
+def without_orphan_hydrogens(receptor: Path, out: Path, amino_acids_only: bool = False) -> Path:
     """A copy of a PDB receptor without hydrogens farther than 1.3 A from every heavy atom (some PDBQT sources
-    keep the hydrogens of side-chain atoms they dropped; ProLIF then reports a fragmented residue)."""
+    keep the hydrogens of side-chain atoms they dropped; ProLIF then reports a fragmented residue), and, with
+    ``amino_acids_only``, without every other residue (an ion or cofactor written as ATOM records, which the
+    converter's HETATM filter cannot see)."""
     lines = [line for line in receptor.read_text().splitlines() if line.startswith(("ATOM", "HETATM"))]
+    if amino_acids_only:
+        lines = [line for line in lines if line[17:20].strip() in AMINO_ACIDS]
     xyz = np.array([[float(line[30:38]), float(line[38:46]), float(line[46:54])] for line in lines])
     hydrogen = np.array([line[76:78].strip() == "H" for line in lines])
     keep = np.ones(len(lines), bool)
@@ -68,23 +78,25 @@ def without_orphan_hydrogens(receptor: Path, out: Path) -> Path:
 
 
 # Conversion attempts, in order, for a complex the converter rejects: as docked, then without orphan
-# hydrogens, then also without HETATM residues (a cofactor or ion ProLIF cannot read).
+# hydrogens, then also without HETATM and non-amino-acid residues (a cofactor or ion ProLIF cannot read).
 ATTEMPTS = (
     ("as docked", False, False),
     ("orphan hydrogens removed", True, False),
-    ("orphan hydrogens and HETATM residues removed", True, True),
+    ("orphan hydrogens and non-amino-acid residues removed", True, True),
 )
 
 
 def convert_one(row: dict, docked: Path, out: Path) -> str:
     """Convert one complex into ``out``; returns the attempt that worked ('' when none did)."""
+    out = out.resolve()  # the retry's cleaned receptor must not resolve against the manifest's folder again
     out.mkdir(parents=True, exist_ok=True)
     one = {
         k: (str((docked / v).resolve()) if k in ("receptor", "poses", "crystal_ligand") else v) for k, v in row.items()
     }
     for attempt, (what, clean, drop_hetero) in enumerate(ATTEMPTS):
         if clean:
-            one["receptor"] = str(without_orphan_hydrogens(Path(one["receptor"]), out / "receptor_clean.pdb"))
+            source = Path(docked / row["receptor"]).resolve()
+            one["receptor"] = str(without_orphan_hydrogens(source, out / "receptor_clean.pdb", drop_hetero))
         pd.DataFrame([one]).to_csv(out / "manifest.csv", index=False)
         if attempt:
             (out / "failures.csv").replace(out / f"failures_attempt{attempt}.csv")
