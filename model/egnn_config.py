@@ -44,7 +44,8 @@ class EGNNConfig:
         if self.docking_prior < 0:
             out.append(("model.docking_prior", "must be >= 0 (0 turns it off)"))
         elif self.docking_prior > 0 and not self.use_docking_score:
-            out.append(("model.docking_prior", "needs model.use_docking_score: true (the prior reads the docking score)"))
+            needs = "needs model.use_docking_score: true (the prior reads the docking score)"
+            out.append(("model.docking_prior", needs))
         return out
 
 

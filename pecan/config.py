@@ -112,8 +112,9 @@ class DataConfig:
     )
     shuffle: Literal["global", "block", "complex"] = _doc(
         "Training order: global uniform shuffle; block (shuffled shards, shuffled within each shard); complex "
-        "(shuffled complexes, shuffled poses within each: batches hold whole complexes, for train.ranking_loss_weight).",
-        "global"
+        "(shuffled complexes, shuffled poses within each: batches hold whole complexes, for "
+        "train.ranking_loss_weight).",
+        "global",
     )
     augment: bool = _doc("Apply a random rigid rotation per sample (forces the decode cache off).", False)
     on_bad_sample: Literal["error", "skip"] = _doc(

@@ -8,7 +8,6 @@ from typing import Iterator, Optional
 import numpy as np
 import torch
 
-
 MODES = ("global", "block", "complex")
 
 
@@ -19,8 +18,8 @@ class ShardAwareSampler(torch.utils.data.Sampler[int]):
     samples inside each shard, then gives each rank a contiguous run, so a rank reads few shards at a
     time (for storage that prefers locality). ``mode="complex"`` does the same with complexes instead of
     shards (``group_ids``), so a batch holds most poses of one or two complexes: the pairs a per-complex
-    ranking loss needs (with random batches few poses of one complex ever share a batch). Training pads every rank to the same length (DDP needs
-    equal step counts); evaluation (``pad=False``) covers each sample exactly once.
+    ranking loss needs (with random batches few poses of one complex ever share a batch). Training pads every
+    rank to the same length (DDP needs equal step counts); evaluation (``pad=False``) covers each sample exactly once.
     """
 
     def __init__(
