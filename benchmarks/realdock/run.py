@@ -1,6 +1,6 @@
 """Leave-one-family-out rescoring benchmark on the redocked crystal complexes of benchmarks/realdock.
 
-    python benchmarks/realdock/run.py [--config configs/redock.yaml] [--set KEY=VALUE ...] [--tag NAME]
+    python benchmarks/realdock/run.py [--config configs/redock.yaml] [--set KEY=VALUE ...] [--tag NAME] [--seeds 0,1,2]
                                       [--families kinase,protease] [--work WORK_DIR]
 
 Converts each complex of docked/manifest.csv into shards (once; reused), then for each family: trains the
@@ -50,6 +50,13 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--families", default="", help="comma-separated held-out families (default: all)")
     parser.add_argument("--results", type=Path, default=HERE / "results", help="where <tag>.json goes")
     parser.add_argument("--n-boot", type=int, default=2000, help="bootstrap resamples over complexes")
+    parser.add_argument(
+        "--seeds",
+        default="",
+        help="comma-separated train.seed values: each fold trains once per seed and the ensemble (the mean of "
+        "the seeds' probabilities) is scored; every seed's own figures go to the JSON too (default: the "
+        "recipe's seed, one run)",
+    )
     return parser.parse_args(argv)
 
 
@@ -140,9 +147,12 @@ def fold_csvs(index: pd.DataFrame, families: dict, family: str, fold_dir: Path, 
     return train, test
 
 
-def run_fold(args: argparse.Namespace, shards: Path, train: Path, test: Path, fold_dir: Path) -> pd.DataFrame:
-    """Train on ``train``, predict ``test``; returns the scores table."""
-    run_dir = fold_dir / args.tag
+def run_fold(
+    args: argparse.Namespace, shards: Path, train: Path, test: Path, fold_dir: Path, seed: str = ""
+) -> pd.DataFrame:
+    """Train on ``train``, predict ``test`` (with ``train.seed=seed`` when given); returns the scores table."""
+    name = f"{args.tag}_seed{seed}" if seed else args.tag
+    run_dir = fold_dir / name
     fixed = [
         f"data.data_dir={shards}",
         f"data.train_csvs=[{train}]",
@@ -151,10 +161,11 @@ def run_fold(args: argparse.Namespace, shards: Path, train: Path, test: Path, fo
         "train.progress=false",
         "train.resume=never",
         "synthetic.enabled=false",
+        *([f"train.seed={seed}"] if seed else []),
     ]
     settings = [item for value in [*fixed, *args.overrides] for item in ("--set", value)]
     main_app = str(ROOT / "main_app.py")
-    with open(fold_dir / f"{args.tag}.log", "w") as log:
+    with open(fold_dir / f"{name}.log", "w") as log:
         subprocess.run(
             [sys.executable, main_app, str(args.config), *settings],
             check=True,
@@ -165,7 +176,7 @@ def run_fold(args: argparse.Namespace, shards: Path, train: Path, test: Path, fo
         checkpoint = run_dir / "checkpoints" / "best.pt"
         if not checkpoint.exists():
             checkpoint = run_dir / "checkpoints" / "last.pt"
-        scores = fold_dir / f"{args.tag}_scores.csv"
+        scores = fold_dir / f"{name}_scores.csv"
         subprocess.run(
             [sys.executable, main_app, str(args.config), *settings, "--predict", str(checkpoint), "--out", str(scores)],
             check=True,
@@ -174,6 +185,26 @@ def run_fold(args: argparse.Namespace, shards: Path, train: Path, test: Path, fo
             cwd=ROOT,
         )
     return pd.read_csv(scores)
+
+
+def ensemble(runs: list[pd.DataFrame]) -> pd.DataFrame:
+    """The first run's table with ``score`` replaced by the mean of every run's score of the same pose."""
+    keys = ["complex", "pose"]
+    poses = [set(zip(run["complex"], run["pose"])) for run in runs]
+    if any(p != poses[0] or len(run) != len(p) for p, run in zip(poses, runs)):
+        raise ValueError("the seeds' score tables do not hold the same poses (each once)")
+    scores = pd.concat([run[keys + ["score"]] for run in runs]).groupby(keys, sort=False)["score"].mean()
+    return runs[0].drop(columns="score").merge(scores.reset_index(), on=keys, how="left", validate="one_to_one")
+
+
+def seed_spread(per_seed: dict[str, list[pd.DataFrame]], n_boot: int) -> dict:
+    """Every seed's pooled figures, and the range of its top-1 and top-3 rates over the seeds."""
+    pooled = {seed: summarize(pd.concat(runs, ignore_index=True), n_boot) for seed, runs in per_seed.items()}
+    spread = {
+        key: [min(p[key]["rate"] for p in pooled.values()), max(p[key]["rate"] for p in pooled.values())]
+        for key in ("model_top1", "model_top3")
+    }
+    return {"pooled": pooled, "range": spread}
 
 
 def row(name: str, result: dict) -> str:
@@ -208,11 +239,15 @@ def main(argv=None) -> int:
     manifest = pd.read_csv(args.docked / "manifest.csv", dtype=str)
     families = dict(zip(manifest["complex_id"], manifest["family"]))
     chosen = [f for f in args.families.split(",") if f] or sorted(set(families.values()))
-    folds, pooled = {}, []
+    seeds = [s.strip() for s in args.seeds.split(",") if s.strip()] or [""]
+    folds, pooled, per_seed = {}, [], {seed: [] for seed in seeds}
     for family in chosen:
         fold_dir = args.work / "folds" / family
         train, test = fold_csvs(index, families, family, fold_dir, args.tag)
-        scores = run_fold(args, shards, train, test, fold_dir)
+        runs = [run_fold(args, shards, train, test, fold_dir, seed) for seed in seeds]
+        for seed, run in zip(seeds, runs):
+            per_seed[seed].append(run)
+        scores = ensemble(runs)
         scores["family"] = family
         pooled.append(scores)
         folds[family] = summarize(scores, args.n_boot)
@@ -225,7 +260,10 @@ def main(argv=None) -> int:
         "recipe": yaml.safe_load(Path(args.config).read_text()),
         "folds": folds,
         "pooled": summarize(pd.concat(pooled, ignore_index=True), args.n_boot),
+        "seeds": [int(seed) for seed in seeds if seed],
     }
+    if len(seeds) > 1:
+        result["per_seed"] = seed_spread(per_seed, args.n_boot)
     out = args.results / f"{args.tag}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=1, default=lambda value: value.item()))  # numpy scalars
@@ -233,6 +271,9 @@ def main(argv=None) -> int:
     for family, values in folds.items():
         print(row(family, values))
     print(row("**pooled**", result["pooled"]))
+    if len(seeds) > 1:
+        low, high = result["per_seed"]["range"]["model_top1"]
+        print(f"\nensemble of seeds {args.seeds}; single-seed pooled model top-1 {100 * low:.0f}-{100 * high:.0f}%")
     print(f"\nwrote {out}")
     return 0
 
