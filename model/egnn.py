@@ -274,7 +274,8 @@ class EGNNClassifier(nn.Module):
         in_features (int): per-atom input features (the shard format's feature columns).
         edge_types (int): number of edge types (the graph builder's).
         pose_features (int): size of ``batch.pose_features`` (the format's interaction counts).
-        hidden, layers, rbf, cutoff, attention, update_coords, use_pose_features, dropout, use_docking_score:
+        hidden, layers, rbf, cutoff, attention, update_coords, use_pose_features, dropout, use_docking_score,
+        docking_prior:
             as documented in :class:`EGNNConfig`, whose defaults they share.
 
     Shapes:
@@ -299,6 +300,7 @@ class EGNNClassifier(nn.Module):
         use_pose_features: bool = EGNNConfig.use_pose_features,
         dropout: float = EGNNConfig.dropout,
         use_docking_score: bool = EGNNConfig.use_docking_score,
+        docking_prior: float = EGNNConfig.docking_prior,
     ) -> None:
         super().__init__()
         self.use_pose_features = use_pose_features
@@ -325,6 +327,11 @@ class EGNNClassifier(nn.Module):
             nn.Dropout(dropout),
             nn.Linear(hidden, 1),
         )
+        # The docking-score prior: a learned weight on the pose's gap to its complex's best score, and a head
+        # whose output starts at zero, so the untrained model ranks a complex's poses as the docking score does.
+        self.docking_prior_start = float(docking_prior)
+        self.docking_prior = nn.Parameter(torch.tensor(self.docking_prior_start)) if docking_prior > 0 else None
+        self.zero_head_output()
 
     def reset_parameters(self) -> None:
         """Re-initialise all learnable parameters."""
@@ -334,6 +341,15 @@ class EGNNClassifier(nn.Module):
         for module in self.head:
             if isinstance(module, nn.Linear):
                 module.reset_parameters()
+        self.zero_head_output()
+
+    def zero_head_output(self) -> None:
+        """With the docking-score prior: its weight at the configured start, the head's last layer at zero (the
+        prior alone ranks)."""
+        if self.docking_prior is not None:
+            nn.init.constant_(self.docking_prior, self.docking_prior_start)
+            nn.init.zeros_(self.head[-1].weight)
+            nn.init.zeros_(self.head[-1].bias)
 
     def forward(self, batch) -> Tensor:
         """Return one float32 logit per graph in ``batch``."""
@@ -353,7 +369,11 @@ class EGNNClassifier(nn.Module):
             pooled = torch.cat([pooled, pose.reshape(num_graphs, -1)], dim=-1)
         if self.use_docking_score:
             pooled = torch.cat([pooled, batch.docking_features.float().reshape(num_graphs, -1)], dim=-1)
-        return self.head(pooled).squeeze(-1).float() + self.unused_anchor()
+        logits = self.head(pooled).squeeze(-1).float() + self.unused_anchor()
+        if self.docking_prior is not None:
+            gap = batch.docking_features.float().reshape(num_graphs, -1)[:, 1]
+            logits = logits - self.docking_prior * gap
+        return logits
 
     def unused_anchor(self) -> Tensor | float:
         """Zero times the parameters no output depends on (the last layer's coordinate MLP).

@@ -24,6 +24,12 @@ class EGNNConfig:
         "missing flag); needs a score column in the index.",
         False,
     )
+    docking_prior: float = setting(
+        "Start from the docking score's ranking (needs use_docking_score): the logit gets -w * (gap to the "
+        "complex's best score / 5 kcal/mol), w a learned weight starting at this value, and the head's last layer "
+        "starts at zero, so training learns only where the docking score is wrong. 0 turns it off.",
+        0.0,
+    )
     dropout: float = setting("Dropout in each layer's node update and in the classifier head.", 0.0)
     rbf: int = setting("Radial basis functions expanding each edge length.", 16)
     cutoff: float = setting("Largest distance (Angstrom) the radial basis covers; match data.edge_cutoff.", 4.5)
@@ -35,12 +41,17 @@ class EGNNConfig:
             out.append(("model.dropout", "must be in [0, 1)"))
         if self.cutoff <= 0:
             out.append(("model.cutoff", "must be > 0"))
+        if self.docking_prior < 0:
+            out.append(("model.docking_prior", "must be >= 0 (0 turns it off)"))
+        elif self.docking_prior > 0 and not self.use_docking_score:
+            needs = "needs model.use_docking_score: true (the prior reads the docking score)"
+            out.append(("model.docking_prior", needs))
         return out
 
 
 # Fields added after configs were first stored: a settings object without one gets the default, which is the
 # behaviour from before the field existed.
-LATER_FIELDS = {"use_docking_score": False}
+LATER_FIELDS = {"use_docking_score": False, "docking_prior": 0.0}
 
 
 def config_fields(cfg: Any) -> dict[str, Any]:

@@ -96,8 +96,11 @@ class DataConfig:
         "env PECAN_DECODE_CACHE=0|1 overrides.",
         True,
     )
-    shuffle: Literal["global", "block"] = _doc(
-        "Training order: global uniform shuffle, or block (shuffled shards, shuffled within each shard).", "global"
+    shuffle: Literal["global", "block", "complex"] = _doc(
+        "Training order: global uniform shuffle; block (shuffled shards, shuffled within each shard); complex "
+        "(shuffled complexes, shuffled poses within each: batches hold whole complexes, for "
+        "train.ranking_loss_weight).",
+        "global",
     )
     augment: bool = _doc("Apply a random rigid rotation per sample (forces the decode cache off).", False)
     on_bad_sample: Literal["error", "skip"] = _doc(

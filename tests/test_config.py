@@ -271,7 +271,8 @@ def test_key_of_another_variant_names_the_variants_that_have_it():
         cfgmod.from_dict({"data": {"data_dir": "d"}, "model": {"name": "egnn", "use_vdw": True}}, source="cfg.yaml")
     assert str(err.value) == (
         "cfg.yaml: 'model.use_vdw' is a key of the sgcnn and ggcnn variant, not of egnn (the selected model); "
-        "egnn keys: attention, cutoff, dropout, hidden, layers, name, nn_type, rbf, update_coords, use_docking_score, "
+        "egnn keys: attention, cutoff, docking_prior, dropout, hidden, layers, name, nn_type, rbf, update_coords, "
+        "use_docking_score, "
         "use_pose_features"
     )
 

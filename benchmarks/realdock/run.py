@@ -1,6 +1,6 @@
 """Leave-one-family-out rescoring benchmark on the redocked crystal complexes of benchmarks/realdock.
 
-    python benchmarks/realdock/run.py [--config configs/redock.yaml] [--set KEY=VALUE ...] [--tag NAME]
+    python benchmarks/realdock/run.py [--config configs/redock.yaml] [--set KEY=VALUE ...] [--tag NAME] [--seeds 0,1,2]
                                       [--families kinase,protease] [--work WORK_DIR]
 
 Converts each complex of docked/manifest.csv into shards (once; reused), then for each family: trains the
@@ -50,13 +50,30 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--families", default="", help="comma-separated held-out families (default: all)")
     parser.add_argument("--results", type=Path, default=HERE / "results", help="where <tag>.json goes")
     parser.add_argument("--n-boot", type=int, default=2000, help="bootstrap resamples over complexes")
+    parser.add_argument(
+        "--seeds",
+        default="",
+        help="comma-separated train.seed values: each fold trains once per seed and the ensemble (the mean of "
+        "the seeds' probabilities) is scored; every seed's own figures go to the JSON too (default: the "
+        "recipe's seed, one run)",
+    )
     return parser.parse_args(argv)
 
 
-def without_orphan_hydrogens(receptor: Path, out: Path) -> Path:
+AMINO_ACIDS = frozenset(
+    "ALA ARG ASN ASP CYS GLN GLU GLY HIS HID HIE HIP ILE LEU LYS MET PHE PRO SER THR TRP TYR VAL CYX ASH GLH LYN "
+    "MSE".split()
+)
+
+
+def without_orphan_hydrogens(receptor: Path, out: Path, amino_acids_only: bool = False) -> Path:
     """A copy of a PDB receptor without hydrogens farther than 1.3 A from every heavy atom (some PDBQT sources
-    keep the hydrogens of side-chain atoms they dropped; ProLIF then reports a fragmented residue)."""
+    keep the hydrogens of side-chain atoms they dropped; ProLIF then reports a fragmented residue), and, with
+    ``amino_acids_only``, without every other residue (an ion or cofactor written as ATOM records, which the
+    converter's HETATM filter cannot see)."""
     lines = [line for line in receptor.read_text().splitlines() if line.startswith(("ATOM", "HETATM"))]
+    if amino_acids_only:
+        lines = [line for line in lines if line[17:20].strip() in AMINO_ACIDS]
     xyz = np.array([[float(line[30:38]), float(line[38:46]), float(line[46:54])] for line in lines])
     hydrogen = np.array([line[76:78].strip() == "H" for line in lines])
     keep = np.ones(len(lines), bool)
@@ -68,23 +85,25 @@ def without_orphan_hydrogens(receptor: Path, out: Path) -> Path:
 
 
 # Conversion attempts, in order, for a complex the converter rejects: as docked, then without orphan
-# hydrogens, then also without HETATM residues (a cofactor or ion ProLIF cannot read).
+# hydrogens, then also without HETATM and non-amino-acid residues (a cofactor or ion ProLIF cannot read).
 ATTEMPTS = (
     ("as docked", False, False),
     ("orphan hydrogens removed", True, False),
-    ("orphan hydrogens and HETATM residues removed", True, True),
+    ("orphan hydrogens and non-amino-acid residues removed", True, True),
 )
 
 
 def convert_one(row: dict, docked: Path, out: Path) -> str:
     """Convert one complex into ``out``; returns the attempt that worked ('' when none did)."""
+    out = out.resolve()  # the retry's cleaned receptor must not resolve against the manifest's folder again
     out.mkdir(parents=True, exist_ok=True)
     one = {
         k: (str((docked / v).resolve()) if k in ("receptor", "poses", "crystal_ligand") else v) for k, v in row.items()
     }
     for attempt, (what, clean, drop_hetero) in enumerate(ATTEMPTS):
         if clean:
-            one["receptor"] = str(without_orphan_hydrogens(Path(one["receptor"]), out / "receptor_clean.pdb"))
+            source = Path(docked / row["receptor"]).resolve()
+            one["receptor"] = str(without_orphan_hydrogens(source, out / "receptor_clean.pdb", drop_hetero))
         pd.DataFrame([one]).to_csv(out / "manifest.csv", index=False)
         if attempt:
             (out / "failures.csv").replace(out / f"failures_attempt{attempt}.csv")
@@ -128,9 +147,12 @@ def fold_csvs(index: pd.DataFrame, families: dict, family: str, fold_dir: Path, 
     return train, test
 
 
-def run_fold(args: argparse.Namespace, shards: Path, train: Path, test: Path, fold_dir: Path) -> pd.DataFrame:
-    """Train on ``train``, predict ``test``; returns the scores table."""
-    run_dir = fold_dir / args.tag
+def run_fold(
+    args: argparse.Namespace, shards: Path, train: Path, test: Path, fold_dir: Path, seed: str = ""
+) -> pd.DataFrame:
+    """Train on ``train``, predict ``test`` (with ``train.seed=seed`` when given); returns the scores table."""
+    name = f"{args.tag}_seed{seed}" if seed else args.tag
+    run_dir = fold_dir / name
     fixed = [
         f"data.data_dir={shards}",
         f"data.train_csvs=[{train}]",
@@ -139,10 +161,11 @@ def run_fold(args: argparse.Namespace, shards: Path, train: Path, test: Path, fo
         "train.progress=false",
         "train.resume=never",
         "synthetic.enabled=false",
+        *([f"train.seed={seed}"] if seed else []),
     ]
     settings = [item for value in [*fixed, *args.overrides] for item in ("--set", value)]
     main_app = str(ROOT / "main_app.py")
-    with open(fold_dir / f"{args.tag}.log", "w") as log:
+    with open(fold_dir / f"{name}.log", "w") as log:
         subprocess.run(
             [sys.executable, main_app, str(args.config), *settings],
             check=True,
@@ -153,7 +176,7 @@ def run_fold(args: argparse.Namespace, shards: Path, train: Path, test: Path, fo
         checkpoint = run_dir / "checkpoints" / "best.pt"
         if not checkpoint.exists():
             checkpoint = run_dir / "checkpoints" / "last.pt"
-        scores = fold_dir / f"{args.tag}_scores.csv"
+        scores = fold_dir / f"{name}_scores.csv"
         subprocess.run(
             [sys.executable, main_app, str(args.config), *settings, "--predict", str(checkpoint), "--out", str(scores)],
             check=True,
@@ -162,6 +185,26 @@ def run_fold(args: argparse.Namespace, shards: Path, train: Path, test: Path, fo
             cwd=ROOT,
         )
     return pd.read_csv(scores)
+
+
+def ensemble(runs: list[pd.DataFrame]) -> pd.DataFrame:
+    """The first run's table with ``score`` replaced by the mean of every run's score of the same pose."""
+    keys = ["complex", "pose"]
+    poses = [set(zip(run["complex"], run["pose"])) for run in runs]
+    if any(p != poses[0] or len(run) != len(p) for p, run in zip(poses, runs)):
+        raise ValueError("the seeds' score tables do not hold the same poses (each once)")
+    scores = pd.concat([run[keys + ["score"]] for run in runs]).groupby(keys, sort=False)["score"].mean()
+    return runs[0].drop(columns="score").merge(scores.reset_index(), on=keys, how="left", validate="one_to_one")
+
+
+def seed_spread(per_seed: dict[str, list[pd.DataFrame]], n_boot: int) -> dict:
+    """Every seed's pooled figures, and the range of its top-1 and top-3 rates over the seeds."""
+    pooled = {seed: summarize(pd.concat(runs, ignore_index=True), n_boot) for seed, runs in per_seed.items()}
+    spread = {
+        key: [min(p[key]["rate"] for p in pooled.values()), max(p[key]["rate"] for p in pooled.values())]
+        for key in ("model_top1", "model_top3")
+    }
+    return {"pooled": pooled, "range": spread}
 
 
 def row(name: str, result: dict) -> str:
@@ -196,11 +239,15 @@ def main(argv=None) -> int:
     manifest = pd.read_csv(args.docked / "manifest.csv", dtype=str)
     families = dict(zip(manifest["complex_id"], manifest["family"]))
     chosen = [f for f in args.families.split(",") if f] or sorted(set(families.values()))
-    folds, pooled = {}, []
+    seeds = [s.strip() for s in args.seeds.split(",") if s.strip()] or [""]
+    folds, pooled, per_seed = {}, [], {seed: [] for seed in seeds}
     for family in chosen:
         fold_dir = args.work / "folds" / family
         train, test = fold_csvs(index, families, family, fold_dir, args.tag)
-        scores = run_fold(args, shards, train, test, fold_dir)
+        runs = [run_fold(args, shards, train, test, fold_dir, seed) for seed in seeds]
+        for seed, run in zip(seeds, runs):
+            per_seed[seed].append(run)
+        scores = ensemble(runs)
         scores["family"] = family
         pooled.append(scores)
         folds[family] = summarize(scores, args.n_boot)
@@ -213,7 +260,10 @@ def main(argv=None) -> int:
         "recipe": yaml.safe_load(Path(args.config).read_text()),
         "folds": folds,
         "pooled": summarize(pd.concat(pooled, ignore_index=True), args.n_boot),
+        "seeds": [int(seed) for seed in seeds if seed],
     }
+    if len(seeds) > 1:
+        result["per_seed"] = seed_spread(per_seed, args.n_boot)
     out = args.results / f"{args.tag}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=1, default=lambda value: value.item()))  # numpy scalars
@@ -221,6 +271,9 @@ def main(argv=None) -> int:
     for family, values in folds.items():
         print(row(family, values))
     print(row("**pooled**", result["pooled"]))
+    if len(seeds) > 1:
+        low, high = result["per_seed"]["range"]["model_top1"]
+        print(f"\nensemble of seeds {args.seeds}; single-seed pooled model top-1 {100 * low:.0f}-{100 * high:.0f}%")
     print(f"\nwrote {out}")
     return 0
 

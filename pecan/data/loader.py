@@ -209,6 +209,7 @@ def make_sampler(dataset, cfg: DataConfig, *, train: bool, rank: int, world_size
     return ShardAwareSampler(
         len(dataset),
         shard_ids=dataset.table.shard_id,
+        group_ids=dataset.table.complex_id,
         rank=rank,
         world_size=world_size,
         shuffle=train,

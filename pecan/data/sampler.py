@@ -8,14 +8,18 @@ from typing import Iterator, Optional
 import numpy as np
 import torch
 
+MODES = ("global", "block", "complex")
+
 
 class ShardAwareSampler(torch.utils.data.Sampler[int]):
     """Each rank's share of one epoch's order; ``set_epoch`` reshuffles identically on every rank.
 
     ``mode="global"`` is a uniform permutation. ``mode="block"`` shuffles the order of shards and the
     samples inside each shard, then gives each rank a contiguous run, so a rank reads few shards at a
-    time (for storage that prefers locality). Training pads every rank to the same length (DDP needs
-    equal step counts); evaluation (``pad=False``) covers each sample exactly once.
+    time (for storage that prefers locality). ``mode="complex"`` does the same with complexes instead of
+    shards (``group_ids``), so a batch holds most poses of one or two complexes: the pairs a per-complex
+    ranking loss needs (with random batches few poses of one complex ever share a batch). Training pads every
+    rank to the same length (DDP needs equal step counts); evaluation (``pad=False``) covers each sample exactly once.
     """
 
     def __init__(
@@ -23,6 +27,7 @@ class ShardAwareSampler(torch.utils.data.Sampler[int]):
         num_samples: int,
         *,
         shard_ids: Optional[np.ndarray] = None,
+        group_ids: Optional[np.ndarray] = None,
         rank: int = 0,
         world_size: int = 1,
         shuffle: bool = True,
@@ -30,10 +35,13 @@ class ShardAwareSampler(torch.utils.data.Sampler[int]):
         seed: int = 0,
         pad: bool = True,
     ) -> None:
-        if mode not in ("global", "block"):
-            raise ValueError(f"shuffle mode must be 'global' or 'block', got {mode!r}")
+        if mode not in MODES:
+            raise ValueError(f"shuffle mode must be one of {', '.join(MODES)}, got {mode!r}")
+        if mode == "complex" and group_ids is None:
+            raise ValueError("shuffle mode 'complex' needs group_ids (the complex of every sample)")
         self.num_samples, self.rank, self.world_size = num_samples, rank, world_size
-        self.shard_ids = np.zeros(num_samples, dtype=np.int64) if shard_ids is None else np.asarray(shard_ids)
+        blocks = group_ids if mode == "complex" else shard_ids
+        self.block_ids = np.zeros(num_samples, dtype=np.int64) if blocks is None else np.asarray(blocks)
         self.shuffle, self.mode, self.seed, self.pad = shuffle, mode, seed, pad
         self.epoch = 0
         self.skip = 0
@@ -53,8 +61,11 @@ class ShardAwareSampler(torch.utils.data.Sampler[int]):
         rng = np.random.default_rng([self.seed, self.epoch])
         if self.mode == "global":
             return rng.permutation(self.num_samples)
-        shards = rng.permutation(np.unique(self.shard_ids))
-        return np.concatenate([rng.permutation(np.flatnonzero(self.shard_ids == s)) for s in shards])
+        # One stable sort groups the samples of each block: O(S log S), not a scan of all samples per block.
+        order = np.argsort(self.block_ids, kind="stable")
+        starts = np.flatnonzero(np.r_[True, np.diff(self.block_ids[order]) != 0])
+        groups = np.split(order, starts[1:])
+        return np.concatenate([rng.permutation(groups[g]) for g in rng.permutation(len(groups))])
 
     def indices(self) -> np.ndarray:
         """This rank's indices for the current epoch."""
@@ -65,7 +76,7 @@ class ShardAwareSampler(torch.utils.data.Sampler[int]):
         total = per_rank * self.world_size
         if total > len(order):
             order = np.concatenate([order, np.resize(order, total - len(order))])
-        if self.mode == "block" and self.shuffle:
+        if self.mode != "global" and self.shuffle:
             return order[self.rank * per_rank : (self.rank + 1) * per_rank]
         return order[self.rank : total : self.world_size]
 

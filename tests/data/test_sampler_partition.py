@@ -53,3 +53,32 @@ def test_global_mode_mixes_shards():
     order = ShardAwareSampler(40, shard_ids=shard_ids, mode="global", seed=0).indices()
     assert sorted(order) == list(range(40))
     assert np.count_nonzero(np.diff(shard_ids[order]) != 0) > 10  # block mode would give exactly 3
+
+
+def test_complex_mode_keeps_each_complex_contiguous_whatever_the_shards():
+    """Complexes interleaved in one shard: complex mode groups them (a batch holds whole complexes), block cannot."""
+    complexes = np.tile(np.arange(5), 4)  # 20 samples, complex ids 0..4 interleaved
+    sampler = ShardAwareSampler(20, shard_ids=np.zeros(20, int), group_ids=complexes, mode="complex", seed=2)
+    order = sampler.indices()
+    assert sorted(order) == list(range(20))
+    runs = complexes[order]
+    assert np.count_nonzero(np.diff(runs) != 0) == 4  # five runs, one per complex
+    sampler.set_epoch(1)
+    assert sampler.indices().tolist() != order.tolist()  # reshuffled per epoch
+
+
+def test_complex_mode_without_complex_ids_is_an_error():
+    import pytest
+
+    with pytest.raises(ValueError, match="group_ids"):
+        ShardAwareSampler(4, mode="complex")
+
+
+def test_block_order_is_unchanged_by_the_grouping_rewrite():
+    """The order block mode gave before groups were built by one sort (a resumed run must see the same order)."""
+    shard_ids = np.array([2, 0, 1, 2, 0, 1, 2, 0])
+    rng = np.random.default_rng([5, 0])
+    shards = rng.permutation(np.unique(shard_ids))
+    before = np.concatenate([rng.permutation(np.flatnonzero(shard_ids == s)) for s in shards])
+    now = ShardAwareSampler(8, shard_ids=shard_ids, mode="block", seed=5).indices()
+    assert now.tolist() == before.tolist()

@@ -123,3 +123,33 @@ def test_hdf5_reader_data_carries_the_features_or_marks_them_missing():
     np.testing.assert_allclose(given.docking_features.numpy(), [[-0.7, 0.4, 0.0]], rtol=1e-6)
     with pytest.raises(KeyError, match="docking_features"):  # the contract names a field a reader forgot
         graph_to_data(graph, values)
+
+
+def test_the_prior_starts_as_the_docking_score_ranking_and_learns_corrections():
+    torch.manual_seed(0)
+    model = EGNNClassifier(**input_sizes(), hidden=16, layers=1, use_docking_score=True, docking_prior=2.0)
+    batch = _with_docking(make_batch(), [[-0.9, 0.0, 0.0], [-0.5, 0.8, 0.0]])
+    logits = model(batch)
+    # Head output zero at the start: the logits are -2 * gap exactly (0 for the best pose, -1.6 for the other).
+    assert logits.tolist() == pytest.approx([0.0, -1.6], abs=1e-6)
+    torch.nn.functional.binary_cross_entropy_with_logits(logits, torch.tensor([0.0, 1.0])).backward()
+    # d/dw of BCE: sum over poses of (sigmoid(l) - y) * (-gap) / 2 = ((0.5 - 0) * 0 + (sigmoid(-1.6) - 1) * -0.8) / 2
+    expected = (torch.sigmoid(torch.tensor(-1.6)).item() - 1.0) * -0.8 / 2
+    assert model.docking_prior.grad.item() == pytest.approx(expected, rel=1e-5)
+    assert model.head[-1].weight.grad.abs().sum() > 0  # the correction trains from the first step
+    model.head[-1].weight.data.fill_(1.0)
+    model.reset_parameters()
+    assert model.head[-1].weight.abs().sum() == 0 and model.docking_prior.item() == 2.0
+
+
+def test_the_prior_needs_the_docking_score_and_is_off_by_default():
+    from model.egnn_config import EGNNConfig
+
+    assert EGNNConfig().docking_prior == 0.0
+    assert EGNNClassifier(**input_sizes(), hidden=8, layers=1).docking_prior is None
+    assert ("model.docking_prior", "needs model.use_docking_score: true (the prior reads the docking score)") in (
+        EGNNConfig(docking_prior=1.0).problems(None)
+    )
+    assert EGNNConfig(docking_prior=-1.0).problems(None)[0][0] == "model.docking_prior"
+    model = build(ModelConfig(hidden=8, layers=1, use_docking_score=True, docking_prior=1.5))
+    assert model.docking_prior.item() == 1.5
