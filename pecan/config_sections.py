@@ -143,6 +143,12 @@ class TrainConfig:
     amp: Literal["off", "bf16"] = _doc("Mixed precision: bf16 autocast (no GradScaler needed) or off.", "off")
     compile: bool = _doc("torch.compile the model (dynamic shapes); env PECAN_TORCH_COMPILE=0|1 overrides.", False)
     resume: str = _doc("auto: continue from out_dir's last checkpoint if present; never; or a checkpoint path.", "auto")
+    init_from: str = _doc(
+        "A checkpoint whose model weights start training (pre-training, e.g. on synthetic data, then fine-tuning): "
+        "the same variant and model settings, weights only (optimizer, schedule and epoch start fresh). A resumed "
+        "run's own checkpoint takes precedence. Empty: random initialisation.",
+        "",
+    )
     select_on: Literal["val_auc", "val_loss"] = _doc(
         "Which epoch's checkpoint is best.pt: highest validation AUC over docked poses (falling back to lowest "
         "val_loss, with a log line, while AUC is undefined, e.g. one-class validation), or lowest val_loss.",

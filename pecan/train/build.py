@@ -14,6 +14,8 @@ from pecan import config as config_module
 from pecan import tracing
 from pecan.data.loader import make_dataset, make_loader, make_sampler, prepare_job_data
 from pecan.data.sample import COUNTER_FIELDS
+from pecan.errors import ConfigError
+from pecan.train import checkpoint as ckpt
 from pecan.train.components import apply_compile, wrap_ddp
 from pecan.train.distributed import GradCommClock
 from pecan.train.metrics import resolve_pos_weight
@@ -116,6 +118,8 @@ def build_model(trainer: Trainer) -> None:
     trainer.raw_model = registry.build_model(
         trainer.config.model.name, trainer.config.model, nn_type=trainer.config.model.nn_type
     ).to(trainer.device)
+    if trainer.config.train.init_from:
+        load_initial_weights(trainer.raw_model, trainer.config.train.init_from)
     compiled = apply_compile(trainer.raw_model, trainer.config.train.compile)
     trainer.model = wrap_ddp(compiled, trainer.env, trainer.device)
     # Evaluation runs the module DDP wraps, not DDP: DDP's forward syncs buffers, a collective that a rank
@@ -134,3 +138,30 @@ def build_model(trainer: Trainer) -> None:
             trainer.config.train.amp,
             trainer.config.train.compile,
         )
+
+
+def load_initial_weights(model: torch.nn.Module, path: str) -> None:
+    """Copy a checkpoint's model weights into ``model`` (train.init_from); a missing, damaged or mismatched
+    checkpoint is a ConfigError naming the key, the file and what differs."""
+    try:
+        state = ckpt.load_checkpoint(path)
+    except (FileNotFoundError, ValueError) as err:
+        raise ConfigError(f"train.init_from: {err}") from None
+    if "model" not in state:
+        raise ConfigError(f"train.init_from: {path} holds no model weights (not a PECAN checkpoint)")
+    weights = ckpt.clean_state_dict(state["model"])
+    own = model.state_dict()
+    missing = sorted(set(own) - set(weights))
+    unexpected = sorted(set(weights) - set(own))
+    reshaped = sorted(k for k in set(own) & set(weights) if own[k].shape != weights[k].shape)
+    if missing or unexpected or reshaped:
+        problems = [
+            f"{label}: {', '.join(keys[:5])}{' ...' if len(keys) > 5 else ''}"
+            for label, keys in (("missing", missing), ("unexpected", unexpected), ("other shape", reshaped))
+            if keys
+        ]
+        raise ConfigError(
+            f"train.init_from: {path} was trained with other model settings than model: ({'; '.join(problems)})"
+        )
+    model.load_state_dict(weights)
+    log.info("model weights initialised from %s (train.init_from)", path)
