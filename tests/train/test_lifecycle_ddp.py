@@ -1,11 +1,10 @@
-"""Two ranks under real launchers: a stop signal to both ranks (as Slurm sends it) stops them after the same
+"""Two ranks: a stop signal to both ranks of a real torchrun job (as Slurm sends it) stops them after the same
 step and the rerun ends with an uninterrupted run's weights; evaluation with an empty validation share does not
-hang; a killed peer is named by the survivor within the collective timeout."""
+hang; a killed peer is named by the survivor within the collective timeout (these two on the 2-process harness)."""
 
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -15,27 +14,24 @@ import pandas as pd
 import pytest
 
 from pecan import report
+from tests.ddp import kill_all, run_ranks_ok, start_ranks
+from tests.procs import ROOT, app_argv, clean_env, sets, torchrun
 from tests.train.helpers import tiny_run
-from tests.train.test_ddp import free_port
-from tests.train.test_lifecycle import assert_same_weights, env, run_ok, weights
+from tests.train.test_lifecycle import assert_same_weights, weights
 
-ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.multiprocess, pytest.mark.slow]
 HANG_LIMIT_S = 240  # the old hang lasted the hard-coded 1800 s collective timeout
 
 
-def torchrun(path, out_dir, *settings) -> list[str]:
-    sets = sum((["--set", s] for s in (*settings, f"train.out_dir={out_dir}")), [])
-    return [
-        sys.executable,
-        "-m",
-        "torch.distributed.run",
-        "--standalone",
-        "--nproc_per_node=2",
-        "main_app.py",
-        str(path),
-        *sets,
-    ]
+def two_ranks(path, out_dir, *settings) -> list[str]:
+    """The argv each of two ranks runs (tests.ddp starts them)."""
+    return app_argv(path, *settings, f"train.out_dir={out_dir}")
+
+
+def under_torchrun(path, out_dir, *settings) -> list[str]:
+    """The same job under a real torchrun agent, for the signals the agent's ranks receive."""
+    job = ["--standalone", "--nproc_per_node=2", "main_app.py", str(path)]
+    return torchrun(*job, *sets(*settings, f"train.out_dir={out_dir}"))
 
 
 def children(pid: int) -> list[int]:
@@ -55,11 +51,17 @@ def children(pid: int) -> list[int]:
 def test_stop_signal_to_both_ranks_stops_together_and_resumes_exactly(tmp_path):
     path, _ = tiny_run(tmp_path)
     settings = ["train.epochs=3", "train.deterministic=true", "data.batch_size=2"]
-    run_ok(torchrun(path, tmp_path / "full", *settings), timeout=400)
+    run_ranks_ok(two_ranks(path, tmp_path / "full", *settings), timeout=400)
     out_dir = tmp_path / "stopped"
-    cmd = torchrun(path, out_dir, *settings)
+    cmd = under_torchrun(path, out_dir, *settings)
     agent = subprocess.Popen(
-        cmd, cwd=ROOT, env=env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+        cmd,
+        cwd=ROOT,
+        env=clean_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
     )
     lines = []
     try:
@@ -81,7 +83,7 @@ def test_stop_signal_to_both_ranks_stops_together_and_resumes_exactly(tmp_path):
     assert not (out_dir / ".pecan.lock").exists()
     markers = [r for r in report.read_records(out_dir / "epochs.jsonl", events=True) if r.get("event")]
     assert len(markers) == 1 and markers[0]["signal"] == "SIGUSR1" and markers[0]["epoch"] == 2
-    run_ok(cmd, timeout=400)
+    run_ranks_ok(two_ranks(path, out_dir, *settings), timeout=400)  # the rerun needs no agent
     assert_same_weights(weights(tmp_path / "full"), weights(out_dir))
     assert [r["epoch"] for r in report.read_records(out_dir / "epochs.jsonl")] == [1, 2, 3]
 
@@ -123,7 +125,7 @@ def test_evaluation_with_an_empty_share_does_not_hang(tmp_path, case):
         corrupt(data_dir, pd.read_csv(val)["poseid"].iloc[1])
         settings += ["data.on_bad_sample=skip", "data.io_mode=hoist"]
     start = time.monotonic()
-    run_ok(torchrun(path, tmp_path / "run", *settings), timeout=HANG_LIMIT_S)
+    run_ranks_ok(two_ranks(path, tmp_path / "run", *settings), timeout=HANG_LIMIT_S)
     assert time.monotonic() - start < HANG_LIMIT_S
     records = report.read_records(tmp_path / "run" / "epochs.jsonl")
     assert len(records) == 1 and records[0]["world_size"] == 2
@@ -132,32 +134,8 @@ def test_evaluation_with_an_empty_share_does_not_hang(tmp_path, case):
 def test_a_killed_peer_is_named_by_the_survivor_within_the_timeout(tmp_path):
     path, _ = tiny_run(tmp_path)
     timeout_s = 60
-    port = str(free_port())
-    sets = sum(
-        (["--set", s] for s in ("train.epochs=50", "data.batch_size=2", f"train.collective_timeout_s={timeout_s}")), []
-    )
-    ranks = []
-    for rank in (0, 1):
-        environ = {
-            **env(),
-            "RANK": str(rank),
-            "WORLD_SIZE": "2",
-            "LOCAL_RANK": str(rank),
-            "LOCAL_WORLD_SIZE": "2",
-            "MASTER_ADDR": "127.0.0.1",
-            "MASTER_PORT": port,
-        }
-        ranks.append(
-            subprocess.Popen(
-                [sys.executable, "-u", "main_app.py", str(path), *sets],
-                cwd=ROOT,
-                env=environ,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                text=True,
-                start_new_session=True,
-            )
-        )
+    settings = ("train.epochs=50", "data.batch_size=2", f"train.collective_timeout_s={timeout_s}")
+    ranks = start_ranks(app_argv(path, *settings))
     survivor, victim = ranks
     lines = []
     try:
@@ -170,10 +148,7 @@ def test_a_killed_peer_is_named_by_the_survivor_within_the_timeout(tmp_path):
         rest, _ = survivor.communicate(timeout=timeout_s + 60)
         waited = time.monotonic() - killed_at
     finally:
-        for process in ranks:
-            if process.poll() is None:
-                os.killpg(process.pid, signal.SIGKILL)
-        victim.wait()
+        kill_all(ranks)
     out = "".join(lines) + rest
     print(f"survivor exited {waited:.1f} s after the kill")
     assert survivor.returncode == 1, out[-3000:]
