@@ -118,7 +118,7 @@ def test_each_variant_trains_from_one_command(tmp_path, variant):
     import main_app
     from pecan import report
 
-    path, _ = tiny_run(tmp_path, settings={"model": {"name": variant}})
+    path, _ = tiny_run(tmp_path, *TINY_SETTINGS[variant], settings={"model": {"name": variant}})
     settings = ["train.epochs=1", *TINY_SETTINGS[variant]]
     assert main_app.main([str(path), *sum((["--set", s] for s in settings), [])]) == 0
     records = report.read_records(tmp_path / "run" / "epochs.jsonl")

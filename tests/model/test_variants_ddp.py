@@ -13,7 +13,7 @@ pytestmark = [pytest.mark.multiprocess, pytest.mark.slow]
 
 @pytest.mark.parametrize("variant", ["sgcnn", "cnn3d"])
 def test_two_ranks_train_in_sync(tmp_path, variant):
-    path, _ = tiny_run(tmp_path, settings={"model": {"name": variant}})
+    path, _ = tiny_run(tmp_path, *TINY_SETTINGS[variant], settings={"model": {"name": variant}})
     out = run_ranks_ok(app_argv(path, "train.epochs=1", "data.num_workers=0", *TINY_SETTINGS[variant]))
     assert out.count("joined via torchrun") == 2
     records = report.read_records(tmp_path / "run" / "epochs.jsonl")
