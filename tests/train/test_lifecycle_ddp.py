@@ -82,7 +82,10 @@ def test_stop_signal_to_both_ranks_stops_together_and_resumes_exactly(tmp_path):
     assert "rerun the same command to resume" in out and "Traceback" not in out
     assert not (out_dir / ".pecan.lock").exists()
     markers = [r for r in report.read_records(out_dir / "epochs.jsonl", events=True) if r.get("event")]
-    assert len(markers) == 1 and markers[0]["signal"] == "SIGUSR1" and markers[0]["epoch"] == 2
+    assert len(markers) == 1 and markers[0]["signal"] == "SIGUSR1"
+    # The signal follows epoch 1's line: it lands in epoch 2, or (under load) before epoch 2's first step.
+    stop = markers[0]
+    assert stop["epoch"] == 2 or (stop["epoch"] == 1 and stop["step"] == stop["steps_per_epoch"]), stop
     run_ranks_ok(two_ranks(path, out_dir, *settings), timeout=400)  # the rerun needs no agent
     assert_same_weights(weights(tmp_path / "full"), weights(out_dir))
     assert [r["epoch"] for r in report.read_records(out_dir / "epochs.jsonl")] == [1, 2, 3]
