@@ -221,7 +221,7 @@ def test_two_rank_traced_run_covers_every_phase(tmp_path):
         pytest.fail("the native dftracer package is part of the test install (.[trace-native])")
     path, _ = tiny_run(tmp_path)
     settings = ["trace.enabled=true", "trace.posix=true", "data.io_mode=reopen", "data.num_workers=1"]
-    out = run_ranks_ok(app_argv(path, *settings, "train.plots=true"), timeout=400)
+    output = run_ranks_ok(app_argv(path, *settings, "train.plots=true"), timeout=400)
     run_dir = tmp_path / "run"
     records = report.read_records(run_dir / "epochs.jsonl")
     assert [r["epoch"] for r in records] == [1, 2] and records[-1]["completed"] and not records[0]["completed"]
@@ -278,4 +278,4 @@ def test_two_rank_traced_run_covers_every_phase(tmp_path):
     assert all(isinstance(e["ts"], (int, float)) and e["dur"] >= 0 for e in chrome["traceEvents"] if e["ph"] == "X")
     # end-of-run plots and summary
     assert (run_dir / "plots" / "run.png").stat().st_size > 10_000
-    assert "| epoch | wall s |" in out
+    assert "| epoch | wall s |" in output
