@@ -77,6 +77,7 @@ def write_config(
     if dataset and not (tmp / "data" / "index.csv").exists():
         write_dataset(tmp / "data", **dataset)
     raw = apply_settings(tiny_sections(tmp), settings or {})
+    tmp.mkdir(parents=True, exist_ok=True)
     path = tmp / name
     path.write_text(config_text(raw) + extra_yaml)
     return path
