@@ -6,10 +6,11 @@ inherited them would take another code path than the one the test means, so they
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
 
 ROOT = Path(__file__).resolve().parents[1]
 LAUNCHER_PREFIXES = ("RANK", "WORLD_SIZE", "LOCAL_", "MASTER_", "SLURM_", "FLUX_", "PECAN_", "TORCHELASTIC")
@@ -55,6 +56,35 @@ def run_ok(command: list[str], timeout: int = 300, env: Optional[dict[str, str]]
     """``run_checked``'s stdout + stderr."""
     done = run_checked(command, timeout, env)
     return done.stdout + done.stderr
+
+
+def act_at(
+    command: list[str], marker: str, act: Callable[[subprocess.Popen], None], timeout: int = 300
+) -> tuple[int, str]:
+    """Start ``command``, call ``act(process)`` at the first output line that holds ``marker``, let it
+    finish; return (exit code, all output). Whatever is left past ``timeout`` is killed with its children."""
+    process = subprocess.Popen(
+        command,
+        cwd=ROOT,
+        env=clean_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    lines = []
+    try:
+        for line in process.stdout:
+            lines.append(line)
+            if marker in line:
+                act(process)
+                break
+        rest, _ = process.communicate(timeout=timeout)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    return process.returncode, "".join(lines) + rest
 
 
 def torchrun(*args: str) -> list[str]:

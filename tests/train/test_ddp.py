@@ -8,7 +8,7 @@ import pytest
 
 from pecan import report
 from tests.ddp import free_port, run_ranks_ok
-from tests.procs import ROOT, app_argv, clean_env, run_ok, sets, torchrun
+from tests.procs import ROOT, act_at, app_argv, clean_env, run_ok, sets, torchrun
 from tests.train.helpers import tiny_run
 
 pytestmark = [pytest.mark.multiprocess, pytest.mark.slow]
@@ -85,14 +85,8 @@ def test_kill_and_resume_matches_uninterrupted(tmp_path):
     run_ok(app_argv(path, *settings, f"train.out_dir={tmp_path / 'full'}"))
     out_dir = tmp_path / "killed"
     command = app_argv(path, *settings, f"train.out_dir={out_dir}")
-    process = subprocess.Popen(
-        command, cwd=ROOT, env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    )
-    for line in process.stdout:
-        if line.startswith("epoch   1 |"):
-            process.send_signal(signal.SIGKILL)
-            break
-    process.wait(timeout=60)
+    code, _ = act_at(command, "epoch   1 |", lambda process: process.send_signal(signal.SIGKILL), timeout=60)
+    assert code == -signal.SIGKILL
     assert len(report.read_records(out_dir / "epochs.jsonl")) == 1
     run_ok(command)  # train.resume defaults to auto
     full = report.read_records(tmp_path / "full" / "epochs.jsonl")

@@ -20,7 +20,7 @@ from pecan.train import checkpoint as ckpt
 from pecan.train.distributed import discover
 from pecan.train.lifecycle import RunStopped, StopSignals
 from pecan.train.trainer import Trainer
-from tests.procs import ROOT, app_argv, clean_env, run_ok
+from tests.procs import ROOT, act_at, app_argv, clean_env, run_ok
 from tests.train.helpers import tiny_run
 
 EXACT = ["train.epochs=2", "train.deterministic=true", "data.batch_size=2", "model.dropout=0.2", "data.augment=true"]
@@ -32,27 +32,7 @@ def command(path, out_dir, *settings) -> list[str]:
 
 def signal_at(cmd: list[str], marker: str, sig: int, timeout: int = 300) -> tuple[int, str]:
     """Start ``cmd``, send ``sig`` when a line holds ``marker``, return (exit code, all output)."""
-    process = subprocess.Popen(
-        cmd,
-        cwd=ROOT,
-        env=clean_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-    )
-    lines = []
-    try:
-        for line in process.stdout:
-            lines.append(line)
-            if marker in line:
-                process.send_signal(sig)
-                break
-        rest, _ = process.communicate(timeout=timeout)
-    finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
-    return process.returncode, "".join(lines) + rest
+    return act_at(cmd, marker, lambda process: process.send_signal(sig), timeout)
 
 
 def weights(out_dir: Path) -> dict:

@@ -4,7 +4,6 @@ hang; a killed peer is named by the survivor within the collective timeout (thes
 
 import os
 import signal
-import subprocess
 import time
 from pathlib import Path
 
@@ -15,7 +14,7 @@ import pytest
 
 from pecan import report
 from tests.ddp import kill_all, run_ranks_ok, start_ranks
-from tests.procs import ROOT, app_argv, clean_env, sets, torchrun
+from tests.procs import act_at, app_argv, sets, torchrun
 from tests.train.helpers import tiny_run
 from tests.train.test_lifecycle import assert_same_weights, weights
 
@@ -54,31 +53,15 @@ def test_stop_signal_to_both_ranks_stops_together_and_resumes_exactly(tmp_path):
     run_ranks_ok(two_ranks(path, tmp_path / "full", *settings), timeout=400)
     out_dir = tmp_path / "stopped"
     cmd = under_torchrun(path, out_dir, *settings)
-    agent = subprocess.Popen(
-        cmd,
-        cwd=ROOT,
-        env=clean_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-    )
-    lines = []
-    try:
-        for line in agent.stdout:
-            lines.append(line)
-            if line.startswith("epoch   1 |"):
-                ranks = children(agent.pid)
-                assert len(ranks) == 2, ranks
-                for rank in ranks:  # what `#SBATCH --signal=USR1@120` does: every task gets it
-                    os.kill(rank, signal.SIGUSR1)
-                break
-        rest, _ = agent.communicate(timeout=300)
-    finally:
-        if agent.poll() is None:
-            os.killpg(agent.pid, signal.SIGKILL)
-    out = "".join(lines) + rest
-    assert agent.returncode == 0, out[-3000:]
+
+    def stop_both_ranks(agent) -> None:
+        ranks = children(agent.pid)
+        assert len(ranks) == 2, ranks
+        for rank in ranks:  # what `#SBATCH --signal=USR1@120` does: every task gets it
+            os.kill(rank, signal.SIGUSR1)
+
+    code, out = act_at(cmd, "epoch   1 |", stop_both_ranks)
+    assert code == 0, out[-3000:]
     assert "rerun the same command to resume" in out and "Traceback" not in out
     assert not (out_dir / ".pecan.lock").exists()
     markers = [r for r in report.read_records(out_dir / "epochs.jsonl", events=True) if r.get("event")]
