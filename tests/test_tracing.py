@@ -14,6 +14,13 @@ from tests.procs import ROOT, app_argv, clean_env, run_checked
 from tests.train.helpers import tiny_run
 
 
+@pytest.fixture
+def native_tracer():
+    """The native dftracer must be there: it is part of the test install, so its absence fails, not skips."""
+    if not tracing.native_available():
+        pytest.fail("the native dftracer package is part of the test install (.[trace-native])")
+
+
 def test_disabled_is_a_no_op(tmp_path):
     assert tracing.setup(False, tmp_path) is False
     assert not tracing.is_enabled()
@@ -40,9 +47,7 @@ def counts(events_: list[dict]) -> Counter:
     return Counter((e.get("cat"), e.get("name")) for e in events_)
 
 
-def test_ai_categories_match_the_installed_dftracer():
-    if not tracing.native_available():
-        pytest.fail("the native dftracer package is part of the test install (.[trace-native])")
+def test_ai_categories_match_the_installed_dftracer(native_tracer):
     from dftracer.python.ai_common import CommunicationEvent, ProfileCategory
 
     assert set(tracing.AI_CATEGORIES) <= {str(c) for c in ProfileCategory}
@@ -75,9 +80,7 @@ def test_requested_but_unavailable_is_recorded(tmp_path, monkeypatch):
 
 @pytest.mark.multiprocess
 @pytest.mark.slow
-def test_packed_run_writes_traces(tmp_path):
-    if not tracing.native_available():
-        pytest.fail("the native dftracer package is part of the test install (.[trace-native])")
+def test_packed_run_writes_traces(tmp_path, native_tracer):
     path, _ = tiny_run(tmp_path)
     settings = ["trace.enabled=true", "train.epochs=1", "data.io_mode=packed", "data.num_workers=1"]
     command = app_argv(path, *settings, "train.tensorboard=true")
@@ -215,10 +218,8 @@ WORKER_SPANS = [
 
 @pytest.mark.multiprocess
 @pytest.mark.slow
-def test_two_rank_traced_run_covers_every_phase(tmp_path):
+def test_two_rank_traced_run_covers_every_phase(tmp_path, native_tracer):
     """2 gloo ranks (tests/ddp.py), HDF5 reopen mode, one loader worker each, POSIX tracing of the data dir."""
-    if not tracing.native_available():
-        pytest.fail("the native dftracer package is part of the test install (.[trace-native])")
     path, _ = tiny_run(tmp_path)
     settings = ["trace.enabled=true", "trace.posix=true", "data.io_mode=reopen", "data.num_workers=1"]
     output = run_ranks_ok(app_argv(path, *settings, "train.plots=true"), timeout=400)
