@@ -26,7 +26,7 @@ from pecan.data import format as fmt
 from tests import configs
 from tests.configs import DROP, SMALL_MODEL
 from tests.procs import clean_env
-from tests.shards import write_dataset
+from tests.shards import set_atom_value, write_dataset
 
 ROOT = Path(__file__).resolve().parents[1]
 POSES = fmt.DEFAULT_POSE_GROUP
@@ -223,10 +223,7 @@ def test_oversize_pose_rejected_before_edges(tmp_path, data_dir, caplog, capsys,
 def test_bad_pose_skip_counted_on_every_io_mode(tmp_path, data_dir, caplog, capsys, io_mode):
     shard, pose = first_pose(data_dir)
     with h5py.File(shard, "a") as handle:
-        atoms = handle[f"{pose}/data"][()]
-        atoms[0, 0] = np.nan
-        del handle[f"{pose}/data"]
-        handle[f"{pose}/data"] = atoms
+        set_atom_value(handle[pose], 0, 0, np.nan)
     code, text = run(
         tmp_path,
         data_dir,
@@ -542,9 +539,6 @@ def test_missing_data_dir_names_it(tmp_path, data_dir, caplog, capsys):
 def test_nan_coordinates_name_pose(tmp_path, data_dir, caplog, capsys):
     shard, pose = first_pose(data_dir)
     with h5py.File(shard, "a") as handle:
-        atoms = handle[f"{pose}/data"][()]
-        atoms[1, 1] = np.inf
-        del handle[f"{pose}/data"]
-        handle[f"{pose}/data"] = atoms
+        set_atom_value(handle[pose], 1, 1, np.inf)
     code, text = run(tmp_path, data_dir, caplog=caplog, capsys=capsys)
     assert code == 1 and "pose c000/c000_pose0" in text and "NaN or infinite" in text

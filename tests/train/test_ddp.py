@@ -9,6 +9,7 @@ import pytest
 from pecan import report
 from tests.ddp import free_port, run_ranks_ok
 from tests.procs import ROOT, act_at, app_argv, clean_env, run_ok, sets, torchrun
+from tests.shards import poison_poses
 from tests.train.helpers import tiny_run
 
 pytestmark = [pytest.mark.multiprocess, pytest.mark.slow]
@@ -99,19 +100,8 @@ def test_kill_and_resume_matches_uninterrupted(tmp_path):
 
 
 def test_all_bad_batch_keeps_ranks_in_step(tmp_path):
-    import h5py
-    import numpy as np
-
     path, _ = tiny_run(tmp_path)
-    for shard in sorted((tmp_path / "data").glob("*.hdf5")):
-        with h5py.File(shard, "a") as handle:
-            for pdbid in handle:
-                poses = handle[f"{pdbid}/pybel/processed/docking"]
-                for name in list(poses)[::2]:  # every other pose of every complex
-                    data = poses[f"{name}/data"][()]
-                    data[0, 0] = np.nan
-                    del poses[f"{name}/data"]
-                    poses[name].create_dataset("data", data=data)
+    poison_poses(tmp_path / "data", lambda poses, names: names[::2])  # every other pose of every complex
     out = run_ranks_ok(
         app_argv(path, "data.io_mode=hoist", "data.on_bad_sample=skip", "data.batch_size=1", "train.seed=1")
     )

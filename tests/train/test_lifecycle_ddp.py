@@ -7,14 +7,13 @@ import signal
 import time
 from pathlib import Path
 
-import h5py
-import numpy as np
 import pandas as pd
 import pytest
 
 from pecan import report
 from tests.ddp import kill_all, run_ranks_ok, start_ranks
 from tests.procs import act_at, app_argv, sets, torchrun
+from tests.shards import poison_poses
 from tests.train.helpers import tiny_run
 from tests.train.test_lifecycle import assert_same_weights, weights
 
@@ -84,15 +83,7 @@ def write_val_csv(data_dir: Path, rows: int) -> Path:
 
 
 def corrupt(data_dir: Path, poseid: str) -> None:
-    for shard in sorted(data_dir.glob("*.hdf5")):
-        with h5py.File(shard, "a") as handle:
-            for pdbid in handle:
-                poses = handle[f"{pdbid}/pybel/processed/docking"]
-                if poseid in poses:
-                    data = poses[f"{poseid}/data"][()]
-                    data[0, 0] = np.nan
-                    del poses[f"{poseid}/data"]
-                    poses[poseid].create_dataset("data", data=data)
+    assert poison_poses(data_dir, lambda poses, names: [poseid] if poseid in poses else []) == [poseid]
 
 
 @pytest.mark.parametrize("case", ["one_validation_sample", "rank1_share_all_bad"])
