@@ -41,3 +41,24 @@ def mounts():
     made = Mounts()
     yield made
     made.unmount_all()
+
+
+@pytest.fixture
+def make_config(tmp_path):
+    """The config factory (tests/configs.py) in this test's tmp_path: ``make_config({"train.epochs": 1})``
+    writes tmp_path/run.yaml (and the tiny shards) and returns (path, typed config)."""
+    from tests import configs
+
+    def make(settings=None, *overrides, **kwargs):
+        return configs.make_config(tmp_path, settings, *overrides, **kwargs)
+
+    return make
+
+
+@pytest.fixture(scope="session")
+def trained_run(tmp_path_factory):
+    """One epoch of the tiny run, trained once per session; tests that change its run directory work on
+    ``trained_run.copy_to(tmp)``, and score with ``trained_run.checkpoint`` (a copy outside the run)."""
+    from tests.configs import train_once
+
+    return train_once(tmp_path_factory.mktemp("trained"))

@@ -95,3 +95,25 @@ def write_dataset(directory: Path, n_shards: int = 2, **kwargs) -> tuple[list[Pa
     csv = directory / "index.csv"
     frame.to_csv(csv, index=False)
     return shards, csv
+
+
+def set_atom_value(pose: h5py.Group, row: int, column: int, value: float) -> None:
+    """Rewrite one value of a pose's atom array (a new dataset, as a tool that rewrites the array would)."""
+    atoms = pose["data"][()]
+    atoms[row, column] = value
+    del pose["data"]
+    pose.create_dataset("data", data=atoms)
+
+
+def poison_poses(data_dir: Path, chosen) -> list[str]:
+    """Put a NaN into atom 0 of every docked pose that ``chosen(complex group, pose names)`` returns, in every
+    shard of data_dir; returns the poses poisoned."""
+    poisoned = []
+    for shard in sorted(data_dir.glob("*.hdf5")):
+        with h5py.File(shard, "a") as handle:
+            for pdbid in handle:
+                poses = handle[f"{pdbid}/{fmt.DEFAULT_POSE_GROUP}"]
+                for name in chosen(poses, list(poses)):
+                    set_atom_value(poses[name], 0, 0, np.nan)
+                    poisoned.append(name)
+    return poisoned

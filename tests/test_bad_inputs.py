@@ -23,7 +23,10 @@ import main_app
 from pecan import config as cfgmod
 from pecan import report
 from pecan.data import format as fmt
-from tests.shards import write_dataset
+from tests import configs
+from tests.configs import DROP, SMALL_MODEL
+from tests.procs import clean_env
+from tests.shards import set_atom_value, write_dataset
 
 ROOT = Path(__file__).resolve().parents[1]
 POSES = fmt.DEFAULT_POSE_GROUP
@@ -41,18 +44,15 @@ def data_dir(tmp_path):
 
 
 def write_config(tmp_path: Path, data_dir: Path, extra: str = "") -> Path:
-    """A tiny, fast run config; ``extra`` is appended YAML (more sections or keys)."""
-    path = tmp_path / "run.yaml"
-    path.write_text(
-        textwrap.dedent(f"""\
-        data: {{data_dir: {data_dir}, train_csvs: [index.csv], val_fraction: 0.34, batch_size: 4,
-                num_workers: 0, cache_dir: {tmp_path / "cache"}}}
-        model: {{hidden: 8, layers: 1, rbf: 4}}
-        train: {{epochs: 1, lr: 0.003, out_dir: {tmp_path / "run"}, progress: false}}
-        """)
-        + extra
-    )
-    return path
+    """A tiny, fast run config (tests/configs.py: one line per section); ``extra`` is appended YAML."""
+    settings = {
+        "data.data_dir": str(data_dir),
+        "data.val_fraction": 0.34,
+        "model": SMALL_MODEL,
+        "train.epochs": 1,
+        "train.plots": DROP,  # the default, as a user's config leaves it
+    }
+    return configs.write_config(tmp_path, settings, extra_yaml=extra, dataset={})
 
 
 def run(tmp_path, data_dir, *sets, caplog, capsys, extra: str = "") -> tuple[int, str]:
@@ -223,10 +223,7 @@ def test_oversize_pose_rejected_before_edges(tmp_path, data_dir, caplog, capsys,
 def test_bad_pose_skip_counted_on_every_io_mode(tmp_path, data_dir, caplog, capsys, io_mode):
     shard, pose = first_pose(data_dir)
     with h5py.File(shard, "a") as handle:
-        atoms = handle[f"{pose}/data"][()]
-        atoms[0, 0] = np.nan
-        del handle[f"{pose}/data"]
-        handle[f"{pose}/data"] = atoms
+        set_atom_value(handle[pose], 0, 0, np.nan)
     code, text = run(
         tmp_path,
         data_dir,
@@ -406,11 +403,10 @@ KILLER = textwrap.dedent("""
 def test_kill_9_then_resume_keeps_every_epoch_once(tmp_path, data_dir, caplog, capsys, point, temp_left):
     config = write_config(tmp_path, data_dir)
     sets = ["--set", "train.epochs=3", "--set", "train.max_steps_per_epoch=2"]
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run(
         [sys.executable, "-c", KILLER, point, "2", str(config), *sets],
         cwd=ROOT,
-        env=env,
+        env=clean_env(),
         capture_output=True,
         text=True,
         timeout=300,
@@ -543,9 +539,6 @@ def test_missing_data_dir_names_it(tmp_path, data_dir, caplog, capsys):
 def test_nan_coordinates_name_pose(tmp_path, data_dir, caplog, capsys):
     shard, pose = first_pose(data_dir)
     with h5py.File(shard, "a") as handle:
-        atoms = handle[f"{pose}/data"][()]
-        atoms[1, 1] = np.inf
-        del handle[f"{pose}/data"]
-        handle[f"{pose}/data"] = atoms
+        set_atom_value(handle[pose], 1, 1, np.inf)
     code, text = run(tmp_path, data_dir, caplog=caplog, capsys=capsys)
     assert code == 1 and "pose c000/c000_pose0" in text and "NaN or infinite" in text

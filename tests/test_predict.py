@@ -1,11 +1,7 @@
 """Scoring with a trained checkpoint (main_app --predict), and the loss's positive-class weight."""
 
 import json
-import os
-import socket
-import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -21,54 +17,22 @@ from pecan.train import checkpoint as ckpt
 from pecan.train.distributed import discover
 from pecan.train.metrics import resolve_pos_weight, roc_auc, top1_success
 from pecan.train.trainer import Trainer
+from tests.ddp import run_ranks_ok
+from tests.procs import app_argv, run_checked, run_ok
 from tests.train.helpers import tiny_run
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory):
-    """One epoch of a tiny model on tiny shards; returns (tmp dir, config path, config, checkpoint)."""
+def trained(trained_run, tmp_path_factory):
+    """The session's one-epoch tiny run copied here; returns (tmp dir, config path, config, checkpoint)."""
     tmp = tmp_path_factory.mktemp("predict")
-    path, config = tiny_run(tmp, "train.epochs=1")
-    trainer = Trainer(config, discover({}), torch.device("cpu")).setup()
-    try:
-        trainer.fit()
-    finally:
-        trainer.close()
-    return tmp, path, config, tmp / "run" / "checkpoints" / "last.pt"
+    path, config = trained_run.copy_to(tmp, "train.epochs=1")
+    return tmp, path, config, trained_run.checkpoint
 
 
-def clean_env() -> dict:
-    out = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("RANK", "WORLD_SIZE", "LOCAL_", "MASTER_", "SLURM_", "FLUX_", "PECAN_"))
-    }
-    out.update(PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT))
-    return out
-
-
-def predict_cli(config_path, checkpoint, out, *extra, launcher=()):
-    return subprocess.run(
-        [
-            sys.executable,
-            *launcher,
-            "main_app.py",
-            str(config_path),
-            "--predict",
-            str(checkpoint),
-            "--out",
-            str(out),
-            *extra,
-        ],
-        cwd=ROOT,
-        env=clean_env(),
-        capture_output=True,
-        text=True,
-        timeout=300,
-        start_new_session=True,
-    )
+def predict_cli(config_path, checkpoint, out) -> list[str]:
+    """The argv of ``main_app.py CONFIG --predict CHECKPOINT --out OUT``."""
+    return app_argv(config_path, args=("--predict", str(checkpoint), "--out", str(out)))
 
 
 def check_scores(scores: pd.DataFrame, values: dict, config) -> None:
@@ -92,8 +56,7 @@ def check_scores(scores: pd.DataFrame, values: dict, config) -> None:
 def test_predict_end_to_end(trained):
     tmp, config_path, config, checkpoint = trained
     out = tmp / "scores.csv"
-    done = predict_cli(config_path, checkpoint, out)
-    assert done.returncode == 0, done.stderr[-3000:]
+    done = run_checked(predict_cli(config_path, checkpoint, out))
     scores = pd.read_csv(out)
     values = json.loads(metrics_path(out).read_text())
     # every docked pose of the training and validation data, and no crystal pose
@@ -215,22 +178,14 @@ def test_pos_weight_auto_and_in_the_loss(tmp_path):
         trainer.close()
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.mark.multiprocess
 @pytest.mark.slow
 def test_two_rank_predict_equals_one_rank(trained):
     tmp, config_path, config, checkpoint = trained
     single = tmp / "one.csv"
-    assert predict_cli(config_path, checkpoint, single).returncode == 0
+    run_ok(predict_cli(config_path, checkpoint, single))
     double = tmp / "two.csv"
-    launcher = ("-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", f"--master_port={free_port()}")
-    done = predict_cli(config_path, checkpoint, double, launcher=launcher)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    run_ranks_ok(predict_cli(config_path, checkpoint, double))
     one, two = pd.read_csv(single), pd.read_csv(double)
     assert len(two) == len(one) and list(two["pose"]) == list(one["pose"])
     np.testing.assert_allclose(two["score"], one["score"], rtol=1e-5)
@@ -245,7 +200,4 @@ def test_training_and_scoring_never_import_the_converter():
         "bad = [m for m in sys.modules if m.split('.')[0] in ('rdkit', 'prolif', 'MDAnalysis') "
         "or m.startswith('pecan.convert')]; print(bad); sys.exit(1 if bad else 0)"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code], cwd=ROOT, env=clean_env(), capture_output=True, text=True, timeout=120
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
+    run_ok([sys.executable, "-c", code], timeout=120)

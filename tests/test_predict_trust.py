@@ -3,7 +3,6 @@ the training run's state, duplicate poses are named, and every score says which 
 
 import json
 import logging
-import shutil
 
 import numpy as np
 import pandas as pd
@@ -20,27 +19,18 @@ from pecan.train import checkpoint as ckpt
 from pecan.train.distributed import discover
 from pecan.train.metrics import roc_auc, topk_success
 from pecan.train.run_dir import RunLock
-from pecan.train.trainer import Trainer
 from tests.shards import write_shard
-from tests.train.helpers import tiny_run
 
 CPU = torch.device("cpu")
 
 
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory):
-    """One epoch on tiny shards (edge_cutoff 4.5, pocket_radius 6.0); returns (tmp, yaml, config, last.pt
-    copied out of out_dir)."""
+def trained(trained_run, tmp_path_factory):
+    """The session's one-epoch tiny run (edge_cutoff 4.5, pocket_radius 6.0) copied here; returns (tmp, yaml,
+    config, the checkpoint copied out of out_dir)."""
     tmp = tmp_path_factory.mktemp("trust")
-    path, config = tiny_run(tmp, "train.epochs=1")
-    trainer = Trainer(config, discover({}), CPU).setup()
-    try:
-        trainer.fit()
-    finally:
-        trainer.close()
-    checkpoint = tmp / "model.pt"
-    shutil.copy(tmp / "run" / "checkpoints" / "last.pt", checkpoint)
-    return tmp, path, config, checkpoint
+    path, config = trained_run.copy_to(tmp, "train.epochs=1")
+    return tmp, path, config, trained_run.checkpoint
 
 
 def score(config, checkpoint, out, allow=()):

@@ -14,18 +14,16 @@ from pecan.train import checkpoint as ckpt
 from tests.train.helpers import tiny_run
 
 TINY_MODELS = {
-    "egnn": "{name: egnn, hidden: 16, layers: 2, rbf: 8}",
-    "sgcnn": "{name: sgcnn, covalent_gather_width: 16, noncovalent_gather_width: 16, noncovalent_cutoff: 4.5}",
-    "ggcnn": "{name: ggcnn, gated_width: 16, gated_steps: 2}",
-    "cnn3d": "{name: cnn3d, grid_size: 8, resolution: 2.0, channels: 4}",
+    "egnn": {"name": "egnn", "hidden": 16, "layers": 2, "rbf": 8},
+    "sgcnn": {"name": "sgcnn", "covalent_gather_width": 16, "noncovalent_gather_width": 16, "noncovalent_cutoff": 4.5},
+    "ggcnn": {"name": "ggcnn", "gated_width": 16, "gated_steps": 2},
+    "cnn3d": {"name": "cnn3d", "grid_size": 8, "resolution": 2.0, "channels": 4},
 }
 
 
 def train_variant(tmp_path, variant):
     """One epoch of ``variant`` on the tiny shards; returns (config path, checkpoint)."""
-    path, _ = tiny_run(tmp_path, n_complexes=3, n_poses=4)
-    text = path.read_text().replace("model: {hidden: 16, layers: 2, rbf: 8}", f"model: {TINY_MODELS[variant]}")
-    path.write_text(text)
+    path, _ = tiny_run(tmp_path, n_complexes=3, n_poses=4, settings={"model": TINY_MODELS[variant]})
     assert main_app.main([str(path), "--set", "train.epochs=1"]) == 0
     return path, tmp_path / "run" / "checkpoints" / "last.pt"
 

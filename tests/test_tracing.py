@@ -2,8 +2,6 @@
 
 import gzip
 import json
-import os
-import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
@@ -11,8 +9,16 @@ from pathlib import Path
 import pytest
 
 from pecan import report, tracing
+from tests.ddp import run_ranks_ok
+from tests.procs import ROOT, app_argv, clean_env, run_checked
+from tests.train.helpers import tiny_run
 
-ROOT = Path(__file__).resolve().parents[1]
+
+@pytest.fixture
+def native_tracer():
+    """The native dftracer must be there: it is part of the test install, so its absence fails, not skips."""
+    if not tracing.native_available():
+        pytest.fail("the native dftracer package is part of the test install (.[trace-native])")
 
 
 def test_disabled_is_a_no_op(tmp_path):
@@ -41,9 +47,7 @@ def counts(events_: list[dict]) -> Counter:
     return Counter((e.get("cat"), e.get("name")) for e in events_)
 
 
-def test_ai_categories_match_the_installed_dftracer():
-    if not tracing.native_available():
-        pytest.fail("the native dftracer package is part of the test install (.[trace-native])")
+def test_ai_categories_match_the_installed_dftracer(native_tracer):
     from dftracer.python.ai_common import CommunicationEvent, ProfileCategory
 
     assert set(tracing.AI_CATEGORIES) <= {str(c) for c in ProfileCategory}
@@ -76,35 +80,11 @@ def test_requested_but_unavailable_is_recorded(tmp_path, monkeypatch):
 
 @pytest.mark.multiprocess
 @pytest.mark.slow
-def test_packed_run_writes_traces(tmp_path):
-    if not tracing.native_available():
-        pytest.fail("the native dftracer package is part of the test install (.[trace-native])")
-    from tests.train.helpers import tiny_run
-
+def test_packed_run_writes_traces(tmp_path, native_tracer):
     path, _ = tiny_run(tmp_path)
-    done = subprocess.run(
-        [
-            sys.executable,
-            "main_app.py",
-            str(path),
-            "--set",
-            "trace.enabled=true",
-            "--set",
-            "train.epochs=1",
-            "--set",
-            "data.io_mode=packed",
-            "--set",
-            "data.num_workers=1",
-            "--set",
-            "train.tensorboard=true",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "DFTRACER_DATA_DIR": "", "PYTHONPATH": str(ROOT)},
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
+    settings = ["trace.enabled=true", "train.epochs=1", "data.io_mode=packed", "data.num_workers=1"]
+    command = app_argv(path, *settings, "train.tensorboard=true")
+    done = run_checked(command, env=clean_env(DFTRACER_DATA_DIR=""))
     assert "DFTRACER_DATA_DIR is empty; ignored" in done.stderr
     trace_dir = tmp_path / "run" / "traces"
     names = counts(events(trace_dir))
@@ -154,8 +134,7 @@ def test_spawned_worker_writes_its_own_trace(tiny_dataset, tmp_path):
     data_dir, _, _ = tiny_dataset
     script = tmp_path / "spawn_trace.py"
     script.write_text(SPAWN_SCRIPT.format(root=str(ROOT), data=str(data_dir), trace=str(tmp_path / "traces")))
-    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
+    done = run_checked([sys.executable, str(script)])
     assert done.stdout.strip() == "16"
     items = [e for e in events(tmp_path / "traces") if (e.get("cat"), e.get("name")) == ("data", "item")]
     assert len(items) == 16  # every sample read in the spawned worker, flushed at its exit
@@ -185,8 +164,7 @@ def test_event_arguments_keep_their_types_and_nesting(tmp_path):
     assert tracing._KEY == int(TagType.KEY)
     script = tmp_path / "events.py"
     script.write_text(EVENT_SCRIPT.format(root=str(ROOT), trace=str(tmp_path / "traces")))
-    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr[-3000:]
+    run_checked([sys.executable, str(script)], timeout=120)
     found = {
         (e["cat"], e["name"]): e
         for e in events(tmp_path / "traces")
@@ -240,42 +218,11 @@ WORKER_SPANS = [
 
 @pytest.mark.multiprocess
 @pytest.mark.slow
-def test_two_rank_traced_run_covers_every_phase(tmp_path):
-    """torchrun 2 gloo ranks, HDF5 reopen mode, one loader worker each, POSIX tracing of the data dir."""
-    if not tracing.native_available():
-        pytest.fail("the native dftracer package is part of the test install (.[trace-native])")
-    from tests.train.helpers import tiny_run
-
+def test_two_rank_traced_run_covers_every_phase(tmp_path, native_tracer):
+    """2 gloo ranks (tests/ddp.py), HDF5 reopen mode, one loader worker each, POSIX tracing of the data dir."""
     path, _ = tiny_run(tmp_path)
-    environ = {k: v for k, v in os.environ.items() if not k.startswith(("RANK", "WORLD_SIZE", "LOCAL_", "MASTER_"))}
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "torch.distributed.run",
-            "--standalone",
-            "--nproc_per_node=2",
-            "main_app.py",
-            str(path),
-            "--set",
-            "trace.enabled=true",
-            "--set",
-            "trace.posix=true",
-            "--set",
-            "data.io_mode=reopen",
-            "--set",
-            "data.num_workers=1",
-            "--set",
-            "train.plots=true",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=400,
-        start_new_session=True,
-        env={**environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)},
-    )
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    settings = ["trace.enabled=true", "trace.posix=true", "data.io_mode=reopen", "data.num_workers=1"]
+    output = run_ranks_ok(app_argv(path, *settings, "train.plots=true"), timeout=400)
     run_dir = tmp_path / "run"
     records = report.read_records(run_dir / "epochs.jsonl")
     assert [r["epoch"] for r in records] == [1, 2] and records[-1]["completed"] and not records[0]["completed"]
@@ -332,4 +279,4 @@ def test_two_rank_traced_run_covers_every_phase(tmp_path):
     assert all(isinstance(e["ts"], (int, float)) and e["dur"] >= 0 for e in chrome["traceEvents"] if e["ph"] == "X")
     # end-of-run plots and summary
     assert (run_dir / "plots" / "run.png").stat().st_size > 10_000
-    assert "| epoch | wall s |" in done.stdout
+    assert "| epoch | wall s |" in output

@@ -6,7 +6,6 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-import torch
 
 pytest.importorskip("rdkit", reason="needs the convert extra: pip install -e '.[convert]'")
 pytest.importorskip("prolif", reason="needs the convert extra: pip install -e '.[convert]'")
@@ -18,22 +17,13 @@ from pecan.commands import score as score_command
 from pecan.convert.complexes import Options
 from pecan.convert.examples import prolif_data, write_prolif_manifest
 from pecan.convert.run import convert
-from pecan.train.distributed import discover
-from pecan.train.trainer import Trainer
-from tests.train.helpers import tiny_run
 
 
 @pytest.fixture(scope="module")
-def setup(tmp_path_factory):
-    """A tiny trained checkpoint, the ProLIF manifest, and the shard path's scores of its poses."""
+def setup(trained_run, tmp_path_factory):
+    """The session's tiny trained checkpoint, the ProLIF manifest, and the shard path's scores of its poses."""
     tmp = tmp_path_factory.mktemp("score")
-    _, config = tiny_run(tmp, "train.epochs=1", n_complexes=3, n_poses=4)
-    trainer = Trainer(config, discover({}), torch.device("cpu")).setup()
-    try:
-        trainer.fit()
-    finally:
-        trainer.close()
-    checkpoint = tmp / "run" / "checkpoints" / "last.pt"
+    checkpoint = trained_run.checkpoint
     manifest = write_prolif_manifest(tmp / "prolif")
     convert(manifest, tmp / "shards", Options(), prefix="real", progress=False)
     shard_scores = tmp / "shard_scores.csv"

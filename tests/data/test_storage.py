@@ -8,9 +8,9 @@ import json
 import logging
 import os
 import stat
-import subprocess
 import sys
 from pathlib import Path
+from typing import Optional
 
 import pytest
 
@@ -21,29 +21,20 @@ from pecan.data import index as idx
 from pecan.data import packed, packing, staging
 from pecan.data.loader import pack_params
 from pecan.train.sync import OutputSync
+from tests import configs
+from tests.configs import SMALL_MODEL
+from tests.ddp import run_ranks_ok
+from tests.procs import ROOT, app_argv, run_ok
 from tests.shards import write_dataset
 
-ROOT = Path(__file__).resolve().parents[2]
 
-
-def write_config(tmp_path: Path, shard_glob: str, *lines: str, epochs: int = 1) -> Path:
-    """A tiny run over shard files (no index CSV): the index is derived, so it has to be written somewhere."""
-    extra = "".join(f"\n  {line}" for line in lines if not line.startswith("train."))
-    train_extra = "".join(f"\n  {line[6:]}" for line in lines if line.startswith("train."))
-    path = tmp_path / "run.yaml"
-    path.write_text(f"""
-data:
-  train_fns: ["{shard_glob}"]
-  val_fraction: 0.25
-  batch_size: 4
-  num_workers: 0{extra}
-model: {{hidden: 8, layers: 1, rbf: 4}}
-train:
-  epochs: {epochs}
-  out_dir: {tmp_path / "run"}
-  progress: false{train_extra}
-""")
-    return path
+def write_config(tmp_path: Path, shard_glob: str, settings: Optional[dict] = None, epochs: int = 1) -> Path:
+    """A tiny run over shard files (no index CSV, no cache_dir): the index and packs are derived, so they have
+    to be written somewhere."""
+    data = {"train_fns": [shard_glob], "val_fraction": 0.25, "batch_size": 4, "num_workers": 0}
+    train = {"epochs": epochs, "out_dir": str(tmp_path / "run"), "progress": False}
+    settings = {"data": data, "model": SMALL_MODEL, "train": train, **(settings or {})}
+    return configs.write_config(tmp_path, settings, dataset={})
 
 
 @pytest.fixture
@@ -53,36 +44,9 @@ def shards(tmp_path):
     return tmp_path / "data", paths
 
 
-def run_env() -> dict:
-    out = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("RANK", "WORLD_SIZE", "LOCAL_", "MASTER_", "SLURM_", "FLUX_", "PECAN_"))
-    }
-    out.update(PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT))
-    return out
-
-
-def run_ok(command: list[str], timeout: int = 300) -> str:
-    done = subprocess.run(
-        command, cwd=ROOT, env=run_env(), capture_output=True, text=True, timeout=timeout, start_new_session=True
-    )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    return done.stdout + done.stderr
-
-
-def torchrun(config: Path, *overrides: str) -> list[str]:
-    sets = [arg for o in overrides for arg in ("--set", o)]
-    return [
-        sys.executable,
-        "-m",
-        "torch.distributed.run",
-        "--standalone",
-        "--nproc_per_node=2",
-        "main_app.py",
-        str(config),
-        *sets,
-    ]
+def two_ranks(config: Path, *overrides: str) -> str:
+    """Both ranks' output of a 2-rank run of ``config`` (tests/ddp.py)."""
+    return run_ranks_ok(app_argv(config, *overrides))
 
 
 # ---------------------------------------------------------------------------- the atomic writer
@@ -244,7 +208,7 @@ def test_two_ranks_use_the_pack_rank0_built_past_a_foreign_one(tmp_path, shards,
     for path in paths:
         (foreign / packed.pack_name(path, params)).write_bytes(b"not a pack, written by someone else")
     mounts.read_only(foreign, data_dir / ".pecan_cache")
-    out = run_ok(torchrun(config))
+    out = two_ranks(config)
     packs = sorted((tmp_path / "xdg-cache" / "pecan" / "packs").glob("*.pecanpack"))
     assert len(packs) == 2 and all(packed.read_header(p)["version"] == packed.PACK_VERSION for p in packs)
     assert "per-user cache" in out
@@ -274,7 +238,7 @@ def test_full_stage_dir_falls_back_and_run_completes(tmp_path, shards, mounts, c
     data_dir, _ = shards
     full = mounts.tmpfs(tmp_path / "stage", size="64k")
     (full / "filler").write_bytes(b"\0" * 60 * 1024)
-    config = write_config(tmp_path, f"{data_dir}/*.hdf5", f"stage_dir: {full}")
+    config = write_config(tmp_path, f"{data_dir}/*.hdf5", {"data.stage_dir": str(full)})
     caplog.set_level(logging.INFO)
     assert main_app.main([str(config)]) == 0
     record = report.read_records(tmp_path / "run" / "epochs.jsonl")[0]
@@ -287,8 +251,8 @@ def test_full_stage_dir_falls_back_and_run_completes(tmp_path, shards, mounts, c
 def test_two_ranks_stage_once_per_node_and_reuse(tmp_path, shards):
     data_dir, _ = shards
     stage_dir = tmp_path / "stage"
-    config = write_config(tmp_path, f"{data_dir}/*.hdf5", f"stage_dir: {stage_dir}")
-    out = run_ok(torchrun(config))
+    config = write_config(tmp_path, f"{data_dir}/*.hdf5", {"data.stage_dir": str(stage_dir)})
+    out = two_ranks(config)
     first = report.read_records(tmp_path / "run" / "epochs.jsonl")[0]
     staged = sorted(stage_dir.glob("*.pecanpack"))
     assert len(staged) == 2 and first["staging_files_copied"] == 2 and first["staging_files_reused"] == 0
@@ -296,7 +260,7 @@ def test_two_ranks_stage_once_per_node_and_reuse(tmp_path, shards):
     assert out.count("staged 2 file(s)") == 1
     stamps = [p.stat().st_mtime_ns for p in staged]
     (tmp_path / "run" / "epochs.jsonl").unlink()
-    run_ok(torchrun(config, "train.resume=never"))
+    two_ranks(config, "train.resume=never")
     second = report.read_records(tmp_path / "run" / "epochs.jsonl")[0]
     assert second["staging_files_copied"] == 0 and second["staging_files_reused"] == 2
     assert second["staging_bytes"] == 0 and [p.stat().st_mtime_ns for p in staged] == stamps
@@ -320,7 +284,7 @@ def test_output_sync_copies_changed_files_atomically(tmp_path):
 
 def test_sync_dir_mirrors_the_run_at_exit(tmp_path, shards):
     data_dir, _ = shards
-    config = write_config(tmp_path, f"{data_dir}/*.hdf5", f"train.sync_dir: {tmp_path / 'shared'}")
+    config = write_config(tmp_path, f"{data_dir}/*.hdf5", {"train.sync_dir": str(tmp_path / "shared")})
     assert main_app.main([str(config)]) == 0
     for name in ("epochs.jsonl", "runs.jsonl", "config.yaml", "checkpoints/last.pt"):
         assert (tmp_path / "shared" / name).read_bytes() == (tmp_path / "run" / name).read_bytes(), name

@@ -95,9 +95,7 @@ def test_packs_carry_radii_under_a_new_version(tmp_path):
 @pytest.mark.parametrize("variant,cache", [("cnn3d", False), ("egnn", True)])
 def test_decode_cache_is_off_only_for_the_augmenting_variant(tmp_path, variant, cache):
     settings = ["data.io_mode=decode_cache", f"model.name={variant}"]
-    path, _ = tiny_run(tmp_path)
-    text = path.read_text().replace("model: {hidden: 16, layers: 2, rbf: 8}", "model: {}")
-    path.write_text(text)
+    path, _ = tiny_run(tmp_path, settings={"model": {}})
     config = cfgmod.load(path, settings)
     trainer = Trainer(config, discover({}), torch.device("cpu"))
     trainer.threads = size_threads(config, trainer.env)
@@ -120,8 +118,7 @@ def test_each_variant_trains_from_one_command(tmp_path, variant):
     import main_app
     from pecan import report
 
-    path, _ = tiny_run(tmp_path)
-    path.write_text(path.read_text().replace("model: {hidden: 16, layers: 2, rbf: 8}", f"model: {{name: {variant}}}"))
+    path, _ = tiny_run(tmp_path, *TINY_SETTINGS[variant], settings={"model": {"name": variant}})
     settings = ["train.epochs=1", *TINY_SETTINGS[variant]]
     assert main_app.main([str(path), *sum((["--set", s] for s in settings), [])]) == 0
     records = report.read_records(tmp_path / "run" / "epochs.jsonl")

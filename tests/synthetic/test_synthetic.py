@@ -216,27 +216,14 @@ def test_ensure_dataset_regenerates_incomplete_directory(tmp_path):
     assert again == shards and shards[1].exists()
 
 
+def make_synthetic(*args: str) -> list[str]:
+    """scripts/make_synthetic.py with ``args``: one shard of one complex with 3 small poses, no progress bar."""
+    tiny = ["--shards", "1", "--complexes-per-shard", "1", "--poses-per-complex", "3:3", "--pocket-atoms", "300"]
+    return [sys.executable, "scripts/make_synthetic.py", *args, *tiny, "--ligand-atoms", "15:16", "--no-progress"]
+
+
 def test_command_line_from_repo_root(tmp_path):
-    command = [
-        sys.executable,
-        "scripts/make_synthetic.py",
-        "--out",
-        str(tmp_path),
-        "--shards",
-        "1",
-        "--complexes-per-shard",
-        "1",
-        "--poses-per-complex",
-        "3:3",
-        "--pocket-atoms",
-        "300",
-        "--ligand-atoms",
-        "15:16",
-        "--seed",
-        "4",
-        "--no-crystal",
-        "--no-progress",
-    ]
+    command = make_synthetic("--out", str(tmp_path), "--seed", "4", "--no-crystal")
     result = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     _, rows = read_index(tmp_path)
@@ -260,23 +247,7 @@ def test_command_line_config_generates_once(tmp_path):
     out = tmp_path / "demo"
     config = tmp_path / "run.yaml"
     config.write_text(f"data:\n  data_dir: {out}\n  train_csvs: [samples.csv]\n")
-    command = [
-        sys.executable,
-        "scripts/make_synthetic.py",
-        "--config",
-        str(config),
-        "--shards",
-        "1",
-        "--complexes-per-shard",
-        "1",
-        "--poses-per-complex",
-        "3:3",
-        "--pocket-atoms",
-        "300",
-        "--ligand-atoms",
-        "15:16",
-        "--no-progress",
-    ]
+    command = make_synthetic("--config", str(config))
     stamps = []
     for _ in range(2):
         result = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=60)

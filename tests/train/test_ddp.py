@@ -1,66 +1,25 @@
-"""Multi-process DDP on CPU with gloo: torchrun 2 ranks, a 2-node loopback job, 1 vs 2 ranks, kill + resume."""
+"""Multi-process DDP on CPU with gloo: 2 ranks (the harness, and once under a real torchrun agent), a 2-node
+loopback rendezvous, 1 vs 2 ranks, kill + resume."""
 
-import os
 import signal
-import socket
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 from pecan import report
+from tests.ddp import free_port, run_ranks_ok
+from tests.procs import ROOT, act_at, app_argv, clean_env, run_ok, sets, torchrun
+from tests.shards import poison_poses
 from tests.train.helpers import tiny_run
 
-ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.multiprocess, pytest.mark.slow]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def env() -> dict:
-    out = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("RANK", "WORLD_SIZE", "LOCAL_", "MASTER_", "SLURM_", "FLUX_", "PECAN_"))
-    }
-    out.update(PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT))
-    return out
-
-
-def torchrun(*args: str) -> list[str]:
-    return [sys.executable, "-m", "torch.distributed.run", *args]
-
-
-def run_ok(command: list[str], timeout: int = 300) -> str:
-    # A new session, so a timeout kills torchrun's ranks too instead of leaving them running.
-    done = subprocess.run(
-        command, cwd=ROOT, env=env(), capture_output=True, text=True, timeout=timeout, start_new_session=True
-    )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    return done.stdout + done.stderr
 
 
 def test_two_ranks_standalone(tmp_path):
     path, _ = tiny_run(tmp_path)
-    out = run_ok(
-        torchrun(
-            "--standalone",
-            "--nproc_per_node=2",
-            "main_app.py",
-            str(path),
-            "--set",
-            "data.num_workers=1",
-            "--set",
-            "train.progress=auto",
-            "--set",
-            "train.progress_every_seconds=0",
-        )
-    )
+    # The real agent once: torchrun --standalone merges both ranks' output into one pipe.
+    progress = ("data.num_workers=1", "train.progress=auto", "train.progress_every_seconds=0")
+    out = run_ok(torchrun("--standalone", "--nproc_per_node=2", "main_app.py", str(path), *sets(*progress)))
     assert out.count("joined via torchrun") == 2
     records = report.read_records(tmp_path / "run" / "epochs.jsonl")
     assert [r["epoch"] for r in records] == [1, 2]  # written once, by rank 0
@@ -90,7 +49,7 @@ def test_two_nodes_on_loopback(tmp_path):
         subprocess.Popen(
             torchrun(f"--node_rank={rank}", *common),
             cwd=ROOT,
-            env=env(),
+            env=clean_env(),
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
@@ -111,31 +70,8 @@ def test_two_nodes_on_loopback(tmp_path):
 def test_one_and_two_ranks_agree(tmp_path):
     settings = ["train.epochs=2", "train.deterministic=true", "train.max_steps_per_epoch=4", "model.dropout=0.0"]
     one, _ = tiny_run(tmp_path, *settings)
-    run_ok(
-        [
-            sys.executable,
-            "main_app.py",
-            str(one),
-            "--set",
-            "data.batch_size=8",
-            "--set",
-            f"train.out_dir={tmp_path / 'one'}",
-            *sum((["--set", s] for s in settings), []),
-        ]
-    )
-    run_ok(
-        torchrun(
-            "--standalone",
-            "--nproc_per_node=2",
-            "main_app.py",
-            str(one),
-            "--set",
-            "data.batch_size=4",
-            "--set",
-            f"train.out_dir={tmp_path / 'two'}",
-            *sum((["--set", s] for s in settings), []),
-        )
-    )
+    run_ok(app_argv(one, "data.batch_size=8", f"train.out_dir={tmp_path / 'one'}", *settings))
+    run_ranks_ok(app_argv(one, "data.batch_size=4", f"train.out_dir={tmp_path / 'two'}", *settings))
     single = report.read_records(tmp_path / "one" / "epochs.jsonl")
     double = report.read_records(tmp_path / "two" / "epochs.jsonl")
     for a, b in zip(single, double):
@@ -145,19 +81,13 @@ def test_one_and_two_ranks_agree(tmp_path):
 
 
 def test_kill_and_resume_matches_uninterrupted(tmp_path):
-    settings = ["--set", "train.epochs=3", "--set", "train.deterministic=true"]
+    settings = ["train.epochs=3", "train.deterministic=true"]
     path, _ = tiny_run(tmp_path)
-    run_ok([sys.executable, "main_app.py", str(path), *settings, "--set", f"train.out_dir={tmp_path / 'full'}"])
+    run_ok(app_argv(path, *settings, f"train.out_dir={tmp_path / 'full'}"))
     out_dir = tmp_path / "killed"
-    command = [sys.executable, "-u", "main_app.py", str(path), *settings, "--set", f"train.out_dir={out_dir}"]
-    process = subprocess.Popen(
-        command, cwd=ROOT, env=env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    )
-    for line in process.stdout:
-        if line.startswith("epoch   1 |"):
-            process.send_signal(signal.SIGKILL)
-            break
-    process.wait(timeout=60)
+    command = app_argv(path, *settings, f"train.out_dir={out_dir}")
+    code, _ = act_at(command, "epoch   1 |", lambda process: process.send_signal(signal.SIGKILL), timeout=60)
+    assert code == -signal.SIGKILL
     assert len(report.read_records(out_dir / "epochs.jsonl")) == 1
     run_ok(command)  # train.resume defaults to auto
     full = report.read_records(tmp_path / "full" / "epochs.jsonl")
@@ -170,34 +100,10 @@ def test_kill_and_resume_matches_uninterrupted(tmp_path):
 
 
 def test_all_bad_batch_keeps_ranks_in_step(tmp_path):
-    import h5py
-    import numpy as np
-
     path, _ = tiny_run(tmp_path)
-    for shard in sorted((tmp_path / "data").glob("*.hdf5")):
-        with h5py.File(shard, "a") as handle:
-            for pdbid in handle:
-                poses = handle[f"{pdbid}/pybel/processed/docking"]
-                for name in list(poses)[::2]:  # every other pose of every complex
-                    data = poses[f"{name}/data"][()]
-                    data[0, 0] = np.nan
-                    del poses[f"{name}/data"]
-                    poses[name].create_dataset("data", data=data)
-    out = run_ok(
-        torchrun(
-            "--standalone",
-            "--nproc_per_node=2",
-            "main_app.py",
-            str(path),
-            "--set",
-            "data.io_mode=hoist",
-            "--set",
-            "data.on_bad_sample=skip",
-            "--set",
-            "data.batch_size=1",
-            "--set",
-            "train.seed=1",
-        )
+    poison_poses(tmp_path / "data", lambda poses, names: names[::2])  # every other pose of every complex
+    out = run_ranks_ok(
+        app_argv(path, "data.io_mode=hoist", "data.on_bad_sample=skip", "data.batch_size=1", "train.seed=1")
     )
     assert "replaying the previous batch with zero weight" in out
     records = report.read_records(tmp_path / "run" / "epochs.jsonl")

@@ -20,52 +20,19 @@ from pecan.train import checkpoint as ckpt
 from pecan.train.distributed import discover
 from pecan.train.lifecycle import RunStopped, StopSignals
 from pecan.train.trainer import Trainer
+from tests.procs import ROOT, act_at, app_argv, clean_env, run_ok
 from tests.train.helpers import tiny_run
 
-ROOT = Path(__file__).resolve().parents[2]
 EXACT = ["train.epochs=2", "train.deterministic=true", "data.batch_size=2", "model.dropout=0.2", "data.augment=true"]
 
 
-def env() -> dict:
-    out = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("RANK", "WORLD_SIZE", "LOCAL_", "MASTER_", "SLURM_", "FLUX_", "PECAN_", "TORCHELASTIC"))
-    }
-    out.update(PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT))
-    return out
-
-
 def command(path, out_dir, *settings) -> list[str]:
-    sets = sum((["--set", s] for s in (*settings, f"train.out_dir={out_dir}")), [])
-    return [sys.executable, "-u", "main_app.py", str(path), *sets]
-
-
-def run_ok(cmd: list[str], timeout: int = 300) -> str:
-    done = subprocess.run(
-        cmd, cwd=ROOT, env=env(), capture_output=True, text=True, timeout=timeout, start_new_session=True
-    )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    return done.stdout + done.stderr
+    return app_argv(path, *settings, f"train.out_dir={out_dir}")
 
 
 def signal_at(cmd: list[str], marker: str, sig: int, timeout: int = 300) -> tuple[int, str]:
     """Start ``cmd``, send ``sig`` when a line holds ``marker``, return (exit code, all output)."""
-    process = subprocess.Popen(
-        cmd, cwd=ROOT, env=env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
-    )
-    lines = []
-    try:
-        for line in process.stdout:
-            lines.append(line)
-            if marker in line:
-                process.send_signal(sig)
-                break
-        rest, _ = process.communicate(timeout=timeout)
-    finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
-    return process.returncode, "".join(lines) + rest
+    return act_at(cmd, marker, lambda process: process.send_signal(sig), timeout)
 
 
 def weights(out_dir: Path) -> dict:
@@ -128,7 +95,12 @@ SECOND_SIGNAL = textwrap.dedent("""
 
 def test_a_second_signal_during_the_stop_exits_at_once():
     done = subprocess.run(
-        [sys.executable, "-c", SECOND_SIGNAL, "0.5"], cwd=ROOT, env=env(), capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", SECOND_SIGNAL, "0.5"],
+        cwd=ROOT,
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert done.returncode == 128 + signal.SIGTERM, done.stdout + done.stderr
     assert "still running, requested True SIGUSR1" in done.stdout and "abort callback ran" in done.stdout
@@ -199,15 +171,15 @@ def test_stop_in_process_raises_run_stopped_after_one_step(tmp_path):
 # ---------------------------------------------------------------------------- damaged files
 
 
-def one_epoch(tmp_path, *settings) -> Path:
-    path, _ = tiny_run(tmp_path)
-    assert main_app.main([str(path), "--set", "train.epochs=1", *sum((["--set", s] for s in settings), [])]) == 0
+def one_epoch(tmp_path, trained_run) -> Path:
+    """The session's finished one-epoch tiny run, copied to tmp_path/run; returns its config path."""
+    path, _ = trained_run.copy_to(tmp_path)
     return path
 
 
 @pytest.mark.parametrize("damage", ["truncate", "garbage", "foreign"])
-def test_damaged_last_checkpoint_falls_back_to_best_with_a_warning(tmp_path, caplog, damage):
-    path = one_epoch(tmp_path)
+def test_damaged_last_checkpoint_falls_back_to_best_with_a_warning(tmp_path, trained_run, caplog, damage):
+    path = one_epoch(tmp_path, trained_run)
     directory = tmp_path / "run" / "checkpoints"
     last = directory / "last.pt"
     if damage == "truncate":
@@ -226,8 +198,8 @@ def test_damaged_last_checkpoint_falls_back_to_best_with_a_warning(tmp_path, cap
     assert [r["epoch"] for r in report.read_records(tmp_path / "run" / "epochs.jsonl")] == [1, 2]
 
 
-def test_every_checkpoint_damaged_is_an_error_naming_them(tmp_path, capsys):
-    path = one_epoch(tmp_path)
+def test_every_checkpoint_damaged_is_an_error_naming_them(tmp_path, trained_run, capsys):
+    path = one_epoch(tmp_path, trained_run)
     for name in ("last.pt", "best.pt"):
         (tmp_path / "run" / "checkpoints" / name).write_bytes(b"junk")
     assert main_app.main([str(path)]) == 2
@@ -235,8 +207,8 @@ def test_every_checkpoint_damaged_is_an_error_naming_them(tmp_path, capsys):
     assert "last.pt" in err and "best.pt" in err and "damaged" in err and "weights_only" not in err
 
 
-def test_damaged_epochs_line_is_named_with_file_and_line(tmp_path, caplog):
-    path = one_epoch(tmp_path)
+def test_damaged_epochs_line_is_named_with_file_and_line(tmp_path, trained_run, caplog):
+    path = one_epoch(tmp_path, trained_run)
     epochs = tmp_path / "run" / "epochs.jsonl"
     epochs.write_text(epochs.read_text() + '{"epoch": 2, "wall_s": 1.\n')
     with pytest.raises(DataError, match=r"epochs.jsonl:2: damaged record"):
@@ -246,8 +218,8 @@ def test_damaged_epochs_line_is_named_with_file_and_line(tmp_path, caplog):
     assert f"{epochs}:2" in caplog.text
 
 
-def test_rerun_of_a_finished_run_says_so(tmp_path, capsys):
-    path = one_epoch(tmp_path)
+def test_rerun_of_a_finished_run_says_so(tmp_path, trained_run, capsys):
+    path = one_epoch(tmp_path, trained_run)
     capsys.readouterr()
     assert main_app.main([str(path), "--set", "train.epochs=1"]) == 0
     out = capsys.readouterr().out

@@ -7,12 +7,13 @@ import numpy as np
 import pytest
 import torch
 
-from pecan import config as cfgmod
 from pecan.train import checkpoint as ckpt
 from pecan.train.components import cosine_schedule
 from pecan.train.distributed import discover
 from pecan.train.timing import PhaseTimer
 from pecan.train.trainer import Trainer
+from tests import configs
+from tests.configs import DROP, SMALL_MODEL
 from tests.shards import write_dataset
 
 # Every complex: pose0 near-native (rmsd 0.5), pose1/pose2 decoys, plus a crystal pose (label 1).
@@ -27,24 +28,14 @@ def data_dir(tmp_path_factory):
 
 
 def make_config(data_dir, out_dir, *overrides: str):
-    raw = {
-        "data": {
-            "data_dir": str(data_dir),
-            "train_csvs": ["index.csv"],
-            "val_fraction": 0.5,
-            "batch_size": 4,
-            "num_workers": 0,
-            "cache_dir": str(out_dir / "cache"),
-        },
-        "model": {"hidden": 8, "layers": 1, "rbf": 4},
-        "train": {"epochs": 2, "lr": 0.003, "out_dir": str(out_dir / "run"), "progress": False},
+    """The factory's tiny run over ``data_dir`` (half of it for validation, a small model), run in out_dir."""
+    settings = {
+        "data.data_dir": str(data_dir),
+        "data.val_fraction": 0.5,
+        "model": SMALL_MODEL,
+        "train.plots": DROP,
     }
-    config = cfgmod.from_dict(raw)
-    for override in overrides:
-        keys, value = cfgmod.parse_override(override)
-        section = getattr(config, keys[0])
-        setattr(section, keys[1], value)
-    return config
+    return configs.make_config(out_dir, settings, *overrides, dataset={})[1]
 
 
 def trainer_for(data_dir, out_dir, *overrides: str) -> Trainer:

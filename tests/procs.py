@@ -1,0 +1,92 @@
+"""The one home for starting the product in a fresh interpreter: a clean environment and a checked run.
+
+A test's own process may carry launcher variables (RANK, SLURM_*, ...) or PECAN_* gates; a child that
+inherited them would take another code path than the one the test means, so they are dropped."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Callable, Optional
+
+ROOT = Path(__file__).resolve().parents[1]
+LAUNCHER_PREFIXES = ("RANK", "WORLD_SIZE", "LOCAL_", "MASTER_", "SLURM_", "FLUX_", "PECAN_", "TORCHELASTIC")
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    """os.environ without launcher or PECAN_* variables; unbuffered, one intra-op thread, this checkout first."""
+    out = {k: v for k, v in os.environ.items() if not k.startswith(LAUNCHER_PREFIXES)}
+    out.update(PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT))
+    out.update(extra)
+    return out
+
+
+def sets(*settings: str) -> list[str]:
+    """``--set`` arguments for each ``section.key=value``."""
+    return [arg for setting in settings for arg in ("--set", setting)]
+
+
+def app_argv(config: Path, *settings: str, args: tuple[str, ...] = ()) -> list[str]:
+    """The argv of ``python -u main_app.py CONFIG [args] --set ...``."""
+    return [sys.executable, "-u", "main_app.py", str(config), *args, *sets(*settings)]
+
+
+def run_checked(
+    command: list[str], timeout: int = 300, env: Optional[dict[str, str]] = None
+) -> subprocess.CompletedProcess:
+    """Run ``command`` from the repository root; assert exit 0, showing the end of its output."""
+    # A new session, so a timeout kills the command's children too instead of leaving them running.
+    done = subprocess.run(
+        command,
+        cwd=ROOT,
+        env=env or clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        start_new_session=True,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return done
+
+
+def run_ok(command: list[str], timeout: int = 300, env: Optional[dict[str, str]] = None) -> str:
+    """``run_checked``'s stdout + stderr."""
+    done = run_checked(command, timeout, env)
+    return done.stdout + done.stderr
+
+
+def act_at(
+    command: list[str], marker: str, act: Callable[[subprocess.Popen], None], timeout: int = 300
+) -> tuple[int, str]:
+    """Start ``command``, call ``act(process)`` at the first output line that holds ``marker``, let it
+    finish; return (exit code, all output). Whatever is left past ``timeout`` is killed with its children."""
+    process = subprocess.Popen(
+        command,
+        cwd=ROOT,
+        env=clean_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    lines = []
+    try:
+        for line in process.stdout:
+            lines.append(line)
+            if marker in line:
+                act(process)
+                break
+        rest, _ = process.communicate(timeout=timeout)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    return process.returncode, "".join(lines) + rest
+
+
+def torchrun(*args: str) -> list[str]:
+    """The argv of a real torchrun agent (``python -m torch.distributed.run``): for the tests of the agent."""
+    return [sys.executable, "-m", "torch.distributed.run", *args]
