@@ -198,8 +198,12 @@ def ensemble(runs: list[pd.DataFrame]) -> pd.DataFrame:
 
 
 def seed_spread(per_seed: dict[str, list[pd.DataFrame]], n_boot: int) -> dict:
-    """Every seed's pooled figures, and the range of its top-1 and top-3 rates over the seeds."""
-    pooled = {seed: summarize(pd.concat(runs, ignore_index=True), n_boot) for seed, runs in per_seed.items()}
+    """Every seed's pooled figures and per-complex hits, and the range of its top-1 and top-3 rates over the
+    seeds."""
+    pooled = {}
+    for seed, runs in per_seed.items():
+        frame = pd.concat(runs, ignore_index=True)
+        pooled[seed] = {**summarize(frame, n_boot), "per_complex": complex_table(frame).to_dict("index")}
     spread = {
         key: [min(p[key]["rate"] for p in pooled.values()), max(p[key]["rate"] for p in pooled.values())]
         for key in ("model_top1", "model_top3")

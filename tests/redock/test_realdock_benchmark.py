@@ -91,5 +91,7 @@ def test_the_ensemble_averages_each_poses_score_over_the_seeds():
     spread = run.seed_spread({"0": [first], "1": [second]}, n_boot=20)
     # seed 0 ranks a1 (decoy) and b1 (near-native) first: 1/2; seed 1 ranks a2 and b2 first: 1/2.
     assert spread["range"]["model_top1"] == [0.5, 0.5]
+    assert spread["pooled"]["0"]["per_complex"]["a"]["model_top1"] == 0  # a1, a decoy, ranked first
+    assert spread["pooled"]["1"]["per_complex"]["a"]["model_top1"] == 1
     with pytest.raises(ValueError, match="same poses"):
         run.ensemble([first, _scores([0.1, 0.2, 0.3, 0.4]).assign(pose=["x", "a2", "b1", "b2"])])
