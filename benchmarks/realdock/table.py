@@ -1,6 +1,6 @@
 """Markdown tables of benchmarks/realdock results: one per recipe (folds + pooled) and a pooled summary.
 
-python benchmarks/realdock/table.py results/recipe.json [results/dockscore.json ...]
+python benchmarks/realdock/table.py results/prc40_seeds.json [results/baseline40.json ...]
 """
 
 from __future__ import annotations
