@@ -96,10 +96,11 @@ class DataConfig:
         "env PECAN_DECODE_CACHE=0|1 overrides.",
         True,
     )
-    shuffle: Literal["global", "block", "complex"] = _doc(
+    shuffle: Literal["global", "block", "complex", "balanced"] = _doc(
         "Training order: global uniform shuffle; block (shuffled shards, shuffled within each shard); complex "
         "(shuffled complexes, shuffled poses within each: batches hold whole complexes, for "
-        "train.ranking_loss_weight).",
+        "train.ranking_loss_weight); balanced (complex order with the same number of poses drawn from every "
+        "complex per epoch: the mean per complex, subsampled or repeated).",
         "global",
     )
     augment: bool = _doc("Apply a random rigid rotation per sample (forces the decode cache off).", False)

@@ -8,7 +8,8 @@ from typing import Iterator, Optional
 import numpy as np
 import torch
 
-MODES = ("global", "block", "complex")
+MODES = ("global", "block", "complex", "balanced")
+GROUPED = ("complex", "balanced")  # modes that order by complex (group_ids)
 
 
 class ShardAwareSampler(torch.utils.data.Sampler[int]):
@@ -18,7 +19,10 @@ class ShardAwareSampler(torch.utils.data.Sampler[int]):
     samples inside each shard, then gives each rank a contiguous run, so a rank reads few shards at a
     time (for storage that prefers locality). ``mode="complex"`` does the same with complexes instead of
     shards (``group_ids``), so a batch holds most poses of one or two complexes: the pairs a per-complex
-    ranking loss needs (with random batches few poses of one complex ever share a batch). Training pads every
+    ranking loss needs (with random batches few poses of one complex ever share a batch). ``mode="balanced"``
+    is complex mode with the same number of draws from every complex (the mean poses per complex, rounded):
+    a complex with many poses is subsampled, one with few is drawn again, so each complex weighs the same in
+    an epoch whatever its pose count (the epoch length stays about the sample count). Training pads every
     rank to the same length (DDP needs equal step counts); evaluation (``pad=False``) covers each sample exactly once.
     """
 
@@ -37,14 +41,21 @@ class ShardAwareSampler(torch.utils.data.Sampler[int]):
     ) -> None:
         if mode not in MODES:
             raise ValueError(f"shuffle mode must be one of {', '.join(MODES)}, got {mode!r}")
-        if mode == "complex" and group_ids is None:
-            raise ValueError("shuffle mode 'complex' needs group_ids (the complex of every sample)")
+        if mode in GROUPED and group_ids is None:
+            raise ValueError(f"shuffle mode {mode!r} needs group_ids (the complex of every sample)")
         self.num_samples, self.rank, self.world_size = num_samples, rank, world_size
-        blocks = group_ids if mode == "complex" else shard_ids
+        blocks = group_ids if mode in GROUPED else shard_ids
         self.block_ids = np.zeros(num_samples, dtype=np.int64) if blocks is None else np.asarray(blocks)
         self.shuffle, self.mode, self.seed, self.pad = shuffle, mode, seed, pad
         self.epoch = 0
         self.skip = 0
+        # Samples one epoch draws: the data size, except balanced mode's groups x draws per group.
+        self.draws = 0
+        self.epoch_size = num_samples
+        if mode == "balanced" and shuffle and num_samples:
+            groups = len(np.unique(self.block_ids))
+            self.draws = max(1, round(num_samples / groups))
+            self.epoch_size = groups * self.draws
 
     def skip_next(self, count: int) -> None:
         """The next pass starts after the first ``count`` indices of this rank's share (a mid-epoch resume);
@@ -65,14 +76,22 @@ class ShardAwareSampler(torch.utils.data.Sampler[int]):
         order = np.argsort(self.block_ids, kind="stable")
         starts = np.flatnonzero(np.r_[True, np.diff(self.block_ids[order]) != 0])
         groups = np.split(order, starts[1:])
+        if self.draws:
+            groups = [self._draw(rng, group) for group in groups]
         return np.concatenate([rng.permutation(groups[g]) for g in rng.permutation(len(groups))])
+
+    def _draw(self, rng: np.random.Generator, group: np.ndarray) -> np.ndarray:
+        """``self.draws`` samples of one group: a subset when it has enough, else all of it plus repeats."""
+        if len(group) >= self.draws:
+            return rng.choice(group, self.draws, replace=False)
+        return np.concatenate([group, rng.choice(group, self.draws - len(group), replace=True)])
 
     def indices(self) -> np.ndarray:
         """This rank's indices for the current epoch."""
         order = self._order()
         if not self.pad:
             return order[self.rank :: self.world_size]
-        per_rank = math.ceil(self.num_samples / self.world_size)
+        per_rank = math.ceil(self.epoch_size / self.world_size)
         total = per_rank * self.world_size
         if total > len(order):
             order = np.concatenate([order, np.resize(order, total - len(order))])
@@ -86,5 +105,5 @@ class ShardAwareSampler(torch.utils.data.Sampler[int]):
 
     def __len__(self) -> int:
         if self.pad:
-            return math.ceil(self.num_samples / self.world_size)
+            return math.ceil(self.epoch_size / self.world_size)
         return len(range(self.rank, self.num_samples, self.world_size))

@@ -82,3 +82,29 @@ def test_block_order_is_unchanged_by_the_grouping_rewrite():
     before = np.concatenate([rng.permutation(np.flatnonzero(shard_ids == s)) for s in shards])
     now = ShardAwareSampler(8, shard_ids=shard_ids, mode="block", seed=5).indices()
     assert now.tolist() == before.tolist()
+
+
+def test_balanced_mode_draws_the_same_count_from_every_complex():
+    """Complexes of 1, 3 and 8 poses: 12 samples / 3 complexes = 4 draws each, grouped by complex."""
+    complexes = np.array([0] + [1] * 3 + [2] * 8)
+    sampler = ShardAwareSampler(12, group_ids=complexes, mode="balanced", seed=4)
+    order = sampler.indices()
+    assert len(order) == len(sampler) == 12
+    assert np.bincount(complexes[order]).tolist() == [4, 4, 4]
+    assert np.count_nonzero(np.diff(complexes[order]) != 0) == 2  # three contiguous runs
+    assert set(order[complexes[order] == 1]) == {1, 2, 3}  # a small complex: every pose, then repeats
+    assert len(set(order[complexes[order] == 2])) == 4  # a large one: 4 distinct of its 8
+    sampler.set_epoch(1)
+    assert sampler.indices().tolist() != order.tolist()
+
+
+def test_balanced_mode_pads_ranks_to_its_own_epoch_length_and_evaluation_is_unchanged():
+    complexes = np.array([0, 0, 0, 0, 0, 1, 2])  # 7 samples, 3 complexes: 2 draws each, 6 per epoch
+    parts = [
+        ShardAwareSampler(7, group_ids=complexes, mode="balanced", rank=r, world_size=2, seed=1).indices()
+        for r in range(2)
+    ]
+    assert [len(p) for p in parts] == [3, 3]
+    assert np.bincount(complexes[np.concatenate(parts)]).tolist() == [2, 2, 2]
+    evaluation = ShardAwareSampler(7, group_ids=complexes, mode="balanced", shuffle=False, pad=False)
+    assert list(evaluation) == list(range(7))
