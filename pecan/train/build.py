@@ -119,7 +119,7 @@ def build_model(trainer: Trainer) -> None:
         trainer.config.model.name, trainer.config.model, nn_type=trainer.config.model.nn_type
     ).to(trainer.device)
     if trainer.config.train.init_from:
-        load_initial_weights(trainer.raw_model, trainer.config.train.init_from)
+        load_initial_weights(trainer.raw_model, trainer.config.train.init_from, trainer.config)
     compiled = apply_compile(trainer.raw_model, trainer.config.train.compile)
     trainer.model = wrap_ddp(compiled, trainer.env, trainer.device)
     # Evaluation runs the module DDP wraps, not DDP: DDP's forward syncs buffers, a collective that a rank
@@ -140,28 +140,21 @@ def build_model(trainer: Trainer) -> None:
         )
 
 
-def load_initial_weights(model: torch.nn.Module, path: str) -> None:
+def load_initial_weights(model: torch.nn.Module, path: str, config) -> None:
     """Copy a checkpoint's model weights into ``model`` (train.init_from); a missing, damaged or mismatched
-    checkpoint is a ConfigError naming the key, the file and what differs."""
+    checkpoint is a ConfigError naming the key, the file and the model settings that differ."""
     try:
         state = ckpt.load_checkpoint(path)
     except (FileNotFoundError, ValueError) as err:
         raise ConfigError(f"train.init_from: {err}") from None
     if "model" not in state:
         raise ConfigError(f"train.init_from: {path} holds no model weights (not a PECAN checkpoint)")
-    weights = ckpt.clean_state_dict(state["model"])
-    own = model.state_dict()
-    missing = sorted(set(own) - set(weights))
-    unexpected = sorted(set(weights) - set(own))
-    reshaped = sorted(k for k in set(own) & set(weights) if own[k].shape != weights[k].shape)
-    if missing or unexpected or reshaped:
-        problems = [
-            f"{label}: {', '.join(keys[:5])}{' ...' if len(keys) > 5 else ''}"
-            for label, keys in (("missing", missing), ("unexpected", unexpected), ("other shape", reshaped))
-            if keys
-        ]
-        raise ConfigError(
-            f"train.init_from: {path} was trained with other model settings than model: ({'; '.join(problems)})"
-        )
-    model.load_state_dict(weights)
+    try:
+        model.load_state_dict(ckpt.clean_state_dict(state["model"]))
+    except RuntimeError as err:
+        saved = state.get("config")
+        differences = ckpt.config_differences(saved, config.to_dict(), "model") if isinstance(saved, dict) else []
+        # Without a stored config, the first of torch's mismatch lines names a tensor and both shapes.
+        detail = "; ".join(differences) or next(iter(str(err).splitlines()[1:]), str(err)).strip()
+        raise ConfigError(f"train.init_from: {path} was trained with other model settings ({detail})") from None
     log.info("model weights initialised from %s (train.init_from)", path)
