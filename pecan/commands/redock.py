@@ -48,6 +48,13 @@ def parse_args(argv=None, prog: str | None = None) -> argparse.Namespace:
     parser.add_argument("--scoring", choices=("vina", "vinardo"), default="vina")
     parser.add_argument("--workers", type=int, default=1, help="complexes docked at once (processes)")
     parser.add_argument("--cpu", type=int, default=1, help="Vina threads per complex")
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=0.0,
+        help="seconds one complex's Vina search may take; past it the complex is recorded as failed "
+        "(default 0: no limit)",
+    )
     add_progress_option(parser)
     return parser.parse_args(argv)
 
@@ -55,8 +62,8 @@ def parse_args(argv=None, prog: str | None = None) -> argparse.Namespace:
 def _check(args: argparse.Namespace) -> str:
     if args.exhaustiveness < 1 or args.n_poses < 1 or args.workers < 1 or args.cpu < 1:
         return "--exhaustiveness, --n-poses, --workers and --cpu must be >= 1"
-    if args.energy_range <= 0 or args.box_padding < 0 or args.box_size < 0:
-        return "--energy-range must be > 0, --box-padding and --box-size >= 0"
+    if args.energy_range <= 0 or args.box_padding < 0 or args.box_size < 0 or args.timeout < 0:
+        return "--energy-range must be > 0, --box-padding, --box-size and --timeout >= 0"
     return ""
 
 

@@ -31,6 +31,12 @@ class DockOptions:
     seed: int = 1
     cpu: int = 1
     scoring: str = "vina"
+    # Seconds one complex's Vina search may take (0: no limit); not part of a finished complex's key.
+    timeout: float = 0.0
+
+    def identity(self) -> dict:
+        """The settings that change the poses (what a finished complex's key covers)."""
+        return {k: v for k, v in dataclasses.asdict(self).items() if k != "timeout"}
 
 
 @dataclass(frozen=True)
@@ -68,7 +74,7 @@ class DockJob:
         digest = hashlib.sha256()
         for path in (self.receptor, self.crystal_ligand):
             digest.update(path.read_bytes() if path.exists() else b"missing")
-        digest.update(json.dumps([dataclasses.asdict(self.options), self.complex_seed], sort_keys=True).encode())
+        digest.update(json.dumps([self.options.identity(), self.complex_seed], sort_keys=True).encode())
         return digest.hexdigest()[:16]
 
 
@@ -84,6 +90,16 @@ def finished(job: DockJob) -> dict | None:
 
 
 def _vina(receptor_pdbqt: Path, ligand: str, box: prepare.Box, options: DockOptions, seed: int):
+    """Vina's poses (PDBQT text) and their scores; in a child process killed after ``options.timeout`` s."""
+    if options.timeout > 0:
+        from pecan.redock.child import vina_in_child
+
+        return vina_in_child(receptor_pdbqt, ligand, box, options, seed)
+    return vina_search(receptor_pdbqt, ligand, box, options, seed)
+
+
+def vina_search(receptor_pdbqt: Path, ligand: str, box: prepare.Box, options: DockOptions, seed: int):
+    """Vina's search in this process."""
     try:
         from vina import Vina
     except ImportError as err:
@@ -140,7 +156,9 @@ def _dock(job: DockJob) -> dict:
         if not path.exists():
             raise RedockError(f"{what} {path}: file not found")
     crystal = prepare.read_crystal(job.crystal_ligand)
-    box = prepare.box_around(prepare.heavy_xyz(crystal), job.options.box_padding, job.options.box_size)
+    box = prepare.box_around(
+        prepare.checked_xyz(crystal, job.crystal_ligand), job.options.box_padding, job.options.box_size
+    )
     start = prepare.start_conformer(crystal, job.complex_seed)
     receptors = job.out_dir / "receptors"
     receptors.mkdir(parents=True, exist_ok=True)
@@ -167,7 +185,7 @@ def run_job(job: DockJob) -> dict:
         "complex_id": job.complex_id,
         "key": job.key,
         "seed": job.complex_seed,
-        "options": dataclasses.asdict(job.options),
+        "options": job.options.identity(),
     }
     try:
         record.update(_dock(job), status="ok", reason="")

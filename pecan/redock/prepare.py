@@ -70,6 +70,20 @@ def heavy_xyz(mol) -> np.ndarray:
     return xyz[[a.GetAtomicNum() > 1 for a in mol.GetAtoms()]]
 
 
+def checked_xyz(mol, path: Path) -> np.ndarray:
+    """Heavy-atom coordinates that can set a search box: finite, and not all at one point (a degenerate file
+    would leave Vina searching a box of padding only, for minutes)."""
+    xyz = heavy_xyz(mol)
+    if not np.isfinite(xyz).all():
+        raise RedockError(f"crystal ligand {path}: non-finite coordinates")
+    if len(xyz) > 1 and float(np.ptp(xyz, axis=0).max()) < 0.5:
+        raise RedockError(
+            f"crystal ligand {path}: all {len(xyz)} heavy atoms lie within 0.5 A of one point "
+            "(degenerate geometry; it cannot place the docking box)"
+        )
+    return xyz
+
+
 def start_conformer(crystal, seed: int):
     """A protonated ETKDG conformer of the crystal ligand's molecule (its coordinates are discarded; chirality
     and double-bond geometry read from the crystal are kept), MMFF-relaxed when MMFF has parameters."""

@@ -126,3 +126,34 @@ def test_command_line(docked, tmp_path, capsys):
         ]
     )
     assert code == 0 and "1 already finished" in capsys.readouterr().out
+
+
+def test_a_search_past_the_timeout_is_a_recorded_failure_and_the_next_run_redocks_it(tmp_path):
+    # Vina's search runs in a child process killed at --timeout; the complex is a failed record, not a hang.
+    manifest = _manifest(tmp_path)
+    slow = DockOptions(exhaustiveness=8, n_poses=3, seed=5, timeout=0.5)
+    summary = redock(manifest, tmp_path / "out", slow, progress=False)
+    assert summary["complexes"] == 0 and summary["failed"] == 1
+    failures = pd.read_csv(tmp_path / "out" / "failures.csv")
+    assert "timed out" in failures["reason"].iloc[0] and "--timeout 0.5" in failures["reason"].iloc[0]
+    # A generous limit gives the same poses as no limit (the timeout is not part of a finished complex's key).
+    limited = redock(manifest, tmp_path / "lim", DockOptions(**{**OPTIONS.__dict__, "timeout": 300}), progress=False)
+    unlimited = redock(manifest, tmp_path / "lim", OPTIONS, progress=False)
+    assert limited["complexes"] == 1 and unlimited["reused"] == 1
+
+
+def test_a_crystal_ligand_collapsed_to_one_point_fails_at_once(tmp_path):
+    mol = Chem.MolFromSmiles("CCO")
+    conformer = Chem.Conformer(mol.GetNumAtoms())  # every atom at the origin
+    mol.AddConformer(conformer)
+    Chem.MolToMolFile(mol, str(tmp_path / "flat.sdf"))
+    data = prolif_data() / "implicitHbond"
+    rows = [
+        {"complex_id": "flat", "receptor": str(data / "receptor.pdb"), "crystal_ligand": str(tmp_path / "flat.sdf")}
+    ]
+    pd.DataFrame(rows).to_csv(tmp_path / "m.csv", index=False)
+    summary = redock(tmp_path / "m.csv", tmp_path / "out", OPTIONS, progress=False)
+    reason = pd.read_csv(tmp_path / "out" / "failures.csv")["reason"].iloc[0]
+    assert summary["failed"] == 1 and "degenerate geometry" in reason and "flat.sdf" in reason
+    record = json.loads((tmp_path / "out" / "records" / "flat.json").read_text())
+    assert record["seconds"] < 30
