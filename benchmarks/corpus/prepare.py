@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import os
 import subprocess
 import sys
 import tempfile
@@ -123,11 +124,25 @@ def cropped_receptor(lines: list[str], ligand: np.ndarray, radius: float) -> tup
     return kept, sorted({key[:3].strip() for key in hetero & near - dropped})
 
 
+def heavy_records(lines: list[str]) -> list[tuple[str, ...]]:
+    """The heavy atoms' names, residues and coordinates (what a rebuild must reproduce; Open Babel re-aligns
+    some atom names, so they are compared stripped)."""
+    return [
+        (line[12:16].strip(), line[17:20].strip(), line[21:27], line[30:54])
+        for line in lines
+        if line.startswith(("ATOM", "HETATM")) and line[76:78].strip() != "H"
+    ]
+
+
 def write_receptor(lines: list[str], out: Path) -> None:
-    """The cropped receptor; hydrogens added by Open Babel when it has none."""
+    """The cropped receptor; hydrogens added by Open Babel when it has none. Open Babel places a few arginine
+    hydrogens differently from run to run, so an existing receptor with the same heavy atoms is kept (the
+    redocking's record keys hash the receptor file)."""
     text = "\n".join(lines) + "\nEND\n"
     if any(line[76:78].strip() == "H" for line in lines):
-        out.write_text(text)
+        write_if_changed(out, text)
+        return
+    if out.exists() and heavy_records(out.read_text().splitlines()) == heavy_records(lines):
         return
     with tempfile.TemporaryDirectory() as tmp:
         bare = Path(tmp) / "bare.pdb"
@@ -136,7 +151,7 @@ def write_receptor(lines: list[str], out: Path) -> None:
         subprocess.run(["obabel", str(bare), "-h", "-O", str(protonated)], check=True, capture_output=True)
         # Atom records only: Open Babel's header names the temporary file and its CONECT records add nothing.
         atoms = [line for line in protonated.read_text().splitlines() if line.startswith(("ATOM", "HETATM"))]
-        out.write_text("\n".join(atoms) + "\nEND\n")
+        write_if_changed(out, "\n".join(atoms) + "\nEND\n")
 
 
 def ligand_problem(sdf: Path) -> tuple[str, object]:
@@ -211,29 +226,64 @@ def candidates(docking_dir: Path, coreset_dir: Path) -> list[dict]:
     return found
 
 
-def read_inputs(entry: dict, out: Path) -> tuple[list[str], str]:
-    """The receptor's records and '' (the ligand written to out/ligand.sdf), or ([], reason)."""
+def same_content(a: Path, b: Path) -> bool:
+    """Equal files, ignoring an SDF header's program/date line (Open Babel stamps the time into it)."""
+    lines_a, lines_b = a.read_text().splitlines(), b.read_text().splitlines()
+    if a.suffix == ".sdf" and len(lines_a) > 1 and len(lines_b) > 1:
+        lines_a, lines_b = lines_a[:1] + lines_a[2:], lines_b[:1] + lines_b[2:]
+    return lines_a == lines_b
+
+
+def settle(new: Path, final: Path) -> None:
+    """Move ``new`` onto ``final`` atomically, unless ``final`` already has the same content (a rebuild then
+    leaves it untouched, so a redocking reading it meanwhile never sees a half-written file)."""
+    if final.exists() and same_content(new, final):
+        new.unlink()
+    else:
+        os.replace(new, final)
+
+
+def write_if_changed(path: Path, text: str) -> None:
+    """``text`` into ``path`` through settle()."""
+    new = path.with_name("new." + path.name)
+    new.write_text(text)
+    settle(new, path)
+
+
+def read_inputs(entry: dict, out: Path) -> tuple[list[str], str, str]:
+    """The receptor's records, '' and how the ligand's bond orders were found (the ligand written to
+    out/ligand.sdf), or ([], reason, '')."""
     git_dir, commit = entry["git_dir"], entry["commit"]
     try:
         receptor_text = git_show(git_dir, commit, entry["receptor_source"])
         ligand_text = git_show(git_dir, commit, entry["ligand_source"])
     except subprocess.CalledProcessError:
-        return [], "a source file is missing from the repository snapshot"
-    if entry["source"] == "coreset2013":
-        lines = [line for line in pdb_lines(receptor_text, keep_hydrogens=True)]
-        reason = perceive(pdb_lines(ligand_text, keep_hydrogens=False), out / "ligand.sdf")
-        if reason:
-            reason = perceive(pdb_lines(ligand_text, keep_hydrogens=True), out / "ligand.sdf")
-        return records("\n".join(lines)), reason
-    (out / "ligand.sdf").write_text(ligand_text)
-    return records(receptor_text), ""
+        return [], "a source file is missing from the repository snapshot", ""
+    if entry["source"] != "coreset2013":
+        write_if_changed(out / "ligand.sdf", ligand_text)
+        return records(receptor_text), "", "from the source"
+    lines = records("\n".join(pdb_lines(receptor_text, keep_hydrogens=True)))
+    new = out / "new.ligand.sdf"  # Open Babel picks the format by the extension
+    # With the polar hydrogens first: they fix the tautomer (an aromatic NH); charged groups often fail to
+    # sanitise that way, and then the heavy atoms alone decide.
+    reason = ""
+    for how, keep in (("perceived with polar hydrogens", True), ("perceived from heavy atoms", False)):
+        try:
+            reason = perceive(pdb_lines(ligand_text, keep_hydrogens=keep), new)
+        except subprocess.CalledProcessError:
+            reason = "Open Babel cannot read the ligand"
+        if not reason:
+            settle(new, out / "ligand.sdf")
+            return lines, "", how
+    new.unlink(missing_ok=True)
+    return lines, reason, ""
 
 
 def prepare_one(entry: dict, crop: float, corpus: Path) -> dict:
     """Inputs of one complex into inputs/<id>/; the row of sources.csv, or one with a 'reason'."""
     out = corpus / "inputs" / entry["complex_id"]
     out.mkdir(parents=True, exist_ok=True)
-    lines, reason = read_inputs(entry, out)
+    lines, reason, bond_orders = read_inputs(entry, out)
     mol = None
     if not reason:
         reason, mol = ligand_problem(out / "ligand.sdf")
@@ -251,6 +301,7 @@ def prepare_one(entry: dict, crop: float, corpus: Path) -> dict:
         **{k: entry[k] for k in ("complex_id", "pdbid", "source", "repository", "commit")},
         **{k: entry[k] for k in ("receptor_source", "ligand_source")},
         "receptor_atoms_kept": len(receptor),
+        "bond_orders": bond_orders,
         "hetero_kept": " ".join(hetero),
         "ligand_heavy_atoms": mol.GetNumHeavyAtoms(),
         "rotatable_bonds": rotatable_bonds(mol),
@@ -372,6 +423,7 @@ SOURCE_COLUMNS = (
     "receptor_source",
     "ligand_source",
     "receptor_atoms_kept",
+    "bond_orders",
     "hetero_kept",
     "ligand_heavy_atoms",
     "rotatable_bonds",
