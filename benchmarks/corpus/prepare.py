@@ -227,10 +227,11 @@ def candidates(docking_dir: Path, coreset_dir: Path) -> list[dict]:
 
 
 def same_content(a: Path, b: Path) -> bool:
-    """Equal files, ignoring an SDF header's program/date line (Open Babel stamps the time into it)."""
+    """Equal files, ignoring an SDF's title and program/date lines (Open Babel writes its temporary file's name
+    and the time into them)."""
     lines_a, lines_b = a.read_text().splitlines(), b.read_text().splitlines()
-    if a.suffix == ".sdf" and len(lines_a) > 1 and len(lines_b) > 1:
-        lines_a, lines_b = lines_a[:1] + lines_a[2:], lines_b[:1] + lines_b[2:]
+    if a.suffix == ".sdf":
+        lines_a, lines_b = lines_a[2:], lines_b[2:]
     return lines_a == lines_b
 
 

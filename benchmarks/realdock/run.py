@@ -47,7 +47,13 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--tag", default="recipe", help="names the results file and the fold run directories")
     parser.add_argument("--docked", type=Path, default=HERE / "docked", help="output directory of pecan redock")
     parser.add_argument("--work", type=Path, default=HERE / "work", help="shards, fold runs and results")
-    parser.add_argument("--families", default="", help="comma-separated held-out families (default: all)")
+    parser.add_argument("--families", default="", help="comma-separated held-out groups (default: all)")
+    parser.add_argument(
+        "--group-column",
+        default="family",
+        help="the docked manifest's column whose values are the folds (default family: leave-one-family-out; "
+        "benchmarks/corpus uses fold, its cluster-split folds)",
+    )
     parser.add_argument("--results", type=Path, default=HERE / "results", help="where <tag>.json goes")
     parser.add_argument("--n-boot", type=int, default=2000, help="bootstrap resamples over complexes")
     parser.add_argument(
@@ -57,7 +63,47 @@ def parse_args(argv=None) -> argparse.Namespace:
         "the seeds' probabilities) is scored; every seed's own figures go to the JSON too (default: the "
         "recipe's seed, one run)",
     )
+    parser.add_argument(
+        "--peer-scores",
+        type=Path,
+        default=None,
+        help="per-pose scores of other rankers on the same poses (columns complex_id, pose and the score "
+        "columns; benchmarks/peers/gnina_score.py writes them): ranked beside the model in the same run",
+    )
+    parser.add_argument(
+        "--peer-columns",
+        default="cnn_score_default=gnina,cnn_score_default2018=gnina2018",
+        help="COLUMN=NAME pairs of --peer-scores to rank (higher = better)",
+    )
     return parser.parse_args(argv)
+
+
+def peer_table(args: argparse.Namespace) -> tuple[pd.DataFrame | None, tuple[str, ...]]:
+    """The peers' scores keyed by (complex, pose) and their names, or (None, ()) without --peer-scores."""
+    if args.peer_scores is None:
+        return None, ()
+    pairs = dict(item.split("=", 1) for item in args.peer_columns.split(",") if item)
+    table = pd.read_csv(args.peer_scores, dtype={"complex_id": str, "pose": str}, keep_default_na=False)
+    missing = [c for c in ("complex_id", "pose", *pairs) if c not in table.columns]
+    if missing:
+        raise SystemExit(f"error: {args.peer_scores} has no column(s) {', '.join(missing)}")
+    table = table.rename(columns={"complex_id": "complex", **pairs})[["complex", "pose", *pairs.values()]]
+    return table, tuple(pairs.values())
+
+
+def with_peers(scores: pd.DataFrame, peers: pd.DataFrame | None) -> pd.DataFrame:
+    """The fold's scores with every peer's score of the same pose; a pose without one is an error."""
+    if peers is None:
+        return scores
+    keyed = scores.astype({"complex": str, "pose": str})
+    merged = keyed.merge(peers, on=["complex", "pose"], how="left", validate="one_to_one")
+    lacking = merged[peers.columns[2:]].isna().any(axis=1)
+    if lacking.any():
+        first = merged[lacking].iloc[0]
+        raise SystemExit(
+            f"error: {int(lacking.sum())} pose(s) have no peer score, e.g. {first['complex']}/{first['pose']}"
+        )
+    return merged
 
 
 AMINO_ACIDS = frozenset(
@@ -211,6 +257,25 @@ def seed_spread(per_seed: dict[str, list[pd.DataFrame]], n_boot: int) -> dict:
     return {"pooled": pooled, "range": spread}
 
 
+def peer_row(name: str, result: dict, peer: str) -> str:
+    """One Markdown row of a peer ranker against the model on the same poses."""
+    item, top3 = result[f"{peer}_top1"], result[f"{peer}_top3"]
+    diff, against_docking = result[f"top1_difference_vs_{peer}"], result[f"{peer}_top1_difference_vs_docking"]
+    return (
+        f"| {name} | {peer} | {item['hits']}/{result['complexes']} ({100 * item['rate']:.0f}%) "
+        f"| {top3['hits']}/{result['complexes']} | {result[f'{peer}_auc']:.2f} "
+        f"| {100 * diff['mean']:+.0f} [{100 * diff['ci95'][0]:+.0f}, {100 * diff['ci95'][1]:+.0f}] "
+        f"| {100 * against_docking['mean']:+.0f} [{100 * against_docking['ci95'][0]:+.0f}, "
+        f"{100 * against_docking['ci95'][1]:+.0f}] |"
+    )
+
+
+PEER_HEADER = (
+    "| fold | peer | peer top-1 | peer top-3 | peer AUC | model - peer top-1 (pp) | peer - docking top-1 (pp) |"
+    "\n|---|---|---|---|---|---|---|"
+)
+
+
 def row(name: str, result: dict) -> str:
     """One Markdown table row: rates with their 95% intervals."""
 
@@ -241,9 +306,12 @@ def main(argv=None) -> int:
     shards = args.work / "shards"
     index = convert(args.docked, shards)
     manifest = pd.read_csv(args.docked / "manifest.csv", dtype=str)
-    families = dict(zip(manifest["complex_id"], manifest["family"]))
+    if args.group_column not in manifest.columns:
+        raise SystemExit(f"error: {args.docked / 'manifest.csv'} has no column {args.group_column!r} (--group-column)")
+    families = dict(zip(manifest["complex_id"], manifest[args.group_column]))
     chosen = [f for f in args.families.split(",") if f] or sorted(set(families.values()))
     seeds = [s.strip() for s in args.seeds.split(",") if s.strip()] or [""]
+    peers, peer_names = peer_table(args)
     folds, pooled, per_seed = {}, [], {seed: [] for seed in seeds}
     for family in chosen:
         fold_dir = args.work / "folds" / family
@@ -251,11 +319,11 @@ def main(argv=None) -> int:
         runs = [run_fold(args, shards, train, test, fold_dir, seed) for seed in seeds]
         for seed, run in zip(seeds, runs):
             per_seed[seed].append(run)
-        scores = ensemble(runs)
+        scores = with_peers(ensemble(runs), peers)
         scores["family"] = family
         pooled.append(scores)
-        folds[family] = summarize(scores, args.n_boot)
-        folds[family]["per_complex"] = complex_table(scores).to_dict("index")
+        folds[family] = summarize(scores, args.n_boot, peers=peer_names)
+        folds[family]["per_complex"] = complex_table(scores, peer_names).to_dict("index")
         print(row(family, folds[family]), flush=True)
     result = {
         "tag": args.tag,
@@ -263,7 +331,8 @@ def main(argv=None) -> int:
         "overrides": args.overrides,
         "recipe": yaml.safe_load(Path(args.config).read_text()),
         "folds": folds,
-        "pooled": summarize(pd.concat(pooled, ignore_index=True), args.n_boot),
+        "pooled": summarize(pd.concat(pooled, ignore_index=True), args.n_boot, peers=peer_names),
+        "peers": list(peer_names),
         "seeds": [int(seed) for seed in seeds if seed],
     }
     if len(seeds) > 1:
@@ -275,6 +344,11 @@ def main(argv=None) -> int:
     for family, values in folds.items():
         print(row(family, values))
     print(row("**pooled**", result["pooled"]))
+    if peer_names:
+        print("\n" + PEER_HEADER)
+        for family, values in [*folds.items(), ("**pooled**", result["pooled"])]:
+            for peer in peer_names:
+                print(peer_row(family, values, peer))
     if len(seeds) > 1:
         low, high = result["per_seed"]["range"]["model_top1"]
         print(f"\nensemble of seeds {args.seeds}; single-seed pooled model top-1 {100 * low:.0f}-{100 * high:.0f}%")

@@ -47,3 +47,18 @@ def test_bootstrap_interval_of_a_constant_is_the_constant():
     assert bootstrap_interval(np.ones(4), draws) == [1.0, 1.0]
     low, high = bootstrap_interval(np.array([0, 0, 1, 1]), draws)
     assert 0.0 <= low < 0.5 < high <= 1.0
+
+
+def test_a_peer_ranker_gets_its_rates_auc_and_paired_differences():
+    scores = SCORES.assign(gnina=[0.1, 0.9, 0.2, 0.1, 0.8, 0.3, 0.2, 0.5, 0.6])  # gnina: wrong on a, right on b
+    table = complex_table(scores, peers=("gnina",))
+    assert table["gnina_top1"].tolist() == [0, 1, 0] and table["gnina_top3"].tolist() == [1, 1, 0]
+    result = summarize(scores, n_boot=300, seed=2, peers=("gnina",))
+    assert result["gnina_top1"]["hits"] == 1
+    assert result["top1_difference_vs_gnina"]["mean"] == pytest.approx(0.0)  # a: +1, b: -1, c: 0
+    low, high = result["top1_difference_vs_gnina"]["ci95"]
+    assert low < 0 < high
+    assert result["gnina_top1_difference_vs_docking"]["mean"] == pytest.approx(1 / 3)
+    negatives = [0.9, 0.2, 0.1, 0.3, 0.2, 0.5, 0.6]
+    expected = sum((p > n) + 0.5 * (p == n) for p in (0.1, 0.8) for n in negatives) / 14  # a tie counts half
+    assert result["gnina_auc"] == pytest.approx(expected)
