@@ -20,7 +20,8 @@ import pandas as pd
 
 from pecan import config as config_module
 from pecan.commands import add_allow_option
-from pecan.errors import ConfigError
+from pecan.errors import ConfigError, DataError
+from pecan.manifest import read_manifest_frame
 
 
 def parse_args(argv=None, prog: str | None = None) -> argparse.Namespace:
@@ -46,26 +47,54 @@ def parse_args(argv=None, prog: str | None = None) -> argparse.Namespace:
 
 
 def manifest_rows(args: argparse.Namespace) -> pd.DataFrame:
-    """The manifest to convert: the given one, or one row from --receptor/--poses/--crystal."""
+    """The manifest to convert: the given one, or one row from --receptor/--poses/--crystal. Ids are text,
+    stripped of surrounding spaces as the converter strips them."""
     if args.manifest:
         if args.receptor or args.poses:
             raise ConfigError("pecan score: give --manifest or --receptor/--poses, not both")
-        rows = pd.read_csv(args.manifest, dtype=str, keep_default_na=False)
+        rows = read_manifest_frame(Path(args.manifest), ("complex_id", "receptor", "poses"), ())
         base = Path(args.manifest).resolve().parent
         for column in ("receptor", "poses", "crystal_ligand"):
             if column in rows:  # relative paths resolve against the manifest's directory, as the converter's
-                rows[column] = [str((base / p).resolve()) if p else "" for p in rows[column]]
+                rows[column] = [str((base / p.strip()).resolve()) if p.strip() else "" for p in rows[column]]
+        rows["complex_id"] = rows["complex_id"].str.strip()
         return rows
     if not (args.receptor and args.poses):
         raise ConfigError("pecan score: give --receptor and --poses (or --manifest)")
     row = {
-        "complex_id": args.complex_id or Path(args.poses).stem,
+        "complex_id": (args.complex_id if args.complex_id is not None else Path(args.poses).stem).strip(),
         "receptor": str(Path(args.receptor).resolve()),
         "poses": str(Path(args.poses).resolve()),
         "score_property": args.score_property,
         "crystal_ligand": str(Path(args.crystal).resolve()) if args.crystal else "",
     }
+    if not row["complex_id"]:
+        raise ConfigError("pecan score: --complex-id is empty")
     return pd.DataFrame([row])
+
+
+def output_paths(out: Path) -> dict[str, Path]:
+    """What `pecan score --out X.sdf` writes: the SDF, X.csv and X.metrics.json."""
+    from pecan.predict import metrics_path
+
+    scores_csv = out.with_suffix(".csv")
+    return {"--out": out, "the scores CSV": scores_csv, "the metrics JSON": metrics_path(scores_csv)}
+
+
+def check_outputs(args: argparse.Namespace, rows: pd.DataFrame) -> None:
+    """No output may be an input (checkpoint, receptor, poses, crystal, manifest and its files) or another
+    output (``--out X.csv`` would be its own scores CSV)."""
+    from pecan import outputs
+
+    inputs = [
+        ("the checkpoint", args.checkpoint),
+        ("--receptor", args.receptor),
+        ("--poses", args.poses),
+        ("--crystal", args.crystal),
+        ("--manifest", args.manifest),
+        *outputs.manifest_files(rows),
+    ]
+    outputs.check_outputs("pecan score", output_paths(Path(args.out)).items(), inputs)
 
 
 def scoring_config(state: dict, shards: Path, work: Path, device: str) -> config_module.Config:
@@ -87,14 +116,14 @@ def convert_inputs(rows: pd.DataFrame, work: Path, options) -> Path:
     manifest = work / "manifest.csv"
     rows.to_csv(manifest, index=False)
     summary = convert(manifest, work / "shards", options, prefix="score", progress=sys.stderr.isatty())
-    failures = pd.read_csv(summary["failures"], keep_default_na=False)
+    failures = pd.read_csv(summary["failures"], dtype=str, keep_default_na=False)
     for failure in failures.itertuples():
         logging.getLogger("pecan").warning(
             "not scored: complex %s pose %s: %s", failure.complex, failure.pose or "(all)", failure.reason
         )
     print(summary_line({**summary, "failures": "the warnings above"}), flush=True)
     if not summary["complexes"]:
-        raise ConfigError("pecan score: no pose could be converted (see the warnings above)")
+        raise DataError("pecan score: no pose could be converted (see the warnings above)")
     return work / "shards"
 
 
@@ -102,6 +131,7 @@ def main(argv=None, prog: str | None = None) -> int:
     """Convert, score, write the scored SDF; exit 0, 2 for a wrong invocation, 1 for bad inputs."""
     args = parse_args(argv, prog)
     logging.basicConfig(level=logging.INFO, format="[pecan] %(levelname)s %(message)s")
+    from pecan.commands import expected_error_code
     from pecan.commands.predict import score
     from pecan.predict import read_checkpoint
 
@@ -110,15 +140,15 @@ def main(argv=None, prog: str | None = None) -> int:
             from pecan.convert.complexes import Options
         except ImportError as err:
             raise ConfigError(f"pecan score needs the convert extra (pip install -e '.[convert]'): {err}") from err
-        state = read_checkpoint(Path(args.checkpoint))
         rows = manifest_rows(args)
+        check_outputs(args, rows)
+        state = read_checkpoint(Path(args.checkpoint))
         rmsd_threshold = float(((state.get("config") or {}).get("data") or {}).get("rmsd_threshold", 2.0))
         options = Options(pocket_radius=args.pocket_radius, rmsd_threshold=rmsd_threshold)
     except (ConfigError, OSError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    out = Path(args.out)
-    scores_csv = out.with_suffix(".csv")
+    paths = output_paths(Path(args.out))
     with tempfile.TemporaryDirectory(prefix="pecan-score-") as tmp:
         work = Path(tmp)
         try:
@@ -127,10 +157,15 @@ def main(argv=None, prog: str | None = None) -> int:
         except ConfigError as err:
             print(f"error: {err}", file=sys.stderr)
             return 2
-        code = score(config, args.checkpoint, str(scores_csv), tuple(args.allow))
+        except Exception as err:  # bad data (pecan.errors.EXIT_CODES) exits 1 with its message
+            return expected_error_code(err)
+        code = score(config, args.checkpoint, str(paths["the scores CSV"]), tuple(args.allow))
     if code == 0:
-        from pecan.scored_sdf import write_scored_sdf
+        from pecan.scored_sdf import read_scores, write_scored_sdf
 
-        written = write_scored_sdf(rows, pd.read_csv(scores_csv), out)
-        print(f"wrote {written} scored poses to {out}", flush=True)
+        try:
+            written = write_scored_sdf(rows, read_scores(paths["the scores CSV"]), paths["--out"])
+        except Exception as err:
+            return expected_error_code(err)
+        print(f"wrote {written} scored poses to {paths['--out']}", flush=True)
     return code

@@ -150,8 +150,11 @@ def convert(
     per_shard: int = 50,
     workers: int = 1,
     progress="auto",
+    labels_optional: bool = True,
 ) -> dict:
-    """Convert every manifest row; writes shards, <prefix>_all.csv and failures.csv; returns the summary."""
+    """Convert every manifest row; writes shards, <prefix>_all.csv and failures.csv; returns the summary.
+    Poses of a complex without a crystal ligand have no rmsd and no label: with ``labels_optional`` (plain
+    docking output to score) their index rows keep the label empty, else they are a DataError."""
     entries = read_manifest(Path(manifest))
     out_dir.mkdir(parents=True, exist_ok=True)
     jobs = plan(entries, out_dir, prefix, max(per_shard, 1), options)
@@ -169,6 +172,7 @@ def convert(
             True,
             options.rmsd_threshold,
             on_bad_sample="error",
+            labels_optional=labels_optional,
         )
         frame["shard"] = [Path(s).name for s in frame["shard"]]
         write_csv(frame, index_path)
