@@ -19,6 +19,7 @@ from pathlib import Path
 import pandas as pd
 
 from pecan import config as config_module
+from pecan.checkpoint_settings import score_property_default
 from pecan.commands import add_allow_option
 from pecan.errors import ConfigError, DataError
 from pecan.manifest import read_manifest_frame
@@ -32,7 +33,11 @@ def parse_args(argv=None, prog: str | None = None) -> argparse.Namespace:
     parser.add_argument("--poses", help="docked poses: multi-record SDF or mol2")
     parser.add_argument("--crystal", help="crystal ligand (SDF, mol2 or PDB): adds rmsd, label and metrics")
     parser.add_argument("--complex-id", help="name of the complex (default: the poses file's stem)")
-    parser.add_argument("--score-property", default="", help="SD property holding each pose's docking score")
+    parser.add_argument(
+        "--score-property",
+        help="SD property holding each pose's docking score (default: the one the checkpoint was trained with; "
+        "docking_score for an older checkpoint whose model takes docking scores)",
+    )
     parser.add_argument("--manifest", help="converter manifest CSV: many complexes (instead of --receptor/--poses)")
     parser.add_argument("--out", required=True, help="the scored SDF; scores.csv and metrics JSON go beside it")
     parser.add_argument(
@@ -46,9 +51,38 @@ def parse_args(argv=None, prog: str | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def manifest_rows(args: argparse.Namespace) -> pd.DataFrame:
+def manifest_rows(args: argparse.Namespace, state: dict) -> pd.DataFrame:
     """The manifest to convert: the given one, or one row from --receptor/--poses/--crystal. Ids are text,
-    stripped of surrounding spaces as the converter strips them."""
+    stripped of surrounding spaces as the converter strips them. A row without a score property gets
+    --score-property, else the checkpoint's (``score_property_default``)."""
+    rows = _given_rows(args)
+    default = args.score_property if args.score_property is not None else score_property_default(state)[0]
+    if "score_property" not in rows:
+        rows["score_property"] = ""
+    rows["score_property"] = [p.strip() or default for p in rows["score_property"]]
+    return rows
+
+
+def check_docking_scores(rows: pd.DataFrame, state: dict) -> None:
+    """A model that takes docking scores as input needs one on every pose: ConfigError (exit 2) naming the
+    SD property and the file that lacks it."""
+    from pecan.convert import chemistry as chem
+
+    if not score_property_default(state)[1]:
+        return
+    for row in rows.itertuples():
+        prop = row.score_property
+        mols = [m for m in chem.read_ligands(Path(row.poses)) if m is not None]
+        missing = [k for k, mol in enumerate(mols, start=1) if not prop or not mol.HasProp(prop)]
+        if missing:
+            raise ConfigError(
+                f"pecan score: the checkpoint's model takes each pose's docking score (model.use_docking_score), "
+                f"but {len(missing)} of {len(mols)} records of {row.poses} have no SD property {prop!r} "
+                f"(first: record {missing[0]}); name the property holding it with --score-property"
+            )
+
+
+def _given_rows(args: argparse.Namespace) -> pd.DataFrame:
     if args.manifest:
         if args.receptor or args.poses:
             raise ConfigError("pecan score: give --manifest or --receptor/--poses, not both")
@@ -65,7 +99,7 @@ def manifest_rows(args: argparse.Namespace) -> pd.DataFrame:
         "complex_id": (args.complex_id if args.complex_id is not None else Path(args.poses).stem).strip(),
         "receptor": str(Path(args.receptor).resolve()),
         "poses": str(Path(args.poses).resolve()),
-        "score_property": args.score_property,
+        "score_property": "",
         "crystal_ligand": str(Path(args.crystal).resolve()) if args.crystal else "",
     }
     if not row["complex_id"]:
@@ -140,9 +174,10 @@ def main(argv=None, prog: str | None = None) -> int:
             from pecan.convert.complexes import Options
         except ImportError as err:
             raise ConfigError(f"pecan score needs the convert extra (pip install -e '.[convert]'): {err}") from err
-        rows = manifest_rows(args)
-        check_outputs(args, rows)
         state = read_checkpoint(Path(args.checkpoint))
+        rows = manifest_rows(args, state)
+        check_outputs(args, rows)
+        check_docking_scores(rows, state)
         rmsd_threshold = float(((state.get("config") or {}).get("data") or {}).get("rmsd_threshold", 2.0))
         options = Options(pocket_radius=args.pocket_radius, rmsd_threshold=rmsd_threshold)
     except (ConfigError, OSError, ValueError) as err:

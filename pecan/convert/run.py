@@ -56,8 +56,11 @@ def write_shard(
     complexes: Iterable[ConvertedComplex],
     crystal_group: str = fmt.DEFAULT_CRYSTAL_GROUP,
     pose_group: str = fmt.DEFAULT_POSE_GROUP,
+    score_properties: Iterable[str] = (),
 ) -> None:
-    """Converted complexes as one shard (pecan.data.format.write_shard, lzf-compressed)."""
+    """Converted complexes as one shard (pecan.data.format.write_shard, lzf-compressed). Its root records
+    ``source: converted`` and the SD properties its docking scores were read from (``score_properties``, a
+    JSON list), which training stores in its checkpoints for `pecan score`."""
     items = (
         fmt.ShardComplex(
             item.complex_id,
@@ -67,7 +70,8 @@ def write_shard(
         )
         for item in complexes
     )
-    fmt.write_shard(path, items, pose_group=pose_group, crystal_group=crystal_group, compression="lzf")
+    attrs = {"source": "converted", "score_properties": json.dumps(sorted(set(score_properties)))}
+    fmt.write_shard(path, items, pose_group=pose_group, crystal_group=crystal_group, compression="lzf", attrs=attrs)
 
 
 def _write_json(path: Path, payload: dict) -> None:
@@ -93,7 +97,8 @@ def run_job(job: ShardJob) -> dict:
     converted = [convert_complex(entry, job.options) for entry in job.entries]
     done = [c for c in converted if c.poses]
     if done:
-        write_shard(job.path, done)
+        scored = {e.complex_id: e.score_property for e in job.entries if e.score_property}
+        write_shard(job.path, done, score_properties=[scored[c.complex_id] for c in done if c.complex_id in scored])
     else:
         job.path.unlink(missing_ok=True)
     record = {
