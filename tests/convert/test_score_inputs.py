@@ -105,3 +105,24 @@ def test_manifest_id_with_spaces_is_scored(vina):
     out = tmp / "spaced.sdf"
     assert score_command.main([str(vina[1]), "--manifest", str(manifest), "--out", str(out), "--device", "cpu"]) == 0
     assert len(records(out)) == 9
+
+
+def test_no_pose_converts_exits_1_with_the_reasons(vina, capsys, caplog):
+    tmp = vina[0]
+    other_receptor = prolif_data() / "implicitHbond" / "receptor.pdb"  # far from the Vina poses
+    argv = [str(vina[1]), "--receptor", str(other_receptor), "--poses", str(vina[4]), "--out", str(tmp / "none.sdf")]
+    assert score_command.main([*argv, "--device", "cpu"]) == 1
+    assert "no pose could be converted" in caplog.text and "not scored: complex" in caplog.text
+    assert not (tmp / "none.sdf").exists()
+
+
+def test_a_scored_pose_without_its_record_is_an_error_not_a_shorter_sdf(vina):
+    from pecan.errors import DataError
+    from pecan.scored_sdf import write_scored_sdf
+
+    tmp, _, receptor, _, scored = vina
+    rows = pd.DataFrame([{"complex_id": "vina", "poses": str(scored)}])
+    scores = pd.DataFrame([{"complex": "vina", "pose": "7", "score": 0.5, "rank": 1, "rmsd": float("nan")}])
+    with pytest.raises(DataError, match="scored pose '7' is not a record of"):
+        write_scored_sdf(rows, scores, tmp / "short.sdf")
+    assert not (tmp / "short.sdf").exists()
