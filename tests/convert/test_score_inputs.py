@@ -107,12 +107,13 @@ def test_manifest_id_with_spaces_is_scored(vina):
     assert len(records(out)) == 9
 
 
-def test_no_pose_converts_exits_1_with_the_reasons(vina, capsys, caplog):
-    tmp = vina[0]
-    other_receptor = prolif_data() / "implicitHbond" / "receptor.pdb"  # far from the Vina poses
-    argv = [str(vina[1]), "--receptor", str(other_receptor), "--poses", str(vina[4]), "--out", str(tmp / "none.sdf")]
+def test_no_pose_converts_exits_1_with_the_reasons(vina, caplog):
+    tmp, checkpoint, receptor = vina[:3]
+    garbage = tmp / "garbage.sdf"
+    garbage.write_text("not a molecule\n$$$$\n")
+    argv = [str(checkpoint), "--receptor", str(receptor), "--poses", str(garbage), "--out", str(tmp / "none.sdf")]
     assert score_command.main([*argv, "--device", "cpu"]) == 1
-    assert "no pose could be converted" in caplog.text and "not scored: complex" in caplog.text
+    assert "no pose could be converted" in caplog.text and "not scored: complex garbage" in caplog.text
     assert not (tmp / "none.sdf").exists()
 
 
