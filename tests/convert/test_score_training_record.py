@@ -113,3 +113,30 @@ def test_synthetic_marker_is_the_generators():
     from pecan.synthetic.writer import MARKER_NAME
 
     assert SYNTHETIC_MARKER == MARKER_NAME
+
+
+def test_training_record_says_synthetic_for_the_generator_config(trained_run):
+    import dataclasses
+
+    config = trained_run.config
+    config = dataclasses.replace(config, synthetic=dataclasses.replace(config.synthetic, enabled=True))
+    frame = pd.DataFrame({"shard": ["s.hdf5"], "pdbid": ["a"], "poseid": ["1"], "label": [0]})
+    assert training_data_record(config, frame)["kind"] == "synthetic"
+
+
+def test_predict_warns_only_for_shards_that_are_not_synthetic(trained_run, tmp_path, caplog):
+    import shutil
+
+    from pecan.commands import predict as predict_command
+
+    state = load_checkpoint(trained_run.checkpoint)
+    state["training_data"]["kind"] = "synthetic"
+    torch.save(state, tmp_path / "synthetic.pt")
+    shutil.copytree(trained_run.root / "data", tmp_path / "data")
+    argv = [str(tmp_path / "synthetic.pt"), "--data-dir", str(tmp_path / "data"), "--device", "cpu", "--out"]
+    assert predict_command.main([*argv, str(tmp_path / "real.csv")]) == 0
+    assert caplog.text.count("trained on synthetic demo data") == 1
+    caplog.clear()
+    (tmp_path / "data" / ".synthetic.json").write_text("{}")
+    assert predict_command.main([*argv, str(tmp_path / "synthetic.csv")]) == 0
+    assert "trained on synthetic demo data" not in caplog.text
