@@ -127,3 +127,15 @@ def test_a_scored_pose_without_its_record_is_an_error_not_a_shorter_sdf(vina):
     with pytest.raises(DataError, match="scored pose '7' is not a record of"):
         write_scored_sdf(rows, scores, tmp / "short.sdf")
     assert not (tmp / "short.sdf").exists()
+
+
+def test_convert_keeps_poses_without_a_crystal_unlabelled(vina):
+    from pecan.convert.complexes import Options
+    from pecan.convert.run import convert
+
+    tmp, _, receptor, _, scored = vina
+    manifest = tmp / "no_crystal_manifest.csv"
+    pd.DataFrame([{"complex_id": "vina", "receptor": receptor, "poses": scored}]).to_csv(manifest, index=False)
+    summary = convert(manifest, tmp / "no_crystal_shards", Options(), progress=False)
+    index = pd.read_csv(summary["index"])
+    assert len(index) == 9 and index["label"].isna().all() and index["rmsd"].isna().all()
