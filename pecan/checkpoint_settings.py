@@ -127,3 +127,91 @@ def assign_splits(complexes: pd.Series, record: dict | None, from_test: Iterable
         ["train" if c in train else "val" if c in val else "test" if c in test else "unseen" for c in complexes],
         dtype=object,
     )
+
+
+SYNTHETIC_MARKER = ".synthetic.json"
+"""The synthetic generator's completion marker beside its shards (pecan.synthetic.writer.MARKER_NAME)."""
+DEFAULT_SCORE_PROPERTY = "docking_score"
+"""The SD property `pecan redock` writes: assumed for a checkpoint that does not record its own."""
+
+
+def shard_attrs(shards: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """The root attributes of each shard (the converter's ``source`` and ``score_properties``); a shard that
+    cannot be opened has none."""
+    import h5py
+
+    found: dict[str, dict[str, Any]] = {}
+    for shard in sorted(set(map(str, shards))):
+        try:
+            with h5py.File(shard, "r", locking=False) as handle:
+                found[shard] = {key: handle.attrs[key] for key in handle.attrs}
+        except (OSError, KeyError, RuntimeError):
+            found[shard] = {}
+    return found
+
+
+def is_synthetic(shards: Iterable[str]) -> bool:
+    """Whether every shard lies beside the synthetic generator's marker."""
+    shards = list(shards)
+    return bool(shards) and all((Path(s).parent / SYNTHETIC_MARKER).exists() for s in shards)
+
+
+def index_digest(frame: pd.DataFrame) -> str:
+    """A hash of the poses a run trained on: complex, pose and label of every row, in sorted order."""
+    import hashlib
+
+    rows = sorted(f"{c}\t{p}\t{lab}" for c, p, lab in zip(frame["pdbid"], frame["poseid"], frame["label"]))
+    return hashlib.sha256("\n".join(rows).encode()).hexdigest()[:16]
+
+
+def training_data_record(config, train_frame: pd.DataFrame) -> dict[str, Any]:
+    """What a checkpoint says about its training data: ``kind`` (synthetic demo data or real), the index
+    digest and counts, and the docking score it learnt from (``docking_score``: the SD property the converter
+    read, lower is better, and whether the model takes it as input)."""
+    shards = list(train_frame["shard"]) if "shard" in train_frame else []
+    attrs = shard_attrs(shards)
+    synthetic = bool(config.synthetic.enabled) or is_synthetic(attrs.keys())
+    properties = sorted(
+        {str(p) for a in attrs.values() for p in json_list(a.get("score_properties")) if str(p).strip()}
+    )
+    return {
+        "kind": "synthetic" if synthetic else "real",
+        "index_digest": index_digest(train_frame),
+        "poses": int(len(train_frame)),
+        "complexes": int(train_frame["pdbid"].nunique()),
+        "docking_score": {
+            "property": properties[0] if len(properties) == 1 else "",
+            "properties": properties,
+            "lower_is_better": True,
+            "model_input": bool(getattr(config.model, "use_docking_score", False)),
+        },
+    }
+
+
+def json_list(value: Any) -> list:
+    """A JSON list stored as an HDF5 string attribute (empty when absent or unreadable)."""
+    import json
+
+    if value is None:
+        return []
+    try:
+        parsed = json.loads(value.decode() if isinstance(value, bytes) else str(value))
+    except ValueError:
+        return []
+    return parsed if isinstance(parsed, list) else []
+
+
+def score_property_default(state: dict) -> tuple[str, bool]:
+    """(the SD property pecan score reads docking scores from by default, whether the model needs it): the
+    checkpoint's record, else ``docking_score`` for a model that takes docking scores, else none."""
+    model = state.get("model_config") or {}
+    needed = bool(model.get("use_docking_score", False))
+    record = ((state.get("training_data") or {}).get("docking_score")) or {}
+    recorded = str(record.get("property") or "")
+    return recorded or (DEFAULT_SCORE_PROPERTY if needed else ""), needed
+
+
+def warn_if_synthetic(state: dict, path: Path, shards: Iterable[str]) -> None:
+    """One warning when a model trained on synthetic demo data scores poses that are not synthetic."""
+    if (state.get("training_data") or {}).get("kind") == "synthetic" and not is_synthetic(shards):
+        log.warning("checkpoint %s was trained on synthetic demo data: its scores of real poses mean nothing", path)

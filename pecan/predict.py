@@ -22,7 +22,14 @@ import torch
 
 from pecan import config as config_module
 from pecan import tracing
-from pecan.checkpoint_settings import assign_splits, check_layout, check_settings, sample_settings, trained_settings
+from pecan.checkpoint_settings import (
+    assign_splits,
+    check_layout,
+    check_settings,
+    sample_settings,
+    trained_settings,
+    warn_if_synthetic,
+)
 from pecan.config import Config, ConfigError
 from pecan.data.index import IndexSettings, build_index
 from pecan.data.loader import load_split_frames, make_dataset, make_loader, make_sampler, prepare_job_data
@@ -235,6 +242,8 @@ def run_predict(
     frame = job.train_frame
     if frame.empty:
         raise ConfigError("no docked poses to score in the configured data")
+    if env.is_main:
+        warn_if_synthetic(state, path, frame["shard"].unique())
     dataset = make_dataset(config.data, frame, job.packs, augment=False)
     sampler = make_sampler(
         dataset, config.data, train=False, rank=env.rank, world_size=env.world_size, seed=config.train.seed

@@ -1,6 +1,10 @@
 """Scored poses back as SDF: each complex's input records, sorted by PECAN score, with the SD properties
 ``pecan_score`` and ``pecan_rank`` (and ``rmsd``/``label`` when the complex had a crystal ligand). Needs RDKit
-(the `convert` extra); only `pecan score` imports it."""
+(the `convert` extra); only `pecan score` imports it.
+
+Scores are joined to records by record number: the converter names each record of a poses file
+(``pecan.convert.complexes.pose_ids``), and the same names computed again here map every scored pose to the
+record it came from. Ids are text end to end (a pose ``007``, ``1e10`` or ``NA`` stays that string)."""
 
 from __future__ import annotations
 
@@ -9,34 +13,50 @@ from pathlib import Path
 
 import pandas as pd
 
+from pecan.errors import DataError
 from pecan.fileio import atomic_path
+
+TEXT_COLUMNS = ("complex", "pose", "split")
+
+
+def read_scores(path: Path) -> pd.DataFrame:
+    """A scores CSV with its ids as the text written (never numbers, never missing); empty numeric cells
+    are NaN."""
+    frame = pd.read_csv(path, dtype={c: str for c in TEXT_COLUMNS}, keep_default_na=False)
+    for column in frame.columns:
+        if column not in TEXT_COLUMNS:
+            frame[column] = pd.to_numeric(frame[column].replace("", math.nan), errors="coerce")
+    return frame
 
 
 def _scored_records(row, scores: pd.DataFrame) -> list:
-    """(rank, mol) of one manifest row's poses that were scored, with their SD properties set."""
+    """(rank, mol) of one manifest row's scored poses, with their SD properties set; a scored pose whose
+    record cannot be found is a DataError (it would silently vanish from the SDF)."""
     from pecan.convert import chemistry as chem
     from pecan.convert.complexes import pose_ids
 
     mols = chem.read_ligands(Path(row.poses))
-    by_pose = scores[scores["complex"] == row.complex_id].set_index("pose")
+    record_of = {pose_id: k for k, pose_id in enumerate(pose_ids(row.complex_id, mols))}
     records = []
-    for pose_id, mol in zip(pose_ids(row.complex_id, mols), mols):
-        if mol is None or pose_id not in by_pose.index:
-            continue  # not converted: listed in the warnings of the conversion
-        scored = by_pose.loc[pose_id]
+    for scored in scores[scores["complex"] == row.complex_id].itertuples():
+        k = record_of.get(scored.pose)
+        if k is None or mols[k] is None:
+            raise DataError(f"complex {row.complex_id}: scored pose {scored.pose!r} is not a record of {row.poses}")
+        mol = mols[k]
         mol.SetProp("pecan_complex", str(row.complex_id))
-        mol.SetProp("pecan_pose", str(pose_id))
-        mol.SetDoubleProp("pecan_score", float(scored["score"]))
-        mol.SetIntProp("pecan_rank", int(scored["rank"]))
-        if not math.isnan(float(scored["rmsd"])):
-            mol.SetDoubleProp("rmsd", float(scored["rmsd"]))
-            mol.SetIntProp("label", int(scored["label"]))
-        records.append((int(scored["rank"]), mol))
+        mol.SetProp("pecan_pose", str(scored.pose))
+        mol.SetDoubleProp("pecan_score", float(scored.score))
+        mol.SetIntProp("pecan_rank", int(scored.rank))
+        if not math.isnan(float(scored.rmsd)):
+            mol.SetDoubleProp("rmsd", float(scored.rmsd))
+            mol.SetIntProp("label", int(scored.label))
+        records.append((int(scored.rank), mol))
     return sorted(records, key=lambda item: item[0])
 
 
 def write_scored_sdf(rows: pd.DataFrame, scores: pd.DataFrame, out: Path) -> int:
-    """Write every scored pose of ``rows`` (manifest order, then rank) to ``out`` atomically; returns the count."""
+    """Write every scored pose of ``rows`` (manifest order, then rank) to ``out`` atomically; returns the count.
+    Every row of ``scores`` is written exactly once, or a DataError says which is missing."""
     from rdkit import Chem
 
     written = 0
@@ -49,4 +69,6 @@ def write_scored_sdf(rows: pd.DataFrame, scores: pd.DataFrame, out: Path) -> int
                     written += 1
         finally:
             writer.close()
+        if written != len(scores):
+            raise DataError(f"{out}: {len(scores)} poses were scored but {written} matched a manifest record")
     return written

@@ -34,6 +34,34 @@ def parse_args(argv=None, prog: str | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def check_outputs(args: argparse.Namespace) -> None:
+    """--out (a directory) and the files it gets may be neither the manifest nor a file the manifest names
+    (ConfigError, exit 2); shards this converter wrote there before are its own and may be replaced."""
+    from pecan import outputs
+    from pecan.convert.complexes import OPTIONAL_COLUMNS, REQUIRED_COLUMNS
+    from pecan.manifest import read_manifest_frame
+
+    rows = read_manifest_frame(args.manifest, REQUIRED_COLUMNS, OPTIONAL_COLUMNS)
+    base = args.manifest.resolve().parent
+    for column in ("receptor", "poses", "crystal_ligand"):
+        if column in rows:
+            rows[column] = [str(base / p.strip()) if p.strip() else "" for p in rows[column]]
+    inputs = [("the manifest", args.manifest), *outputs.manifest_files(rows)]
+    written = [("--out", args.out), ("its failures.csv", args.out / "failures.csv")]
+    written.append(("its index", args.out / f"{args.prefix}_all.csv"))
+    written += [("a shard it writes", p) for _, p in inputs if _is_shard_name(Path(p), args)]
+    outputs.check_outputs("pecan convert", written, inputs)
+
+
+def _is_shard_name(path: Path, args: argparse.Namespace) -> bool:
+    """Whether ``path`` is in --out under a shard name this conversion uses (<prefix>_NNNN.hdf5)."""
+    from pecan.outputs import real
+
+    stem = path.name[len(args.prefix) + 1 : -len(".hdf5")]
+    in_out = real(path.parent) == real(args.out)
+    return in_out and path.name.startswith(f"{args.prefix}_") and path.suffix == ".hdf5" and stem.isdigit()
+
+
 def main(argv=None, prog: str | None = None) -> int:
     """Run the conversion and print the summary line; 2 for a bad invocation or manifest, 1 when no complex
     converted."""
@@ -51,6 +79,7 @@ def main(argv=None, prog: str | None = None) -> int:
         pocket_radius=args.pocket_radius, rmsd_threshold=args.rmsd_threshold, drop_hetero=args.drop_hetero
     )
     try:
+        check_outputs(args)
         summary = convert(
             args.manifest,
             args.out,

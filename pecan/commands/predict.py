@@ -84,11 +84,42 @@ def build_config(args: argparse.Namespace) -> config_module.Config:
     return config_module.load_mapping(raw, args.overrides, source)
 
 
+def input_paths(args: argparse.Namespace, config: config_module.Config) -> list[tuple[str, str]]:
+    """Every file and directory this command reads: the checkpoint, the YAML, the data directory, its index
+    CSVs (the labelled index beside the shards), every CSV and shard the config names."""
+    import glob
+    import os
+
+    from pecan import outputs
+
+    data = config.data
+    base = data.data_dir or "."
+    named = [("the checkpoint", args.checkpoint), ("--config", args.config or ""), ("--data-dir", data.data_dir)]
+    named += outputs.index_csvs_in(base)
+    for csv in [*data.train_csvs, *data.val_csvs, *data.test_csvs]:
+        named.append(("an index CSV it reads", os.path.join(base, csv)))
+    for pattern in [*data.train_fns, *data.val_fns, *data.test_fns]:
+        named += [("a shard it reads", p) for p in glob.glob(os.path.join(base, pattern))]
+    return named
+
+
+def check_outputs(args: argparse.Namespace, config: config_module.Config) -> None:
+    """--out and its metrics JSON may be neither an input nor each other (ConfigError, exit 2)."""
+    from pathlib import Path
+
+    from pecan import outputs
+    from pecan.predict import metrics_path
+
+    written = [("--out", args.out), ("the metrics JSON", str(metrics_path(Path(args.out))))]
+    outputs.check_outputs("pecan predict", written, input_paths(args, config))
+
+
 def main(argv=None, prog: str | None = None) -> int:
     """Score the inputs; exit 0, 2 for a wrong invocation or checkpoint, 1 for bad data or storage."""
     args = parse_args(argv, prog)
     try:
         config = build_config(args)
+        check_outputs(args, config)
     except (config_module.ConfigError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

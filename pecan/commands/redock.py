@@ -67,6 +67,20 @@ def _check(args: argparse.Namespace) -> str:
     return ""
 
 
+def check_outputs(args: argparse.Namespace) -> None:
+    """--out (a directory) and the files written there (manifest.csv, redock.csv, failures.csv, poses/,
+    records/, receptors/) may be neither the input manifest nor a file it names (ConfigError, exit 2)."""
+    from pecan import outputs
+    from pecan.redock.run import read_manifest
+
+    rows = read_manifest(args.manifest)
+    inputs = [("the manifest", args.manifest), *outputs.manifest_files(rows, ("receptor", "crystal_ligand"))]
+    names = ("manifest.csv", "redock.csv", "failures.csv", "poses", "records", "receptors")
+    written = [("--out", args.out), *((f"its {name}", args.out / name) for name in names)]
+    written += [(f"the poses of {cid}", args.out / "poses" / f"{cid}.sdf") for cid in rows["complex_id"]]
+    outputs.check_outputs("pecan redock", written, inputs)
+
+
 def main(argv=None, prog: str | None = None) -> int:
     """Run the redocking and print the summary line."""
     args = parse_args(argv, prog)
@@ -78,6 +92,7 @@ def main(argv=None, prog: str | None = None) -> int:
         from pecan.redock.dock import DockOptions
         from pecan.redock.run import redock, summary_line
 
+        check_outputs(args)
         options = DockOptions(**same_named(args, DockOptions))  # every field is the flag of its name
         summary = redock(args.manifest, args.out, options, args.workers, progress=progress_mode(args))
     except ImportError as err:

@@ -19,8 +19,10 @@ from pathlib import Path
 import pandas as pd
 
 from pecan import config as config_module
+from pecan.checkpoint_settings import score_property_default
 from pecan.commands import add_allow_option
-from pecan.errors import ConfigError
+from pecan.errors import ConfigError, DataError
+from pecan.manifest import read_manifest_frame
 
 
 def parse_args(argv=None, prog: str | None = None) -> argparse.Namespace:
@@ -31,7 +33,11 @@ def parse_args(argv=None, prog: str | None = None) -> argparse.Namespace:
     parser.add_argument("--poses", help="docked poses: multi-record SDF or mol2")
     parser.add_argument("--crystal", help="crystal ligand (SDF, mol2 or PDB): adds rmsd, label and metrics")
     parser.add_argument("--complex-id", help="name of the complex (default: the poses file's stem)")
-    parser.add_argument("--score-property", default="", help="SD property holding each pose's docking score")
+    parser.add_argument(
+        "--score-property",
+        help="SD property holding each pose's docking score (default: the one the checkpoint was trained with; "
+        "docking_score for an older checkpoint whose model takes docking scores)",
+    )
     parser.add_argument("--manifest", help="converter manifest CSV: many complexes (instead of --receptor/--poses)")
     parser.add_argument("--out", required=True, help="the scored SDF; scores.csv and metrics JSON go beside it")
     parser.add_argument(
@@ -45,27 +51,84 @@ def parse_args(argv=None, prog: str | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def manifest_rows(args: argparse.Namespace) -> pd.DataFrame:
-    """The manifest to convert: the given one, or one row from --receptor/--poses/--crystal."""
+def manifest_rows(args: argparse.Namespace, state: dict) -> pd.DataFrame:
+    """The manifest to convert: the given one, or one row from --receptor/--poses/--crystal. Ids are text,
+    stripped of surrounding spaces as the converter strips them. A row without a score property gets
+    --score-property, else the checkpoint's (``score_property_default``)."""
+    rows = _given_rows(args)
+    default = args.score_property if args.score_property is not None else score_property_default(state)[0]
+    if "score_property" not in rows:
+        rows["score_property"] = ""
+    rows["score_property"] = [p.strip() or default for p in rows["score_property"]]
+    return rows
+
+
+def check_docking_scores(rows: pd.DataFrame, state: dict) -> None:
+    """A model that takes docking scores as input needs one on every pose: ConfigError (exit 2) naming the
+    SD property and the file that lacks it."""
+    from pecan.convert import chemistry as chem
+
+    if not score_property_default(state)[1]:
+        return
+    for row in rows.itertuples():
+        prop = row.score_property
+        mols = [m for m in chem.read_ligands(Path(row.poses)) if m is not None]
+        missing = [k for k, mol in enumerate(mols, start=1) if not prop or not mol.HasProp(prop)]
+        if missing:
+            raise ConfigError(
+                f"pecan score: the checkpoint's model takes each pose's docking score (model.use_docking_score), "
+                f"but {len(missing)} of {len(mols)} records of {row.poses} have no SD property {prop!r} "
+                f"(first: record {missing[0]}); name the property holding it with --score-property"
+            )
+
+
+def _given_rows(args: argparse.Namespace) -> pd.DataFrame:
     if args.manifest:
         if args.receptor or args.poses:
             raise ConfigError("pecan score: give --manifest or --receptor/--poses, not both")
-        rows = pd.read_csv(args.manifest, dtype=str, keep_default_na=False)
+        rows = read_manifest_frame(Path(args.manifest), ("complex_id", "receptor", "poses"), ())
         base = Path(args.manifest).resolve().parent
         for column in ("receptor", "poses", "crystal_ligand"):
             if column in rows:  # relative paths resolve against the manifest's directory, as the converter's
-                rows[column] = [str((base / p).resolve()) if p else "" for p in rows[column]]
+                rows[column] = [str((base / p.strip()).resolve()) if p.strip() else "" for p in rows[column]]
+        rows["complex_id"] = rows["complex_id"].str.strip()
         return rows
     if not (args.receptor and args.poses):
         raise ConfigError("pecan score: give --receptor and --poses (or --manifest)")
     row = {
-        "complex_id": args.complex_id or Path(args.poses).stem,
+        "complex_id": (args.complex_id if args.complex_id is not None else Path(args.poses).stem).strip(),
         "receptor": str(Path(args.receptor).resolve()),
         "poses": str(Path(args.poses).resolve()),
-        "score_property": args.score_property,
+        "score_property": "",
         "crystal_ligand": str(Path(args.crystal).resolve()) if args.crystal else "",
     }
+    if not row["complex_id"]:
+        raise ConfigError("pecan score: --complex-id is empty")
     return pd.DataFrame([row])
+
+
+def output_paths(out: Path) -> dict[str, Path]:
+    """What `pecan score --out X.sdf` writes: the SDF, X.csv and X.metrics.json."""
+    from pecan.predict import metrics_path
+
+    scores_csv = out.with_suffix(".csv")
+    return {"--out": out, "the scores CSV": scores_csv, "the metrics JSON": metrics_path(scores_csv)}
+
+
+def check_outputs(args: argparse.Namespace, rows: pd.DataFrame) -> None:
+    """No output may be an input (checkpoint, receptor, poses, crystal, manifest and its files) or another
+    output (``--out X.csv`` would be its own scores CSV)."""
+    from pecan import outputs
+
+    inputs = [
+        ("the checkpoint", args.checkpoint),
+        ("--receptor", args.receptor),
+        ("--poses", args.poses),
+        ("--crystal", args.crystal),
+        ("--manifest", args.manifest),
+        *outputs.manifest_files(rows),
+    ]
+    outputs.check_outputs("pecan score", output_paths(Path(args.out)).items(), inputs)
 
 
 def scoring_config(state: dict, shards: Path, work: Path, device: str) -> config_module.Config:
@@ -87,14 +150,14 @@ def convert_inputs(rows: pd.DataFrame, work: Path, options) -> Path:
     manifest = work / "manifest.csv"
     rows.to_csv(manifest, index=False)
     summary = convert(manifest, work / "shards", options, prefix="score", progress=sys.stderr.isatty())
-    failures = pd.read_csv(summary["failures"], keep_default_na=False)
+    failures = pd.read_csv(summary["failures"], dtype=str, keep_default_na=False)
     for failure in failures.itertuples():
         logging.getLogger("pecan").warning(
             "not scored: complex %s pose %s: %s", failure.complex, failure.pose or "(all)", failure.reason
         )
     print(summary_line({**summary, "failures": "the warnings above"}), flush=True)
     if not summary["complexes"]:
-        raise ConfigError("pecan score: no pose could be converted (see the warnings above)")
+        raise DataError("pecan score: no pose could be converted (see the warnings above)")
     return work / "shards"
 
 
@@ -102,6 +165,7 @@ def main(argv=None, prog: str | None = None) -> int:
     """Convert, score, write the scored SDF; exit 0, 2 for a wrong invocation, 1 for bad inputs."""
     args = parse_args(argv, prog)
     logging.basicConfig(level=logging.INFO, format="[pecan] %(levelname)s %(message)s")
+    from pecan.commands import expected_error_code
     from pecan.commands.predict import score
     from pecan.predict import read_checkpoint
 
@@ -111,14 +175,15 @@ def main(argv=None, prog: str | None = None) -> int:
         except ImportError as err:
             raise ConfigError(f"pecan score needs the convert extra (pip install -e '.[convert]'): {err}") from err
         state = read_checkpoint(Path(args.checkpoint))
-        rows = manifest_rows(args)
+        rows = manifest_rows(args, state)
+        check_outputs(args, rows)
+        check_docking_scores(rows, state)
         rmsd_threshold = float(((state.get("config") or {}).get("data") or {}).get("rmsd_threshold", 2.0))
         options = Options(pocket_radius=args.pocket_radius, rmsd_threshold=rmsd_threshold)
     except (ConfigError, OSError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    out = Path(args.out)
-    scores_csv = out.with_suffix(".csv")
+    paths = output_paths(Path(args.out))
     with tempfile.TemporaryDirectory(prefix="pecan-score-") as tmp:
         work = Path(tmp)
         try:
@@ -127,10 +192,15 @@ def main(argv=None, prog: str | None = None) -> int:
         except ConfigError as err:
             print(f"error: {err}", file=sys.stderr)
             return 2
-        code = score(config, args.checkpoint, str(scores_csv), tuple(args.allow))
+        except Exception as err:  # bad data (pecan.errors.EXIT_CODES) exits 1 with its message
+            return expected_error_code(err)
+        code = score(config, args.checkpoint, str(paths["the scores CSV"]), tuple(args.allow))
     if code == 0:
-        from pecan.scored_sdf import write_scored_sdf
+        from pecan.scored_sdf import read_scores, write_scored_sdf
 
-        written = write_scored_sdf(rows, pd.read_csv(scores_csv), out)
-        print(f"wrote {written} scored poses to {out}", flush=True)
+        try:
+            written = write_scored_sdf(rows, read_scores(paths["the scores CSV"]), paths["--out"])
+        except Exception as err:
+            return expected_error_code(err)
+        print(f"wrote {written} scored poses to {paths['--out']}", flush=True)
     return code

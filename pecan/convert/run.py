@@ -56,8 +56,11 @@ def write_shard(
     complexes: Iterable[ConvertedComplex],
     crystal_group: str = fmt.DEFAULT_CRYSTAL_GROUP,
     pose_group: str = fmt.DEFAULT_POSE_GROUP,
+    score_properties: Iterable[str] = (),
 ) -> None:
-    """Converted complexes as one shard (pecan.data.format.write_shard, lzf-compressed)."""
+    """Converted complexes as one shard (pecan.data.format.write_shard, lzf-compressed). Its root records
+    ``source: converted`` and the SD properties its docking scores were read from (``score_properties``, a
+    JSON list), which training stores in its checkpoints for `pecan score`."""
     items = (
         fmt.ShardComplex(
             item.complex_id,
@@ -67,7 +70,8 @@ def write_shard(
         )
         for item in complexes
     )
-    fmt.write_shard(path, items, pose_group=pose_group, crystal_group=crystal_group, compression="lzf")
+    attrs = {"source": "converted", "score_properties": json.dumps(sorted(set(score_properties)))}
+    fmt.write_shard(path, items, pose_group=pose_group, crystal_group=crystal_group, compression="lzf", attrs=attrs)
 
 
 def _write_json(path: Path, payload: dict) -> None:
@@ -93,7 +97,8 @@ def run_job(job: ShardJob) -> dict:
     converted = [convert_complex(entry, job.options) for entry in job.entries]
     done = [c for c in converted if c.poses]
     if done:
-        write_shard(job.path, done)
+        scored = {e.complex_id: e.score_property for e in job.entries if e.score_property}
+        write_shard(job.path, done, score_properties=[scored[c.complex_id] for c in done if c.complex_id in scored])
     else:
         job.path.unlink(missing_ok=True)
     record = {
@@ -150,8 +155,11 @@ def convert(
     per_shard: int = 50,
     workers: int = 1,
     progress="auto",
+    labels_optional: bool = True,
 ) -> dict:
-    """Convert every manifest row; writes shards, <prefix>_all.csv and failures.csv; returns the summary."""
+    """Convert every manifest row; writes shards, <prefix>_all.csv and failures.csv; returns the summary.
+    Poses of a complex without a crystal ligand have no rmsd and no label: with ``labels_optional`` (plain
+    docking output to score) their index rows keep the label empty, else they are a DataError."""
     entries = read_manifest(Path(manifest))
     out_dir.mkdir(parents=True, exist_ok=True)
     jobs = plan(entries, out_dir, prefix, max(per_shard, 1), options)
@@ -169,6 +177,7 @@ def convert(
             True,
             options.rmsd_threshold,
             on_bad_sample="error",
+            labels_optional=labels_optional,
         )
         frame["shard"] = [Path(s).name for s in frame["shard"]]
         write_csv(frame, index_path)

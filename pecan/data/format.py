@@ -153,14 +153,17 @@ def write_shard(
     pose_group: str = DEFAULT_POSE_GROUP,
     crystal_group: str = DEFAULT_CRYSTAL_GROUP,
     compression: Optional[str] = None,
+    attrs: Optional[dict] = None,
 ) -> None:
     """Write ``complexes`` as one shard in this layout, atomically (a temp file beside ``path``, then renamed).
-    The crystal pose goes to ``crystal_group`` under its complex, whatever its sample's name."""
+    The crystal pose goes to ``crystal_group`` under its complex, whatever its sample's name; ``attrs`` become
+    attributes of the file's root (the converter's ``source`` and ``score_properties``)."""
     import h5py
 
     from pecan.fileio import atomic_path
 
     with atomic_path(Path(path)) as temporary, h5py.File(temporary, "w") as h5:
+        h5.attrs.update(attrs or {})
         for item in complexes:
             group = h5.create_group(item.pdbid)
             if not math.isnan(item.affinity):

@@ -42,6 +42,19 @@ def read_runs(runs: list[Path]) -> dict[str, list[dict]]:
     return out
 
 
+def check_outputs(args: argparse.Namespace) -> None:
+    """The PNG written under --out may be no run's epochs.jsonl or plot (ConfigError, exit 2): one run's plot
+    copied onto itself (``--out RUN/plots`` for a run named ``run``) would be lost."""
+    from pecan import outputs
+
+    if not args.out:
+        return
+    inputs = [(f"the records of {run}", run / "epochs.jsonl") for run in args.runs]
+    inputs += [(f"the plot of {run}", run / "plots" / "run.png") for run in args.runs]
+    name = "overlay.png" if len(args.runs) > 1 else f"{args.runs[0].resolve().name}.png"
+    outputs.check_outputs("pecan runs plot", [("--out", args.out / name)], inputs)
+
+
 def run(args: argparse.Namespace) -> int:
     """Print the summaries and write the PNG (one run) or the overlay (several)."""
     try:
@@ -50,8 +63,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
     try:
+        check_outputs(args)
         runs = read_runs(args.runs)
-    except FileNotFoundError as err:
+    except (FileNotFoundError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     for run_dir, records in zip(args.runs, runs.values()):

@@ -17,6 +17,7 @@ import gzip
 import json
 import re
 import statistics
+import sys
 from collections import defaultdict
 from pathlib import Path
 from typing import Any, Iterator
@@ -187,6 +188,19 @@ def to_perfetto(events: list[dict[str, Any]]) -> dict[str, Any]:
     return {"traceEvents": out, "displayTimeUnit": "ms"}
 
 
+def check_outputs(args: argparse.Namespace) -> None:
+    """--perfetto and --json may be neither the run's records, its trace files nor each other (ConfigError)."""
+    from pecan import outputs
+
+    written = [(f"--{k}", getattr(args, k)) for k in ("perfetto", "json") if getattr(args, k)]
+    inputs = [("the run directory", args.run_dir), ("its epochs.jsonl", args.run_dir / "epochs.jsonl")]
+    try:
+        inputs += [("a trace file of the run", p) for p in trace_files(args.run_dir)]
+    except SystemExit:  # no trace files: reported when they are read
+        pass
+    outputs.check_outputs("pecan runs trace", written, inputs)
+
+
 def main(argv=None, prog: str | None = None) -> int:
     """Print the tables; optionally write Perfetto JSON and the totals, and check against epochs.jsonl."""
     parser = argparse.ArgumentParser(
@@ -198,6 +212,11 @@ def main(argv=None, prog: str | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="compare with epochs.jsonl (exit 1 on disagreement)")
     parser.add_argument("--events", action="store_true", help="also list every event kind per rank and epoch")
     args = parser.parse_args(argv)
+    try:
+        check_outputs(args)
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     events = load(args.run_dir)
     totals = phase_totals(events)
     print("\n".join(phase_rows(totals)))

@@ -17,7 +17,7 @@ import torch.nn.functional as F
 
 from pecan import config as config_module
 from pecan import tracing
-from pecan.checkpoint_settings import sample_settings, split_record
+from pecan.checkpoint_settings import sample_settings, split_record, training_data_record
 from pecan.collectives import guarded
 from pecan.config import Config
 from pecan.data import format as fmt
@@ -147,10 +147,17 @@ class Trainer:
             "sample_settings": sample_settings(self.config),
             "best": self.selector.state(),
             "complexes": split_record(self.train_frame, self.val_frame),
+            "training_data": self.training_data(),
             "metrics": {k: float(v) for k, v in self.last_metrics.items()},
             # The epoch records travel with the checkpoint that claims their epochs (JSON: weights_only-safe).
             "records": json.dumps(self.records, default=float),
         }
+
+    def training_data(self) -> dict[str, Any]:
+        """What this run trains on (synthetic or real, index digest, docking-score property), computed once."""
+        if getattr(self, "_training_data", None) is None:
+            self._training_data = training_data_record(self.config, self.train_frame)
+        return self._training_data
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore what ``state_dict`` saved."""
