@@ -10,6 +10,7 @@ order so the docked poses come back as RDKit molecules with the crystal ligand's
 
 from __future__ import annotations
 
+import logging
 import shutil
 import subprocess
 import tempfile
@@ -20,6 +21,7 @@ import numpy as np
 
 from pecan.errors import RedockError
 
+log = logging.getLogger(__name__)
 WATER_RESIDUES = {"HOH", "WAT", "DOD", "H2O", "TIP", "TIP3", "SOL"}
 
 
@@ -122,8 +124,22 @@ def ligand_pdbqt(mol) -> str:
     return text
 
 
+# Elements AutoDock Vina's atom typing knows (organic, halogens and the metals it types as Met_D); a receptor
+# atom of any other element (vanadate, molybdate, tungstate, ...) makes Vina reject the whole receptor.
+VINA_ELEMENTS = {
+    *"H C N O F P S CL BR I".split(),
+    *"MG MN ZN CA FE CU NA K HG NI CO CD".split(),
+}
+
+
+def _element(line: str) -> str:
+    element = line[76:78].strip().upper()
+    return element or "".join(c for c in line[12:14] if c.isalpha()).upper()
+
+
 def clean_receptor_lines(path: Path) -> list[str]:
-    """ATOM/HETATM records without waters, first alternate location only."""
+    """ATOM/HETATM records without waters, first alternate location only, and without every residue holding an
+    element Vina cannot type (logged, so the record of the complex says what was left out)."""
     lines = []
     for line in path.read_text(errors="replace").splitlines():
         if not line.startswith(("ATOM", "HETATM")) or line[17:20].strip() in WATER_RESIDUES:
@@ -131,6 +147,15 @@ def clean_receptor_lines(path: Path) -> list[str]:
         if line[16] not in (" ", "A"):
             continue
         lines.append(line[:16] + " " + line[17:])
+    untyped = {line[17:27] for line in lines if _element(line) not in VINA_ELEMENTS}
+    if untyped:
+        log.warning(
+            "receptor %s: left out %d residue(s) with elements Vina cannot type: %s",
+            path,
+            len(untyped),
+            ", ".join(sorted(" ".join(key.split()) for key in untyped)),
+        )
+        lines = [line for line in lines if line[17:27] not in untyped]
     if not lines:
         raise RedockError(f"receptor {path}: no ATOM/HETATM records")
     return lines

@@ -65,3 +65,25 @@ def test_relative_paths_resolve_against_the_manifest(tmp_path):
     frame = read_manifest(path)
     assert Path(frame["receptor"].iloc[0]) == (tmp_path / "sub" / "in" / "r.pdb").resolve()
     assert frame["crystal_ligand"].iloc[0] == "/abs/l.sdf"
+
+
+def test_residues_with_elements_vina_cannot_type_are_left_out(tmp_path, caplog):
+    from pecan.redock.prepare import clean_receptor_lines
+
+    def atom(serial, name, residue, number, element, record="ATOM  "):
+        return f"{record}{serial:5d} {name:<4} {residue} A{number:4d}    {1.0:8.3f}{2.0:8.3f}{3.0:8.3f}  1.00  0.00" + (
+            f"          {element:>2}"
+        )
+
+    lines = [
+        atom(1, "CA", "ALA", 1, "C"),
+        atom(2, "ZN", " ZN", 2, "ZN", "HETATM"),
+        atom(3, "V", "VO4", 3, "V", "HETATM"),
+        atom(4, "O1", "VO4", 3, "O", "HETATM"),
+        atom(5, "O", "HOH", 4, "O", "HETATM"),
+    ]
+    receptor = tmp_path / "r.pdb"
+    receptor.write_text("\n".join(lines) + "\nEND\n")
+    kept = clean_receptor_lines(receptor)
+    assert [line[17:20] for line in kept] == ["ALA", " ZN"]  # the whole vanadate goes, the zinc stays
+    assert "VO4 A 3" in caplog.text and "cannot type" in caplog.text
