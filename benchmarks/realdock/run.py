@@ -106,6 +106,10 @@ def with_peers(scores: pd.DataFrame, peers: pd.DataFrame | None) -> pd.DataFrame
     return merged
 
 
+# Ids stay text (a complex 1e66 is not the number 1e+66); empty numeric cells are missing values.
+ID_COLUMNS = {"pdbid": str, "poseid": str, "shard": str}
+NUMERIC_MISSING = {c: [""] for c in ("rmsd", "label", "score", "docking_score")}
+
 AMINO_ACIDS = frozenset(
     "ALA ARG ASN ASP CYS GLN GLU GLY HIS HID HIE HIP ILE LEU LYS MET PHE PRO SER THR TRP TYR VAL CYX ASH GLH LYN "
     "MSE".split()
@@ -177,7 +181,7 @@ def convert(docked: Path, shards: Path) -> pd.DataFrame:
         if not index.exists() and not (out / "attempt.txt").exists():
             convert_one(row, docked, out)
         if index.exists():
-            frame = pd.read_csv(index)
+            frame = pd.read_csv(index, dtype=ID_COLUMNS, keep_default_na=False, na_values=NUMERIC_MISSING)
             frame["shard"] = row["complex_id"] + "/" + frame["shard"]
             frames.append(frame)
     return pd.concat(frames, ignore_index=True)
@@ -230,7 +234,7 @@ def run_fold(
             stderr=subprocess.STDOUT,
             cwd=ROOT,
         )
-    return pd.read_csv(scores)
+    return pd.read_csv(scores, dtype={"complex": str, "pose": str}, keep_default_na=False, na_values=NUMERIC_MISSING)
 
 
 def ensemble(runs: list[pd.DataFrame]) -> pd.DataFrame:
@@ -305,7 +309,7 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     shards = args.work / "shards"
     index = convert(args.docked, shards)
-    manifest = pd.read_csv(args.docked / "manifest.csv", dtype=str)
+    manifest = pd.read_csv(args.docked / "manifest.csv", dtype=str, keep_default_na=False)
     if args.group_column not in manifest.columns:
         raise SystemExit(f"error: {args.docked / 'manifest.csv'} has no column {args.group_column!r} (--group-column)")
     families = dict(zip(manifest["complex_id"], manifest[args.group_column]))
