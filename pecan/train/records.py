@@ -58,12 +58,14 @@ class RunFiles:
         print(report.run_summary(records), flush=True)
         if not plots:
             return
+        from pecan import plots as plotting
+
         try:
-            from pecan import plots as plotting
-        except ImportError as err:
+            paths = plotting.write_plots(self.out_dir, records)
+        except ImportError as err:  # an optional extra costs one warning, never the finished run
             log.warning("train.plots is on but matplotlib is missing (pip install '.[plots]'): %s", err)
             return
-        for path in plotting.write_plots(self.out_dir, records):
+        for path in paths:
             log.info("plot: %s", path)
 
 

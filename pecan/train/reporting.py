@@ -58,6 +58,22 @@ class EpochProgress:
         self.progress.close()
 
 
+class _NoBoard:
+    """TensorBoard without the package: every write is a no-op (the warning was logged once)."""
+
+    def epoch(self, record) -> None:
+        pass
+
+    def step(self, step, loss, lr) -> None:
+        pass
+
+    def hparams(self, config, record) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
 class EpochReporter:
     """Rank 0's view of the run as it goes (other ranks build one too and it stays silent)."""
 
@@ -111,7 +127,11 @@ class EpochReporter:
         if self.board is None:
             from pecan.plots import TensorBoard
 
-            self.board = TensorBoard(self.out_dir / "tensorboard")
+            try:
+                self.board = TensorBoard(self.out_dir / "tensorboard")
+            except ImportError as err:  # an optional extra costs one warning, never the run
+                log.warning("train.tensorboard is on but tensorboard is missing (pip install '.[plots]'): %s", err)
+                self.board = _NoBoard()
         return self.board
 
     def run_eta_after(self, record: dict[str, Any]) -> float:
