@@ -9,10 +9,21 @@ import json
 import subprocess
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from tests.procs import app_argv, clean_env
-from tests.test_bad_inputs import ROOT, data_dir, edit_csv, records, run  # noqa: F401 (data_dir: fixture)
+from tests.shards import write_dataset
+from tests.test_bad_inputs import ROOT, edit_csv, records, run
+
+
+@pytest.fixture
+def data_dir(tmp_path):
+    """2 shards x 3 complexes x (3 poses + crystal) and index.csv with relative shard names."""
+    directory = tmp_path / "data"
+    write_dataset(directory, n_shards=2, n_complexes=3, n_poses=3)
+    return directory
+
 
 # ---------------------------------------------------------------------------- optional extras
 
@@ -55,3 +66,31 @@ def test_missing_optional_extras_cost_a_warning_never_the_exit_code(tmp_path, ma
 def report_lines(out_dir) -> list[dict]:
     lines = (Path(out_dir) / "epochs.jsonl").read_text().splitlines()
     return [json.loads(line) for line in lines if line.strip()]
+
+
+# ---------------------------------------------------------------------------- shard paths spelled two ways
+
+
+@pytest.mark.parametrize("spelling", ["{dir}//shard_0.hdf5", "{dir}/./shard_0.hdf5", "./shard_0.hdf5"])
+def test_shard_path_spelled_another_way_is_the_same_shard(tmp_path, data_dir, caplog, capsys, spelling):
+    """A shard named ``dir//shard_0.hdf5`` beside plainly named shards trains all of its samples once."""
+    rows = len(pd.read_csv(data_dir / "index.csv"))
+    edit_csv(
+        data_dir,
+        lambda f: f.assign(
+            shard=[spelling.format(dir=data_dir) if s == "shard_0.hdf5" else str(data_dir / s) for s in f["shard"]]
+        ),
+    )
+    code, text = run(tmp_path, data_dir, caplog=caplog, capsys=capsys)
+    assert code == 0, text
+    assert "skipped" not in text.replace("skipped_", "") and "dropped" not in text
+    assert f"index index.csv: {rows} samples" in text
+    assert records(tmp_path)[0]["skipped_at_start"] == 0
+
+
+def test_no_usable_samples_left_says_why(tmp_path, data_dir, caplog, capsys):
+    edit_csv(data_dir, lambda f: f.assign(label=2))
+    code, text = run(tmp_path, data_dir, "data.on_bad_sample=skip", caplog=caplog, capsys=capsys)
+    assert code == 1
+    assert "no usable samples left after dropping" in text
+    assert "label must be 0 or 1" in text.split("no usable samples left")[1]

@@ -89,6 +89,7 @@ def validate_index(
         ),
     ]
     drop = np.zeros(len(frame), dtype=bool)
+    reasons = list(frame.attrs.get("skip_reasons", []))
     for bad, problem, column in checks:
         rows = np.flatnonzero(bad.to_numpy() & ~drop)
         if not len(rows):
@@ -97,11 +98,13 @@ def validate_index(
         message = f"{_where(frame, rows, source)}: {problem}{value}; {len(rows)} such row(s)"
         skip_or_raise(DataError(message), on_bad_sample, f"dropping {len(rows)} row(s)")
         drop[rows] = True
+        reasons.append(f"{len(rows)} row(s): {problem}")
     skipped = int(frame.attrs.get("skipped", 0)) + int(drop.sum())
     if drop.any():
         frame = frame[~drop].reset_index(drop=True)
     if frame.empty:
-        raise DataError(f"{source}: no usable samples left after dropping {skipped} bad row(s)")
+        why = f" ({'; '.join(reasons)})" if reasons else ""
+        raise DataError(f"{source}: no usable samples left after dropping {skipped} bad row(s){why}")
     frame = frame.drop(columns=["_line"], errors="ignore")
     frame["is_crystal"] = frame["is_crystal"].astype(int)
     frame.attrs["skipped"] = skipped
