@@ -94,3 +94,25 @@ def test_no_usable_samples_left_says_why(tmp_path, data_dir, caplog, capsys):
     assert code == 1
     assert "no usable samples left after dropping" in text
     assert "label must be 0 or 1" in text.split("no usable samples left")[1]
+
+
+# ---------------------------------------------------------------------------- index CSV headers
+
+
+@pytest.mark.parametrize("column", ["is_crystal", "num_hbonds", "pbond"])
+def test_index_csv_without_a_column_that_changes_training_is_named(tmp_path, data_dir, caplog, capsys, column):
+    """Without is_crystal every crystal pose would count as docked; without a count every pose would read 0."""
+    edit_csv(data_dir, lambda f: f.drop(columns=[column]))
+    code, text = run(tmp_path, data_dir, caplog=caplog, capsys=capsys)
+    assert code == 1
+    assert "index.csv" in text and f"missing required column(s) {column}" in text
+
+
+def test_index_csv_with_a_header_column_twice_is_named(tmp_path, data_dir, caplog, capsys):
+    csv = data_dir / "index.csv"
+    lines = csv.read_text().splitlines()
+    lines = [lines[0] + ",label"] + [line + ",0" for line in lines[1:]]
+    csv.write_text("\n".join(lines) + "\n")
+    code, text = run(tmp_path, data_dir, caplog=caplog, capsys=capsys)
+    assert code == 1
+    assert "index.csv" in text and "column 'label' appears 2 times in the header" in text

@@ -15,7 +15,7 @@ import pandas as pd
 
 from pecan.data import format as fmt
 from pecan.data import locations
-from pecan.data.validation import FIRST_DATA_LINE, MISSING_NUMBERS, NUMERIC_COLUMNS, check_csv_cells
+from pecan.data.validation import FIRST_DATA_LINE, MISSING_NUMBERS, NUMERIC_COLUMNS, check_csv_cells, check_header
 from pecan.errors import DataError, IndexUnreadable
 
 log = logging.getLogger(__name__)
@@ -158,6 +158,7 @@ def read_index_csv(path: str | os.PathLike, data_dir: str, rmsd_threshold: float
             keep_default_na=False,
             na_values={column: MISSING_NUMBERS for column in NUMERIC_COLUMNS},
         )
+        check_header(pd.read_csv(path, header=None, nrows=1, dtype=str, keep_default_na=False).iloc[0], path)
     except OSError as err:
         raise IndexUnreadable(f"cannot read index CSV {path}: {err}") from err
     except (pd.errors.ParserError, UnicodeDecodeError, pd.errors.EmptyDataError) as err:
