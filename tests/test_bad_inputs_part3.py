@@ -116,3 +116,23 @@ def test_index_csv_with_a_header_column_twice_is_named(tmp_path, data_dir, caplo
     code, text = run(tmp_path, data_dir, caplog=caplog, capsys=capsys)
     assert code == 1
     assert "index.csv" in text and "column 'label' appears 2 times in the header" in text
+
+
+# ---------------------------------------------------------------------------- resume after a fallback
+
+
+def test_resume_from_best_after_a_damaged_last_keeps_each_epoch_once(tmp_path, data_dir, caplog, capsys):
+    """best.pt holds epoch 1, last.pt (epoch 3) is damaged: epochs 2 and 3 are trained again, and
+    epochs.jsonl reads 1, 2, 3, 4 — the abandoned records are superseded, not kept beside the new ones."""
+    checkpoints = tmp_path / "run" / "checkpoints"
+    assert run(tmp_path, data_dir, caplog=caplog, capsys=capsys)[0] == 0
+    epoch_one = (checkpoints / "last.pt").read_bytes()
+    assert run(tmp_path, data_dir, "train.epochs=3", caplog=caplog, capsys=capsys)[0] == 0
+    assert [r["epoch"] for r in records(tmp_path)] == [1, 2, 3]
+    (checkpoints / "best.pt").write_bytes(epoch_one)
+    (checkpoints / "last.pt").write_bytes(b"not a checkpoint")
+    code, text = run(tmp_path, data_dir, "train.epochs=4", caplog=caplog, capsys=capsys)
+    assert code == 0, text
+    assert "resumed from" in text and "best.pt after epoch 1" in text
+    assert "superseded" in text
+    assert [r["epoch"] for r in records(tmp_path)] == [1, 2, 3, 4]
