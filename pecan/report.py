@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 from typing import Any, Sequence
 
-from pecan.fileio import write_text
+from pecan.fileio import json_text, write_text
 
 # The phases of one rank's epoch: epochs.jsonl field (seconds) -> (trace category, event name) of the span
 # that times it. The trainer's phase clocks and spans (PhaseTimer.span), this report and the trace report
@@ -105,7 +105,7 @@ def append_record(path: str | os.PathLike, record: dict[str, Any]) -> None:
     """Append one JSON line by rewriting the file atomically (a crash never leaves half a line)."""
     path = Path(path)
     previous = path.read_text() if path.exists() else ""
-    write_text(path, previous + json.dumps({k: _clean(v) for k, v in record.items()}) + "\n")
+    write_text(path, previous + json_text({k: _clean(v) for k, v in record.items()}) + "\n")
 
 
 def read_records(path: str | os.PathLike, events: bool = False) -> list[dict[str, Any]]:

@@ -136,3 +136,50 @@ def test_resume_from_best_after_a_damaged_last_keeps_each_epoch_once(tmp_path, d
     assert "resumed from" in text and "best.pt after epoch 1" in text
     assert "superseded" in text
     assert [r["epoch"] for r in records(tmp_path)] == [1, 2, 3, 4]
+
+
+# ---------------------------------------------------------------------------- JSON that is JSON; 2D ligands
+
+
+def strict_json(text: str):
+    def refuse(constant):
+        raise ValueError(f"bare {constant} is not JSON")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_files_written_as_json_hold_null_never_bare_nan(tmp_path):
+    import numpy as np
+
+    from pecan import predict, report
+
+    record = {"epoch": 1, "val_auc": float("nan"), "per_rank": [1.0, float("inf"), np.float32("nan")]}
+    report.append_record(tmp_path / "epochs.jsonl", record)
+    assert strict_json((tmp_path / "epochs.jsonl").read_text()) == {
+        "epoch": 1,
+        "val_auc": None,
+        "per_rank": [1.0, None, None],
+    }
+    scores = pd.DataFrame({c: [0] for c in predict.SCORE_COLUMNS})
+    values = {"complexes": 1, "auc": float("nan"), "splits": {"test": {"complexes": 1, "auc": float("nan")}}}
+    out = tmp_path / "scores.csv"
+    try:
+        predict.write_outputs(scores, values, out, {"complexes": {}})
+    except (KeyError, TypeError):
+        pass  # the summary lines want more figures; the metrics JSON is written before them
+    assert strict_json(predict.metrics_path(out).read_text())["auc"] is None
+
+
+def test_2d_ligand_is_named_2d_not_nm(tmp_path, data_dir, caplog, capsys):
+    from tests.test_bad_inputs_more import rewrite_pose
+
+    def flatten(atoms):
+        ligand = atoms[:, 16] > 0
+        atoms[ligand, 2] = 0.0
+        atoms[ligand, :2] *= 0.4  # 2D depictions often have short bonds too
+        return atoms
+
+    rewrite_pose(data_dir, flatten)
+    code, text = run(tmp_path, data_dir, caplog=caplog, capsys=capsys)
+    assert code == 1
+    assert "c000_pose0" in text and "ligand coordinates are 2D" in text and "look like nm" not in text

@@ -70,7 +70,7 @@ def write_derived_index(
         path = directory / f"{prefix}_all.csv"
         fileio.write_csv(out, path)
         # The sidecar is written last: a CSV without a matching sidecar is never reused.
-        fileio.write_text(_sidecar(path), json.dumps(key or {}))
+        fileio.write_text(_sidecar(path), fileio.json_text(key or {}))
         return path
 
     try:

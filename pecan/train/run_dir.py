@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from pecan.errors import OutDirInUse, OutDirUnusable
+from pecan.fileio import json_text
 
 log = logging.getLogger(__name__)
 
@@ -145,7 +146,7 @@ class RunLock:
         # Not named like the atomic writers' temp files, which remove_stale_temps deletes.
         temp = self.path.with_name(f"{LOCK_NAME}.{self.mine['token']}.new")
         try:
-            temp.write_text(json.dumps(self.mine))
+            temp.write_text(json_text(self.mine))
             try:
                 os.link(temp, self.path)
             except (FileExistsError, FileNotFoundError):  # a lock is there (or our temp was swept): look again

@@ -24,7 +24,7 @@ from pecan.data import format as fmt
 from pecan.data.index import DataError
 from pecan.data.loader import first_good_batch
 from pecan.data.sample import COUNTER_FIELDS
-from pecan.fileio import named_write_errors
+from pecan.fileio import json_text, named_write_errors
 from pecan.predict import score_share
 from pecan.train import build, resume
 from pecan.train import checkpoint as ckpt
@@ -149,7 +149,7 @@ class Trainer:
             "complexes": split_record(self.train_frame, self.val_frame),
             "metrics": {k: float(v) for k, v in self.last_metrics.items()},
             # The epoch records travel with the checkpoint that claims their epochs (JSON: weights_only-safe).
-            "records": json.dumps(self.records, default=float),
+            "records": json_text(self.records, default=float),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
