@@ -183,3 +183,32 @@ def test_2d_ligand_is_named_2d_not_nm(tmp_path, data_dir, caplog, capsys):
     code, text = run(tmp_path, data_dir, caplog=caplog, capsys=capsys)
     assert code == 1
     assert "c000_pose0" in text and "ligand coordinates are 2D" in text and "look like nm" not in text
+
+
+# ---------------------------------------------------------------------------- a second stop signal
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("gap", [0.5, 1.5])
+def test_second_stop_signal_soon_after_the_first_still_stops_cleanly(make_config, gap):
+    """The second SIGUSR1 lands while the stop is being written or the process is exiting: still rc 0."""
+    import os
+    import signal
+    import time
+
+    from tests.procs import act_at
+
+    path, config = make_config({"train.epochs": 2})
+
+    def twice(process):
+        os.kill(process.pid, signal.SIGUSR1)
+        time.sleep(gap)
+        try:
+            os.kill(process.pid, signal.SIGUSR1)
+        except ProcessLookupError:
+            pass  # already gone: nothing left to test in this interleaving
+
+    code, out = act_at(app_argv(path), "threads:", twice)
+    assert code == 0, out[-3000:]
+    assert "stopped at epoch 1" in out and "Traceback" not in out
+    assert (Path(config.train.out_dir) / "checkpoints" / "mid_epoch.pt").exists()
