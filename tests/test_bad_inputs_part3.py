@@ -6,6 +6,7 @@ names the file, column, pose or rank."""
 from __future__ import annotations
 
 import json
+import logging
 import subprocess
 from pathlib import Path
 
@@ -212,3 +213,51 @@ def test_second_stop_signal_soon_after_the_first_still_stops_cleanly(make_config
     assert code == 0, out[-3000:]
     assert "stopped at epoch 1" in out and "Traceback" not in out
     assert (Path(config.train.out_dir) / "checkpoints" / "mid_epoch.pt").exists()
+
+
+# ---------------------------------------------------------------------------- damaged locks
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        b'{"host": "%HOST%", "pid": "abc", "token": "t"}',
+        b"\xff\xfe\x00binary\x81",
+        b"null",
+        b"[1, 2]",
+        b'{"host": "%HOST%", "pid": null}',
+        b'{"host": "%HOST%", "pid": 1e400}',
+    ],
+)
+def test_unreadable_lock_is_taken_over_with_a_clear_message(tmp_path, caplog, content):
+    import platform
+
+    from pecan.train.run_dir import LOCK_NAME, RunLock
+
+    (tmp_path / LOCK_NAME).write_bytes(content.replace(b"%HOST%", platform.node().encode()))
+    caplog.set_level(logging.WARNING)
+    lock = RunLock(tmp_path).acquire(heartbeat=False)
+    try:
+        assert lock.owned()
+        assert "taking over the lock" in caplog.text and LOCK_NAME in caplog.text
+        assert "unreadable" in caplog.text
+    finally:
+        lock.release()
+
+
+def test_lock_heartbeat_far_in_the_future_does_not_block_until_that_date(tmp_path, caplog):
+    import os
+    import time
+
+    from pecan.train.run_dir import LOCK_NAME, RunLock
+
+    path = tmp_path / LOCK_NAME
+    path.write_text(json.dumps({"host": "elsewhere", "pid": 1, "job_id": "", "token": "old"}))
+    later = time.time() + 365 * 86400
+    os.utime(path, (later, later))
+    caplog.set_level(logging.WARNING)
+    lock = RunLock(tmp_path, stale_after_s=600).acquire(heartbeat=False)
+    try:
+        assert lock.owned() and "in the future" in caplog.text
+    finally:
+        lock.release()
