@@ -129,6 +129,17 @@ def read_records(path: str | os.PathLike, events: bool = False) -> list[dict[str
     return records
 
 
+def read_epoch_records(path: str | os.PathLike) -> list[dict[str, Any]]:
+    """``read_records`` for a reader that needs at least one epoch: none (an empty file, only markers) is a
+    DataError naming the file."""
+    from pecan.errors import DataError
+
+    records = read_records(path)
+    if not records:
+        raise DataError(f"{path}: no epoch records (the run has not finished an epoch yet)")
+    return records
+
+
 def epoch_line(record: dict[str, Any]) -> str:
     """The one line printed per epoch."""
 

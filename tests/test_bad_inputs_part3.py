@@ -261,3 +261,20 @@ def test_lock_heartbeat_far_in_the_future_does_not_block_until_that_date(tmp_pat
         assert lock.owned() and "in the future" in caplog.text
     finally:
         lock.release()
+
+
+# ---------------------------------------------------------------------------- empty records, bad attributes
+
+
+@pytest.mark.parametrize("action", ["compare", "plot"])
+@pytest.mark.parametrize("content", ["", "\n", '{"event": "stopped", "epoch": 0}\n'])
+def test_runs_commands_on_an_empty_epochs_file_name_it(tmp_path, capsys, action, content):
+    from pecan import cli
+
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "epochs.jsonl").write_text(content)
+    argv = ["runs", action, f"a={run_dir}"] if action == "compare" else ["runs", action, str(run_dir)]
+    assert cli.main(argv) == 1
+    err = capsys.readouterr().err
+    assert str(run_dir / "epochs.jsonl") in err and "no epoch records" in err and "Traceback" not in err
