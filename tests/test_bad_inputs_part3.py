@@ -278,3 +278,46 @@ def test_runs_commands_on_an_empty_epochs_file_name_it(tmp_path, capsys, action,
     assert cli.main(argv) == 1
     err = capsys.readouterr().err
     assert str(run_dir / "epochs.jsonl") in err and "no epoch records" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("value", ["yes", b"yes"])
+@pytest.mark.parametrize("index", ["csv", "derived"])
+def test_shard_attribute_that_is_not_a_number_names_pose_and_attribute(
+    tmp_path, data_dir, caplog, capsys, value, index
+):
+    import h5py
+
+    from tests.test_bad_inputs import first_pose
+
+    shard, pose = first_pose(data_dir)
+    with h5py.File(shard, "a") as handle:
+        handle[pose].attrs["label"] = value
+    sets = ["data.train_csvs=null", "data.train_fns=[shard_0.hdf5, shard_1.hdf5]"] if index == "derived" else []
+    code, text = run(tmp_path, data_dir, *sets, caplog=caplog, capsys=capsys)
+    assert code == 1
+    assert "shard_0.hdf5" in text and "c000/c000_pose0" in text and "attribute 'label' is 'yes', not a number" in text
+
+
+@pytest.mark.parametrize("io_mode", ["packed", "reopen"])
+def test_shard_compressed_with_a_missing_filter_names_shard_and_dataset(tmp_path, data_dir, caplog, capsys, io_mode):
+    import h5py
+
+    from tests.test_bad_inputs import first_pose
+
+    shard, pose = first_pose(data_dir)
+    with h5py.File(shard, "a") as handle:
+        atoms = handle[f"{pose}/data"][()]
+        del handle[f"{pose}/data"]
+        blosc = handle[pose].create_dataset(
+            "data",
+            shape=atoms.shape,
+            dtype=atoms.dtype,
+            chunks=atoms.shape,
+            compression=32001,
+            allow_unknown_filter=True,
+        )
+        blosc.id.write_direct_chunk((0, 0), b"\x00" * 64)  # bytes only Blosc could decode
+    code, text = run(tmp_path, data_dir, f"data.io_mode={io_mode}", caplog=caplog, capsys=capsys)
+    assert code == 1
+    assert "shard_0.hdf5" in text and f"{pose}/data" in text and "Blosc (32001)" in text
+    assert "plugin" not in text.split("Blosc (32001)")[0][-300:]  # HDF5's plugin-path message is not the error
