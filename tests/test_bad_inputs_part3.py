@@ -321,3 +321,24 @@ def test_shard_compressed_with_a_missing_filter_names_shard_and_dataset(tmp_path
     assert code == 1
     assert "shard_0.hdf5" in text and f"{pose}/data" in text and "Blosc (32001)" in text
     assert "plugin" not in text.split("Blosc (32001)")[0][-300:]  # HDF5's plugin-path message is not the error
+
+
+# ---------------------------------------------------------------------------- the rate of a resumed epoch
+
+
+@pytest.mark.slow
+def test_resumed_epoch_rate_counts_only_the_samples_of_this_part(make_config):
+    import os
+    import signal
+
+    from tests.procs import act_at, run_ok
+
+    path, config = make_config({"train.epochs": 1})
+    code, out = act_at(app_argv(path), "threads:", lambda p: os.kill(p.pid, signal.SIGUSR1))
+    assert code == 0 and "stopped at epoch 1 step 1" in out, out[-3000:]
+    run_ok(app_argv(path))
+    (record,) = report_lines(config.train.out_dir)[-1:]
+    before = record["samples_before_resume"]
+    assert before == config.data.batch_size  # step 1 ran before the stop
+    assert record["samples"] > before
+    assert record["samples_per_s"] == pytest.approx((record["samples"] - before) / record["wall_s"])

@@ -156,7 +156,10 @@ def epoch_record(
         "epoch": epoch + 1,
         "wall_s": wall,
         "samples": train["samples"],
-        "samples_per_s": train["samples"] / max(wall, 1e-9),
+        # A resumed epoch's record covers the whole epoch, its wall time only this run part: the rate counts
+        # the samples of this part (samples - samples_before_resume).
+        "samples_before_resume": train.get("samples_before", 0),
+        "samples_per_s": (train["samples"] - train.get("samples_before", 0)) / max(wall, 1e-9),
         "train_loss": train["train_loss"],
         **metrics,
         "lr": trainer.scheduler.get_last_lr()[0],

@@ -226,6 +226,9 @@ class Trainer:
             self.position, epoch, self.env.is_main, self.device, len(COUNTER_FIELDS)
         )
         io_counts += carried
+        # The samples before a mid-epoch stop (all ranks'), known to every rank: the epoch's rate counts
+        # only the samples this run part processed, over this part's wall time.
+        before = self.position.samples if self.position is not None and self.position.epoch == epoch else 0
         self.position = None
         self.train_sampler.skip_next(skip * self.config.data.batch_size)
         batches = timed_fetch(self.train_loader, timer) if skip < steps else iter(())
@@ -258,7 +261,7 @@ class Trainer:
             self.env,
             what="train_loss",
         ).tolist()
-        return {"train_loss": totals[0] / max(totals[1], 1), "samples": int(totals[1])}
+        return {"train_loss": totals[0] / max(totals[1], 1), "samples": int(totals[1]), "samples_before": before}
 
     def keep_in_step(self, timer: PhaseTimer, where: tuple[int, int] = (0, 0)) -> None:
         """Every sample of this rank's batch was skipped as bad: replay the previous batch with zero weight,
