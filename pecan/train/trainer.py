@@ -232,7 +232,7 @@ class Trainer:
         self.position = None
         self.train_sampler.skip_next(skip * self.config.data.batch_size)
         batches = timed_fetch(self.train_loader, timer) if skip < steps else iter(())
-        bar = self.reporter.epoch_progress(epoch, steps - skip, self.optimizer, self.step)
+        bar = self.reporter.epoch_progress(epoch, steps - skip, self.optimizer, self.step, samples)
         for step_in_epoch, (batch, counts) in enumerate(batches, start=skip):
             tracing.set_context(step=self.step)
             io_counts += counts
