@@ -28,7 +28,7 @@ from pecan.fileio import json_text, named_write_errors
 from pecan.predict import score_share
 from pecan.train import build, resume
 from pecan.train import checkpoint as ckpt
-from pecan.train.components import amp_context, cosine_schedule, seed_everything, weights_in_sync
+from pecan.train.components import amp_context, check_same_config, cosine_schedule, seed_everything, weights_in_sync
 from pecan.train.distributed import DistEnv, all_reduce_sum, barrier, gather_varlen
 from pecan.train.lifecycle import Lifecycle, Position, carried_totals
 from pecan.train.metrics import BestSelector, classification_report
@@ -72,6 +72,7 @@ class Trainer:
 
     def setup(self) -> "Trainer":
         """Build data, model and optimiser, then resume if asked."""
+        check_same_config(self.config, self.env)  # before the lock: a refused start writes nothing
         self.claim_out_dir()
         seed_everything(self.config.train.seed, self.config.train.deterministic)
         self.threads = size_threads(self.config, self.env)
