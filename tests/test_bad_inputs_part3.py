@@ -388,3 +388,38 @@ def test_weights_that_differ_between_ranks_stop_the_run_naming_them(monkeypatch)
     assert exit_code(err.value) == 1
     monkeypatch.setattr(components, "gather_varlen", lambda t, env, what="": torch.tensor([1.5, 1.5], dtype=t.dtype))
     assert components.weights_in_sync(torch.nn.Linear(2, 1), env, torch.device("cpu"))["ranks_in_sync"] is True
+
+
+# ---------------------------------------------------------------------------- the same class elsewhere
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("complex_id,receptor,receptor\na,r.pdb,s.pdb\n", "column 'receptor' appears 2 times in the header"),
+        ("", "is not a valid CSV"),
+        ('complex_id,receptor\n"a,r.pdb\n', "is not a valid CSV"),
+    ],
+)
+def test_manifest_csv_with_a_repeated_column_or_no_csv_is_named(tmp_path, text, message):
+    from pecan.manifest import read_manifest_frame
+
+    path = tmp_path / "manifest.csv"
+    path.write_text(text)
+    with pytest.raises(ValueError, match="manifest .*manifest.csv") as err:
+        read_manifest_frame(path, ("complex_id", "receptor"), ())
+    assert message in str(err.value)
+
+
+def test_a_plot_that_fails_costs_a_warning_not_the_finished_run(tmp_path, caplog, monkeypatch):
+    from pecan import plots, report
+    from pecan.train.records import RunFiles
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("no usable font")
+
+    monkeypatch.setattr(plots, "write_plots", broken)
+    report.append_record(tmp_path / "epochs.jsonl", {"epoch": 1, "wall_s": 1.0, "samples": 4})
+    caplog.set_level(logging.WARNING)
+    RunFiles(tmp_path).write_summary(plots=True)
+    assert "the plots were not written (RuntimeError: no usable font)" in caplog.text

@@ -118,6 +118,8 @@ def scalar(attrs, name: str, where: str = "") -> float:
     except (TypeError, ValueError, IndexError):
         from pecan.errors import DataError
 
+        if np.asarray(value).size == 0:
+            raise DataError(f"{where or 'a pose'}: attribute {name!r} is empty, not a number") from None
         shown = value.decode(errors="replace") if isinstance(value, bytes) else value
         raise DataError(f"{where or 'a pose'}: attribute {name!r} is {shown!r}, not a number") from None
 

@@ -95,6 +95,9 @@ class RunFiles:
         except ImportError as err:  # an optional extra costs one warning, never the finished run
             log.warning("train.plots is on but matplotlib is missing (pip install '.[plots]'): %s", err)
             return
+        except Exception as err:  # noqa: BLE001 - a plot that fails (backend, fonts) is not the run failing
+            log.warning("train.plots: the plots were not written (%s: %s)", type(err).__name__, err)
+            return
         for path in paths:
             log.info("plot: %s", path)
 

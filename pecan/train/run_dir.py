@@ -85,7 +85,7 @@ UNREADABLE = "_unreadable"  # key of the holder record read from a lock PECAN di
 
 def _holder(text: bytes) -> dict:
     """The owner record of a lock's bytes; a lock that is not one PECAN writes (not UTF-8 JSON, not an
-    object, no host/pid/token of the right types) is ``{UNREADABLE: why}``. Locks are linked complete, so
+    object, no host name or process id) is ``{UNREADABLE: why}``. Locks are linked complete, so
     such content is never a lock being written."""
     try:
         holder = json.loads(text.decode("utf-8"))
@@ -96,8 +96,8 @@ def _holder(text: bytes) -> dict:
     pid = holder.get("pid")
     if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
         return {UNREADABLE: f"its pid is {pid!r}, not a process id", **holder}
-    if not isinstance(holder.get("host"), str) or not isinstance(holder.get("token"), str):
-        return {UNREADABLE: "it has no host or token", **holder}
+    if not isinstance(holder.get("host"), str):
+        return {UNREADABLE: f"its host is {holder.get('host')!r}, not a host name", **holder}
     return holder
 
 
