@@ -118,12 +118,10 @@ def finite_json(value: Any) -> Any:
         return {k: finite_json(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [finite_json(v) for v in value]
-    if isinstance(value, float) or type(value).__name__.startswith("float"):
-        try:
-            number = float(value)
-        except (TypeError, ValueError):
-            return value
-        return number if math.isfinite(number) else None
+    if getattr(value, "ndim", None) == 0 and hasattr(value, "item"):  # numpy scalars, 0-d arrays and tensors
+        value = value.item()
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
     return value
 
 
