@@ -40,6 +40,10 @@ class CollectiveFailed(RuntimeError):
     """A collective failed or timed out: names the collective, the rank and the peers that went away."""
 
 
+class RanksDisagree(RuntimeError):
+    """The ranks of one run hold different model weights (different code, or lost sync): names the ranks."""
+
+
 class ConversionError(ValueError):
     """A complex or pose cannot be converted; the message is the reason listed in failures.csv."""
 
@@ -64,6 +68,7 @@ EXIT_CODES: tuple[tuple[type[BaseException], int], ...] = (
     (FileNotFoundError, 1),
     (FloatingPointError, 1),
     (CollectiveFailed, 1),
+    (RanksDisagree, 1),
 )
 
 

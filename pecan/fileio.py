@@ -9,13 +9,15 @@ mkstemp's owner-only 0600, so teammates can share caches and read runs.
 from __future__ import annotations
 
 import errno
+import json
+import math
 import os
 import shutil
 import tempfile
 import threading
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Iterator, Optional
+from typing import IO, Any, Iterator, Optional
 
 _UMASK: Optional[int] = None
 _UMASK_LOCK = threading.Lock()
@@ -108,6 +110,25 @@ def atomic_write(path: str | os.PathLike, mode: str = "wb") -> Iterator[IO]:
     """Yield a file open for writing (``mode``) that replaces ``path`` atomically when the block succeeds."""
     with atomic_path(path) as tmp, open(tmp, mode) as out:
         yield out
+
+
+def finite_json(value: Any) -> Any:
+    """``value`` with every non-finite float (NaN, inf; numpy's too) as None, through dicts, lists, tuples."""
+    if isinstance(value, dict):
+        return {k: finite_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite_json(v) for v in value]
+    if getattr(value, "ndim", None) == 0 and hasattr(value, "item"):  # numpy scalars, 0-d arrays and tensors
+        value = value.item()
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    return value
+
+
+def json_text(value: Any, **options: Any) -> str:
+    """The JSON every file PECAN writes holds: NaN and inf written as null (bare ``NaN`` is not JSON), then
+    ``json.dumps(..., allow_nan=False)`` with ``options`` (indent, sort_keys, default)."""
+    return json.dumps(finite_json(value), allow_nan=False, **options)
 
 
 def write_text(path: str | os.PathLike, text: str) -> Path:

@@ -10,8 +10,20 @@ import pandas as pd
 
 
 def read_manifest_frame(path: Path, required: tuple[str, ...], optional: tuple[str, ...]) -> pd.DataFrame:
-    """The manifest's cells as text (nothing read as missing); a missing required column names the file."""
-    frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    """The manifest's cells as text (nothing read as missing); a missing required column, a column named
+    twice in the header (pandas would rename the second) or a file that is not a CSV names the file."""
+    try:
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+        header = pd.read_csv(path, header=None, nrows=1, dtype=str, keep_default_na=False).iloc[0].tolist()
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
+        raise ValueError(f"manifest {path} is not a valid CSV: {err}") from None
+    names = [name.strip() for name in header]
+    repeated = next((name for name in names if names.count(name) > 1), None)
+    if repeated is not None:
+        raise ValueError(
+            f"manifest {path}, line 1: column {repeated!r} appears {names.count(repeated)} times in the "
+            "header; keep one"
+        )
     missing = [c for c in required if c not in frame.columns]
     if missing:
         raise ValueError(

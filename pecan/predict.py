@@ -11,7 +11,6 @@ have no docking score to compare with.
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 from pathlib import Path
 from typing import Any, Optional
@@ -34,7 +33,7 @@ from pecan.config import Config, ConfigError
 from pecan.data.index import IndexSettings, build_index
 from pecan.data.loader import load_split_frames, make_dataset, make_loader, make_sampler, prepare_job_data
 from pecan.errors import DataError
-from pecan.fileio import write_csv, write_text
+from pecan.fileio import json_text, write_csv, write_text
 from pecan.progress import resolve_mode, track
 from pecan.report import EVAL_SPANS
 from pecan.score_report import metrics, metrics_line, split_metrics, summary_lines  # noqa: F401 (re-exported)
@@ -269,7 +268,7 @@ def run_predict(
 def write_outputs(scores: pd.DataFrame, values: dict[str, Any], out: Path, state: dict) -> None:
     """scores.csv and its metrics JSON (atomically), the summary lines and the warnings on the split."""
     write_csv(scores[list(SCORE_COLUMNS)], out)
-    write_text(metrics_path(out), json.dumps(values, indent=2, default=float))
+    write_text(metrics_path(out), json_text(values, indent=2, default=float))
     if "complexes" not in state:
         log.warning(
             "the checkpoint does not record its training complexes (written before that was stored): "

@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 from typing import Any, Sequence
 
-from pecan.fileio import write_text
+from pecan.fileio import json_text, write_text
 
 # The phases of one rank's epoch: epochs.jsonl field (seconds) -> (trace category, event name) of the span
 # that times it. The trainer's phase clocks and spans (PhaseTimer.span), this report and the trace report
@@ -105,7 +105,7 @@ def append_record(path: str | os.PathLike, record: dict[str, Any]) -> None:
     """Append one JSON line by rewriting the file atomically (a crash never leaves half a line)."""
     path = Path(path)
     previous = path.read_text() if path.exists() else ""
-    write_text(path, previous + json.dumps({k: _clean(v) for k, v in record.items()}) + "\n")
+    write_text(path, previous + json_text({k: _clean(v) for k, v in record.items()}) + "\n")
 
 
 def read_records(path: str | os.PathLike, events: bool = False) -> list[dict[str, Any]]:
@@ -126,6 +126,17 @@ def read_records(path: str | os.PathLike, events: bool = False) -> list[dict[str
                 raise DataError(f"{path}:{number}: damaged record (not a JSON object); repair or delete that line")
             if events or "event" not in record:
                 records.append(record)
+    return records
+
+
+def read_epoch_records(path: str | os.PathLike) -> list[dict[str, Any]]:
+    """``read_records`` for a reader that needs at least one epoch: none (an empty file, only markers) is a
+    DataError naming the file."""
+    from pecan.errors import DataError
+
+    records = read_records(path)
+    if not records:
+        raise DataError(f"{path}: no epoch records (the run has not finished an epoch yet)")
     return records
 
 

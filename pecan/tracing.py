@@ -143,7 +143,13 @@ def setup(
     if data_dir is not None:
         os.environ["DFTRACER_DATA_DIR"] = str(Path(data_dir).resolve())
     data_dirs = os.environ.get("DFTRACER_DATA_DIR")
-    from dftracer.python import dftracer
+    try:
+        from dftracer.python import dftracer
+    except (ImportError, OSError) as err:  # found but not loadable (a broken build): a warning, not the run
+        log.warning("trace.enabled is true but the native dftracer library is missing (%s); tracing is off", err)
+        os.environ.pop("DFTRACER_ENABLE", None)
+        _state["available"] = False
+        return False
 
     trace_dir = Path(trace_dir)
     trace_dir.mkdir(parents=True, exist_ok=True)

@@ -117,3 +117,16 @@ def poison_poses(data_dir: Path, chosen) -> list[str]:
                     set_atom_value(poses[name], 0, 0, np.nan)
                     poisoned.append(name)
     return poisoned
+
+
+def with_required_columns(table):
+    """An index CSV's text (or DataFrame) with the required columns it lacks (is_crystal and the interaction
+    counts) added as 0, for tests about other columns."""
+    if isinstance(table, pd.DataFrame):
+        return table.assign(**{c: 0 for c in fmt.REQUIRED_CSV_COLUMNS if c not in table.columns})
+    lines = table.splitlines()
+    added = [c for c in fmt.REQUIRED_CSV_COLUMNS if c not in lines[0].split(",")]
+    return (
+        "\n".join([lines[0] + "".join("," + c for c in added)] + [line + ",0" * len(added) for line in lines[1:]])
+        + "\n"
+    )

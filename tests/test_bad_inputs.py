@@ -197,7 +197,7 @@ def test_empty_attribute_names_complex(tmp_path, data_dir, caplog, capsys):
     with h5py.File(data_dir / "shard_0.hdf5", "a") as handle:
         handle[f"c002/{POSES}/c002_pose1"].attrs["rmsd"] = np.zeros(0)
     code, text = run(tmp_path, data_dir, *derive(), caplog=caplog, capsys=capsys)
-    assert code == 1 and "complex c002: unreadable (IndexError" in text
+    assert code == 1 and "pose c002/c002_pose1: attribute 'rmsd' is empty, not a number" in text
 
 
 @pytest.mark.parametrize("io_mode", ["packed", "reopen"])

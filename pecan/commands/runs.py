@@ -54,8 +54,14 @@ def main(argv=None, prog: str | None = None) -> int:
 
         return trace_main(argv[1:], prog=f"{prog or 'pecan runs'} trace")
     args = parser.parse_args(argv)
-    if args.action == "compare":
-        return compare.run(args)
-    if args.action == "plot":
-        return plot.run(args)
-    return report_run(args.run)
+    from pecan.errors import DataError
+
+    try:
+        if args.action == "compare":
+            return compare.run(args)
+        if args.action == "plot":
+            return plot.run(args)
+        return report_run(args.run)
+    except DataError as err:  # a damaged or empty record file: named, no traceback
+        print(f"error: {err}", file=sys.stderr)
+        return 1

@@ -15,7 +15,7 @@ import pandas as pd
 from pecan.convert.complexes import ComplexEntry, ConvertedComplex, Options, convert_complex, read_manifest
 from pecan.data import format as fmt
 from pecan.data.index import derive_index
-from pecan.fileio import write_csv, write_text
+from pecan.fileio import json_text, write_csv, write_text
 from pecan.pool import results_of
 from pecan.progress import Progress
 
@@ -75,7 +75,7 @@ def write_shard(
 
 
 def _write_json(path: Path, payload: dict) -> None:
-    write_text(path, json.dumps(payload))
+    write_text(path, json_text(payload))
 
 
 def finished_record(job: ShardJob) -> Optional[dict]:

@@ -38,6 +38,9 @@ POSE_ATTRS = ("rmsd", "score", "label") + INTERACTION_ATTRS
 
 INDEX_COLUMNS = ("shard", "pdbid", "poseid", "label", "rmsd", "affinity", "score", *INTERACTION_ATTRS, "is_crystal")
 REQUIRED_INDEX_COLUMNS = ("shard", "pdbid", "poseid")
+# An index CSV must also say which poses are crystal structures and give the interaction counts: a missing
+# is_crystal would count every crystal pose as docked, a missing count would feed the model 0s.
+REQUIRED_CSV_COLUMNS = (*REQUIRED_INDEX_COLUMNS, "is_crystal", *INTERACTION_ATTRS)
 
 SHARD_SUFFIXES = (".hdf5", ".hdf", ".h5")
 
@@ -104,12 +107,53 @@ def sample_attrs(group) -> dict:
     return attrs
 
 
-def scalar(attrs, name: str) -> float:
-    """A scalar attribute as a float (its first element), NaN when absent."""
+def scalar(attrs, name: str, where: str = "") -> float:
+    """A scalar attribute as a float (its first element), NaN when absent; a value that is not a number
+    (``label = "yes"``) is a DataError naming ``where`` (shard and pose) and the attribute."""
     value = attrs.get(name)
     if value is None:
         return np.nan
-    return float(np.asarray(value).reshape(-1)[0])
+    try:
+        return float(np.asarray(value).reshape(-1)[0])
+    except (TypeError, ValueError, IndexError):
+        from pecan.errors import DataError
+
+        if np.asarray(value).size == 0:
+            raise DataError(f"{where or 'a pose'}: attribute {name!r} is empty, not a number") from None
+        shown = value.decode(errors="replace") if isinstance(value, bytes) else value
+        raise DataError(f"{where or 'a pose'}: attribute {name!r} is {shown!r}, not a number") from None
+
+
+# HDF5 filters of the common plugins (hdf5plugin), named in the error for a shard this HDF5 cannot decode.
+PLUGIN_FILTERS = {307: "bzip2", 32001: "Blosc", 32004: "LZ4", 32008: "bitshuffle", 32015: "Zstandard", 32026: "Blosc2"}
+
+
+def read_data(dataset, where: str) -> np.ndarray:
+    """A pose's ``data`` array; a dataset compressed with a filter this h5py/HDF5 lacks (Blosc, LZ4, ...)
+    is a DataError naming ``where``, the dataset and the filter instead of HDF5's plugin-path message."""
+    try:
+        return dataset[()]
+    except OSError as err:
+        missing = _missing_filters(dataset)
+        if not missing:
+            raise
+        from pecan.errors import DataError
+
+        raise DataError(
+            f"{where}: dataset '{dataset.name}' is compressed with the HDF5 filter {', '.join(missing)}, which "
+            "this h5py/HDF5 cannot decode; install and import hdf5plugin, or rewrite the shard with gzip or lzf"
+        ) from err
+
+
+def _missing_filters(dataset) -> list[str]:
+    import h5py
+
+    try:
+        plist = dataset.id.get_create_plist()
+        ids = [plist.get_filter(k)[0] for k in range(plist.get_nfilters())]
+    except Exception:  # noqa: BLE001 - no filter information: HDF5's own message stands
+        return []
+    return [f"{PLUGIN_FILTERS.get(i, 'id')} ({i})" for i in ids if not h5py.h5z.filter_avail(i)]
 
 
 # ---------------------------------------------------------------------------- writing a shard

@@ -74,6 +74,11 @@ def check_geometry(atoms: np.ndarray, where: str) -> None:
         )
     if len(ligand) < 2:
         return
+    if len(ligand) >= 4 and not ligand[:, 2].any():  # 3 atoms are always in one plane; 4 at z = 0 are 2D
+        raise DataError(
+            f"{where}: ligand coordinates are 2D: every one of its {len(ligand)} atoms has z = 0 (a 2D "
+            "structure, e.g. an SDF depiction, not a 3D pose); give the docked or crystal 3D coordinates"
+        )
     # A ligand is tens of atoms: the full pairwise matrix in numpy is cheaper than any library call overhead.
     distances = np.sqrt(((ligand[:, None, :] - ligand[None, :, :]) ** 2).sum(axis=-1))
     np.fill_diagonal(distances, np.inf)

@@ -120,7 +120,7 @@ class H5PoseDataset(ProcessLocal, torch.utils.data.Dataset):
         values = {}
         for name in fmt.POSE_ATTRS:
             if name in attrs:
-                values[name] = float(np.asarray(attrs[name]).reshape(-1)[0])
+                values[name] = fmt.scalar(attrs, name, self.table.where(i))
                 self.counters.add("attr_reads")
         if "label" in values:
             label = values["label"]
@@ -159,7 +159,7 @@ class H5PoseDataset(ProcessLocal, torch.utils.data.Dataset):
                 group = dataset.parent
                 self.counters.add("h5_object_opens")
             vdw = self._read_vdw(group)
-            atoms = dataset[()]
+            atoms = fmt.read_data(dataset, self.table.where(i))
             self.counters.add("dataset_reads")
             self.counters.add("bytes_read", atoms.nbytes)
             return atoms, label, features, vdw

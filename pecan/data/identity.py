@@ -98,7 +98,7 @@ def _read_confirmed(confirmed: Path) -> dict:
 
 def _note_confirmed(confirmed: Path, path: Path, seen: dict) -> None:
     try:
-        fileio.write_text(confirmed, json.dumps({**_read_confirmed(confirmed), str(path): seen}))
+        fileio.write_text(confirmed, fileio.json_text({**_read_confirmed(confirmed), str(path): seen}))
     except OSError:  # read-only beside a shared pack: the next start hashes again, still correct
         pass
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import glob
 import logging
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Optional
@@ -85,13 +86,15 @@ def check_both_classes(frame: pd.DataFrame, allow_single_class: bool, source: st
 def drop_duplicate_shard_rows(frame: pd.DataFrame, source: str, on_bad_sample: str) -> pd.DataFrame:
     """Rows of a shard reached under two names (symlink, copy, another spelling) are an error naming both,
     or under skip dropped (counted in ``attrs["skipped"]``); pecan.data.identity decides sameness."""
-    shards = [Path(s) for s in frame["shard"].unique()]
+    # Compared as the same normalised spelling on both sides (read_index_csv normalises shard paths).
+    shards = [locations.absolute(os.path.normpath(s)) for s in frame["shard"].unique()]
     kept = {str(s) for s in identity.distinct_shards(shards, on_bad_sample, source)}
-    drop = ~frame["shard"].isin(kept)
+    drop = ~frame["shard"].map(lambda s: str(locations.absolute(os.path.normpath(s)))).isin(kept)
     if drop.any():
         skipped = int(frame.attrs.get("skipped", 0)) + int(drop.sum())
+        reasons = [*frame.attrs.get("skip_reasons", []), f"{int(drop.sum())} row(s) of a duplicate shard name"]
         frame = frame[~drop].reset_index(drop=True)
-        frame.attrs["skipped"] = skipped
+        frame.attrs.update(skipped=skipped, skip_reasons=reasons)
     return frame
 
 

@@ -70,7 +70,7 @@ def write_derived_index(
         path = directory / f"{prefix}_all.csv"
         fileio.write_csv(out, path)
         # The sidecar is written last: a CSV without a matching sidecar is never reused.
-        fileio.write_text(_sidecar(path), json.dumps(key or {}))
+        fileio.write_text(_sidecar(path), fileio.json_text(key or {}))
         return path
 
     try:
@@ -103,18 +103,19 @@ def find_derived_index(
 
 def _pose_row(shard: Path, pdbid: str, poseid: str, group, affinity: float, is_crystal: int) -> dict:
     attrs = fmt.sample_attrs(group)
+    where = f"shard {shard}, pose {pdbid}/{poseid}"
     row = {
         "shard": str(shard),
         "pdbid": pdbid,
         "poseid": poseid,
-        "label": fmt.scalar(attrs, "label"),
-        "rmsd": fmt.scalar(attrs, "rmsd"),
+        "label": fmt.scalar(attrs, "label", where),
+        "rmsd": fmt.scalar(attrs, "rmsd", where),
         "affinity": affinity,
-        "score": fmt.scalar(attrs, "score"),
+        "score": fmt.scalar(attrs, "score", where),
         "is_crystal": is_crystal,
     }
     for name in fmt.INTERACTION_ATTRS:
-        row[name] = fmt.scalar(attrs, name)
+        row[name] = fmt.scalar(attrs, name, where)
     if is_crystal and np.isnan(row["rmsd"]):
         row["rmsd"] = 0.0
     return row
@@ -123,7 +124,7 @@ def _pose_row(shard: Path, pdbid: str, poseid: str, group, affinity: float, is_c
 def _complex_rows(
     shard: Path, pdbid: str, complex_group, pose_group: str, crystal_group: str, use_crystal: bool
 ) -> list[dict]:
-    affinity = fmt.scalar(complex_group.attrs, "affinity")
+    affinity = fmt.scalar(complex_group.attrs, "affinity", f"shard {shard}, complex {pdbid}")
     poses = complex_group.get(pose_group)
     if poses is None:
         raise DataError(f"{shard}: complex {pdbid} has no pose group '{pose_group}'")

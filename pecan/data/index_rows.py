@@ -15,7 +15,7 @@ import pandas as pd
 
 from pecan.data import format as fmt
 from pecan.data import locations
-from pecan.data.validation import FIRST_DATA_LINE, MISSING_NUMBERS, NUMERIC_COLUMNS, check_csv_cells
+from pecan.data.validation import FIRST_DATA_LINE, MISSING_NUMBERS, NUMERIC_COLUMNS, check_csv_cells, check_header
 from pecan.errors import DataError, IndexUnreadable
 
 log = logging.getLogger(__name__)
@@ -137,6 +137,11 @@ def resolve_index_csv(path: str | os.PathLike, data_dir: str) -> Path:
     return in_data
 
 
+def shard_path(base: Path, name: str) -> str:
+    """A CSV's shard name as the one normalised absolute path (relative names resolve against ``base``)."""
+    return str(locations.absolute(os.path.normpath(base / name)))
+
+
 def read_index_csv(path: str | os.PathLike, data_dir: str, rmsd_threshold: float, **labels: Any) -> pd.DataFrame:
     """Read one index CSV (resolve_index_csv); shard paths resolve against ``data_dir`` (else the CSV's
     directory). ``labels``: normalise's keywords that decide labels (labels_optional, label_source,
@@ -153,6 +158,7 @@ def read_index_csv(path: str | os.PathLike, data_dir: str, rmsd_threshold: float
             keep_default_na=False,
             na_values={column: MISSING_NUMBERS for column in NUMERIC_COLUMNS},
         )
+        check_header(pd.read_csv(path, header=None, nrows=1, dtype=str, keep_default_na=False).iloc[0], path)
     except OSError as err:
         raise IndexUnreadable(f"cannot read index CSV {path}: {err}") from err
     except (pd.errors.ParserError, UnicodeDecodeError, pd.errors.EmptyDataError) as err:
@@ -162,9 +168,9 @@ def read_index_csv(path: str | os.PathLike, data_dir: str, rmsd_threshold: float
     frame["_line"] = np.arange(len(frame)) + FIRST_DATA_LINE
     frame = normalise(frame, rmsd_threshold, str(path), **labels)
     base = Path(data_dir) if data_dir else path.parent
-    frame["shard"] = [
-        str(p if Path(p).is_absolute() else locations.absolute(os.path.normpath(base / p))) for p in frame["shard"]
-    ]
+    # One spelling per shard, once, here: ``dir//shard_0.hdf5``, ``dir/./shard_0.hdf5`` and ``shard_0.hdf5``
+    # are one path for every later comparison (duplicates, packs, the sampler).
+    frame["shard"] = [shard_path(base, p) for p in frame["shard"]]
     for shard in frame["shard"].unique():
         if not Path(shard).exists():
             line = int(frame.loc[frame["shard"] == shard, "_line"].iloc[0])

@@ -46,9 +46,9 @@ def _shard_samples(handle, shard: Path, params: PackParams):
             yield pdbid, poseid, is_crystal, group
 
 
-def _scalars(group) -> list[float]:
+def _scalars(group, where: str) -> list[float]:
     attrs = fmt.sample_attrs(group)
-    return [fmt.scalar(attrs, n) for n in SCALAR_COLUMNS]
+    return [fmt.scalar(attrs, n, where) for n in SCALAR_COLUMNS]
 
 
 def _read_shard(shard: Path, params: PackParams):
@@ -86,7 +86,7 @@ def _read_sample(group, params: PackParams, where: str):
         if dataset is None:
             raise DataError(f"{where}: dataset '{fmt.DATASET_NAME}' not found")
         graph = build_graph(
-            dataset[()],
+            fmt.read_data(dataset, where),
             params.pocket_radius,
             params.edge_cutoff,
             where,
@@ -94,7 +94,7 @@ def _read_sample(group, params: PackParams, where: str):
             params.max_edges,
             vdw=group.attrs.get(fmt.VDW_ATTR),
         )
-        return graph, _scalars(group)
+        return graph, _scalars(group, where)
     except DataError:
         raise
     except Exception as err:  # noqa: BLE001

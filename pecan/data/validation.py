@@ -30,11 +30,12 @@ FIRST_DATA_LINE = 2
 
 def check_csv_cells(frame: pd.DataFrame, path: str | Path) -> None:
     """Required columns present, ids non-empty, numeric columns numeric; errors name file, line, column."""
-    missing = [c for c in fmt.REQUIRED_INDEX_COLUMNS if c not in frame.columns]
+    missing = [c for c in fmt.REQUIRED_CSV_COLUMNS if c not in frame.columns]
     if missing:
         raise DataError(
             f"index CSV {path}: missing required column(s) {', '.join(missing)} "
-            f"(columns: {', '.join(map(str, frame.columns))})"
+            f"(columns: {', '.join(map(str, frame.columns))}); is_crystal says which rows are crystal poses "
+            "(0 or 1) and the interaction counts are model inputs: write 0 where a pose has none"
         )
     if frame.empty:
         raise DataError(f"index CSV {path}: no rows")
@@ -46,6 +47,16 @@ def check_csv_cells(frame: pd.DataFrame, path: str | Path) -> None:
             continue
         numeric = pd.to_numeric(frame[column], errors="coerce")
         _raise_first(frame, numeric.isna() & frame[column].notna(), path, column, "is not a number: {value!r}")
+
+
+def check_header(names: Iterable[str], path: str | Path) -> None:
+    """A column named twice in the header: pandas would keep the first and rename the second."""
+    names = [str(n).strip() for n in names]
+    for name in dict.fromkeys(names):
+        if names.count(name) > 1:
+            raise DataError(
+                f"index CSV {path}, line 1: column {name!r} appears {names.count(name)} times in the header; keep one"
+            )
 
 
 def _raise_first(frame: pd.DataFrame, bad: pd.Series, path, column: str, problem: str) -> None:
@@ -89,6 +100,7 @@ def validate_index(
         ),
     ]
     drop = np.zeros(len(frame), dtype=bool)
+    reasons = list(frame.attrs.get("skip_reasons", []))
     for bad, problem, column in checks:
         rows = np.flatnonzero(bad.to_numpy() & ~drop)
         if not len(rows):
@@ -97,11 +109,13 @@ def validate_index(
         message = f"{_where(frame, rows, source)}: {problem}{value}; {len(rows)} such row(s)"
         skip_or_raise(DataError(message), on_bad_sample, f"dropping {len(rows)} row(s)")
         drop[rows] = True
+        reasons.append(f"{len(rows)} row(s): {problem}")
     skipped = int(frame.attrs.get("skipped", 0)) + int(drop.sum())
     if drop.any():
         frame = frame[~drop].reset_index(drop=True)
     if frame.empty:
-        raise DataError(f"{source}: no usable samples left after dropping {skipped} bad row(s)")
+        why = f" ({'; '.join(reasons)})" if reasons else ""
+        raise DataError(f"{source}: no usable samples left after dropping {skipped} bad row(s){why}")
     frame = frame.drop(columns=["_line"], errors="ignore")
     frame["is_crystal"] = frame["is_crystal"].astype(int)
     frame.attrs["skipped"] = skipped

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Callable
 
 
@@ -19,4 +20,11 @@ def standalone_main(
         prog=prog, description=description, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     add_arguments(parser)
-    return run(parser.parse_args(argv))
+    args = parser.parse_args(argv)
+    from pecan.errors import DataError
+
+    try:
+        return run(args)
+    except DataError as err:  # a damaged or empty record file: named, no traceback
+        print(f"error: {err}", file=sys.stderr)
+        return 1

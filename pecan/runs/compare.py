@@ -27,7 +27,7 @@ from typing import Any
 
 import yaml
 
-from pecan.report import PHASES, read_records
+from pecan.report import PHASES, read_epoch_records, read_records
 from pecan.runs import standalone_main
 
 FIGURES = ("samples_per_s", "wall_s", "data_wait_share", "file_opens_per_sample", "h5_calls_per_sample", *PHASES)
@@ -120,7 +120,7 @@ def run_settings(run_dir: Path, records: list[dict], config: dict) -> dict:
 
 def run_summary(run_dir: Path, skip: int) -> dict:
     """Steady-state means of one run, plus what is needed to judge comparability."""
-    records = read_records(run_dir / "epochs.jsonl")
+    records = read_epoch_records(run_dir / "epochs.jsonl")
     config = yaml.safe_load((run_dir / "config.yaml").read_text()) if (run_dir / "config.yaml").exists() else {}
     config = config or {}
     configured = (config.get("train") or {}).get("epochs", len(records))

@@ -38,7 +38,7 @@ def read_runs(runs: list[Path]) -> dict[str, list[dict]]:
         if not epochs.exists():
             raise FileNotFoundError(f"{run} has no epochs.jsonl (not a PECAN run directory?)")
         name = run.resolve().name
-        out[name if name not in out else str(run)] = report.read_records(epochs)
+        out[name if name not in out else str(run)] = report.read_epoch_records(epochs)
     return out
 
 

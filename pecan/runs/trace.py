@@ -22,6 +22,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Iterator
 
+from pecan.fileio import json_text
 from pecan.report import PHASE_EVENTS  # epochs.jsonl phase -> (category, name) of the main process's events
 
 _FILE_RANK = re.compile(r"pecan-rank(\d+)")
@@ -227,9 +228,9 @@ def main(argv=None, prog: str | None = None) -> int:
         for (name, rank, epoch), (count, seconds) in sorted(event_totals(events).items(), key=str):
             print(f"| {name} | {rank} | {epoch} | {count} | {seconds:.4f} |")
     if args.json:
-        args.json.write_text(json.dumps([{"epoch": e, "rank": r, **p} for (e, r), p in totals.items()], indent=1))
+        args.json.write_text(json_text([{"epoch": e, "rank": r, **p} for (e, r), p in totals.items()], indent=1))
     if args.perfetto:
-        args.perfetto.write_text(json.dumps(to_perfetto(events)))
+        args.perfetto.write_text(json_text(to_perfetto(events)))
         print(f"\nwrote {args.perfetto} (open in https://ui.perfetto.dev)")
     if args.check:
         problems = check_against_records(totals, args.run_dir)

@@ -17,7 +17,7 @@ import pathlib
 import shutil
 from pathlib import Path
 
-from pecan.fileio import atomic_path, move_into_place
+from pecan.fileio import atomic_path, json_text, move_into_place
 from pecan.synthetic.writer import MARKER_NAME, generate_dataset
 
 log = logging.getLogger("pecan")
@@ -98,7 +98,7 @@ def ensure_dataset(out_dir, **kwargs):
 
 def _write_json(path, payload):
     with atomic_path(path) as temporary:
-        temporary.write_text(json.dumps(payload, indent=1, sort_keys=True))
+        temporary.write_text(json_text(payload, indent=1, sort_keys=True))
 
 
 def _remove_temporaries(out_dir):

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from pecan.errors import RanksDisagree
 from pecan.train.distributed import DistEnv, gather_varlen
 
 log = logging.getLogger(__name__)
@@ -62,12 +63,50 @@ def cosine_schedule(total_steps: int, warmup_steps: int, floor: float = 0.05):
 
 @torch.no_grad()
 def weights_in_sync(model: torch.nn.Module, env: DistEnv, device: torch.device) -> dict[str, Any]:
-    """A checksum of the weights on every rank; ranks that disagree ran different code or lost sync."""
+    """A checksum of the weights on every rank; ranks that disagree ran different code or lost sync, and
+    the run stops (RanksDisagree naming them) before a checkpoint of either rank's weights is written."""
     checksum = torch.zeros(1, dtype=torch.float64, device=device)
     for index, parameter in enumerate(model.parameters()):
         checksum += (parameter.double() * (1.0 + 1e-3 * index)).sum()
     sums = gather_varlen(checksum, env, what="weights").cpu().tolist()
-    in_sync = all(value == sums[0] for value in sums)
-    if not in_sync and env.is_main:
-        log.error("model weights differ between ranks: %s", sums)
-    return {"weights_checksum": sums[0], "ranks_in_sync": in_sync}
+    sums = [value[0] if isinstance(value, list) else value for value in sums]
+    differ = [rank for rank, value in enumerate(sums) if not _same_float(value, sums[0])]
+    if differ:
+        raise RanksDisagree(
+            f"model weights differ between ranks: rank(s) {', '.join(map(str, differ))} disagree with rank 0 "
+            f"(weight checksums {', '.join(f'rank {r} {v!r}' for r, v in enumerate(sums))}); the ranks ran "
+            "different code or settings, or lost sync: stopping before a checkpoint is written"
+        )
+    return {"weights_checksum": sums[0], "ranks_in_sync": True}
+
+
+def _same_float(a: float, b: float) -> bool:
+    return a == b or (math.isnan(a) and math.isnan(b))
+
+
+def flat_settings(config) -> dict[str, Any]:
+    """``section.key: value`` of every resolved config key."""
+    return {f"{section}.{key}": value for section, values in config.to_dict().items() for key, value in values.items()}
+
+
+def check_same_config(config, env: DistEnv) -> None:
+    """Every rank started with the same resolved config (one all-gather of digest and settings); ranks
+    started with different settings (a ``--set`` on one rank, another config file) are a ConfigError naming
+    the ranks and the keys that differ, on every rank, before anything is written."""
+    if not env.is_distributed:
+        return
+    from pecan.collectives import all_gather_object
+    from pecan.errors import ConfigError
+
+    gathered = all_gather_object((config.digest(), flat_settings(config)), what="config_digest")
+    differ = [rank for rank, (digest, _) in enumerate(gathered) if digest != gathered[0][0]]
+    if not differ:
+        return
+    first, theirs = gathered[0][1], gathered[differ[0]][1]
+    keys = sorted(k for k in set(first) | set(theirs) if first.get(k) != theirs.get(k))
+    shown = "; ".join(f"{k}: rank 0 {first.get(k)!r}, rank {differ[0]} {theirs.get(k)!r}" for k in keys[:8])
+    raise ConfigError(
+        f"the ranks started with different settings: rank(s) {', '.join(map(str, differ))} differ from rank 0 "
+        f"(config digest {gathered[differ[0]][0]} vs {gathered[0][0]}): {shown}; start every rank with the same "
+        "config file and --set options"
+    )

@@ -94,8 +94,12 @@ class StopSignals:
         return self
 
     def restore(self) -> None:
-        """Put the previous handlers back."""
+        """Put the previous handlers back. After a stop was requested, a signal whose previous action was
+        the default (terminate) is ignored instead: a second signal while the stopped run exits must not
+        turn its clean stop (exit 0) into a kill by that signal."""
         for number, previous in self._previous.items():
+            if self.requested and previous in (signal.SIG_DFL, None):
+                previous = signal.SIG_IGN
             signal.signal(number, previous)
         self._previous.clear()
 

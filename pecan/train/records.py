@@ -4,6 +4,7 @@ end-of-run summary table and plots. Every write error names the path and the err
 
 from __future__ import annotations
 
+import json
 import logging
 import platform
 import sys
@@ -16,7 +17,7 @@ import torch
 
 from pecan import report, tracing
 from pecan.data.sample import COUNTER_FIELDS, counters_to_dict
-from pecan.fileio import named_write_errors
+from pecan.fileio import named_write_errors, write_text
 from pecan.train.distributed import all_reduce_sum, gather_varlen
 from pecan.train.timing import cuda_peak_mb, peak_rss_mb
 
@@ -38,9 +39,38 @@ class RunFiles:
         with named_write_errors(self.epochs):
             report.append_record(self.epochs, record)
 
-    def restore_missing(self, records: list[dict[str, Any]]) -> None:
+    def supersede_after(self, epochs_done: int) -> None:
+        """Drop the records of epochs after the checkpoint resumed from (a fallback to an older checkpoint
+        trains them again), in one atomic rewrite, so every epoch appears exactly once; markers stay."""
+        if not self.epochs.exists():
+            return
+        kept, dropped = [], []
+        for line in self.epochs.read_text(encoding="utf-8", errors="replace").splitlines(keepends=True):
+            try:
+                record = json.loads(line) if line.strip() else None
+            except ValueError:
+                record = None  # a damaged line is report.read_records' to name
+            epoch = record.get("epoch") if isinstance(record, dict) and "event" not in record else None
+            if isinstance(epoch, int) and epoch > epochs_done:
+                dropped.append(epoch)
+            else:
+                kept.append(line)
+        if dropped:
+            log.warning(
+                "epochs.jsonl: the records of epoch(s) %s are superseded: the run resumed after epoch %d and "
+                "trains them again",
+                ", ".join(map(str, dropped)),
+                epochs_done,
+            )
+            with named_write_errors(self.epochs):
+                write_text(self.epochs, "".join(kept))
+
+    def restore_missing(self, records: list[dict[str, Any]], epochs_done: int | None = None) -> None:
         """Append the checkpoint's copy of any epoch record epochs.jsonl lacks (a run killed between the
-        checkpoint and the record write)."""
+        checkpoint and the record write); with ``epochs_done``, first drop the records of later epochs
+        (supersede_after)."""
+        if epochs_done is not None:
+            self.supersede_after(epochs_done)
         present = {r.get("epoch") for r in report.read_records(self.epochs)} if self.epochs.exists() else set()
         for record in records:
             if record["epoch"] not in present:
@@ -58,12 +88,17 @@ class RunFiles:
         print(report.run_summary(records), flush=True)
         if not plots:
             return
+        from pecan import plots as plotting
+
         try:
-            from pecan import plots as plotting
-        except ImportError as err:
+            paths = plotting.write_plots(self.out_dir, records)
+        except ImportError as err:  # an optional extra costs one warning, never the finished run
             log.warning("train.plots is on but matplotlib is missing (pip install '.[plots]'): %s", err)
             return
-        for path in plotting.write_plots(self.out_dir, records):
+        except Exception as err:  # noqa: BLE001 - a plot that fails (backend, fonts) is not the run failing
+            log.warning("train.plots: the plots were not written (%s: %s)", type(err).__name__, err)
+            return
+        for path in paths:
             log.info("plot: %s", path)
 
 
@@ -124,7 +159,10 @@ def epoch_record(
         "epoch": epoch + 1,
         "wall_s": wall,
         "samples": train["samples"],
-        "samples_per_s": train["samples"] / max(wall, 1e-9),
+        # A resumed epoch's record covers the whole epoch, its wall time only this run part: the rate counts
+        # the samples of this part (samples - samples_before_resume).
+        "samples_before_resume": train.get("samples_before", 0),
+        "samples_per_s": (train["samples"] - train.get("samples_before", 0)) / max(wall, 1e-9),
         "train_loss": train["train_loss"],
         **metrics,
         "lr": trainer.scheduler.get_last_lr()[0],

@@ -22,9 +22,10 @@ class EpochProgress:
     """One epoch's progress: counts steps, and when a line (or a TensorBoard point) is due, reads the
     running loss sum; the loss is read from the device only then, never per step."""
 
-    def __init__(self, reporter: "EpochReporter", epoch: int, steps: int, optimizer) -> None:
+    def __init__(self, reporter: "EpochReporter", epoch: int, steps: int, optimizer, before: int = 0) -> None:
         self.reporter, self.epoch, self.optimizer = reporter, epoch, optimizer
         self.samples, self.loss_sum = 0, None
+        self.before = before  # samples of this epoch before a mid-epoch resume: not in this part's rate
         self.window = (0.0, 0)  # loss sum and samples at the last TensorBoard point
         train = reporter.config.train
         self.progress = progress.Progress(
@@ -49,13 +50,29 @@ class EpochProgress:
 
     def extra(self, bar: progress.Progress) -> str:
         """samples/s, the running loss and the run's ETA, for a progress line."""
-        rate = self.samples / max(bar.elapsed(), 1e-9)
+        rate = max(self.samples - self.before, 0) / max(bar.elapsed(), 1e-9)
         run_eta = self.reporter.run_eta(self.epoch, bar)
         return f" | {rate:.1f} samples/s | loss {self.mean_loss():.4f} | ETA run {progress.format_duration(run_eta)}"
 
     def close(self) -> None:
         """End of the epoch's training steps."""
         self.progress.close()
+
+
+class _NoBoard:
+    """TensorBoard without the package: every write is a no-op (the warning was logged once)."""
+
+    def epoch(self, record) -> None:
+        pass
+
+    def step(self, step, loss, lr) -> None:
+        pass
+
+    def hparams(self, config, record) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
 
 
 class EpochReporter:
@@ -71,11 +88,12 @@ class EpochReporter:
         self.step = 0
         self.board = None
 
-    def epoch_progress(self, epoch: int, steps: int, optimizer, step: int = 0) -> EpochProgress:
-        """Start an epoch (its CPU clock too) and return its progress."""
+    def epoch_progress(self, epoch: int, steps: int, optimizer, step: int = 0, before: int = 0) -> EpochProgress:
+        """Start an epoch (its CPU clock too) and return its progress; ``before``: the samples this epoch
+        trained before a mid-epoch resume (rank 0 carries them in its running total)."""
         self.cpu.start()
         self.step = step
-        return EpochProgress(self, epoch, steps, optimizer)
+        return EpochProgress(self, epoch, steps, optimizer, before)
 
     def cpu_share(self) -> float:
         """This rank's CPU share since the epoch started (NaN on an accelerator: not judged there)."""
@@ -111,7 +129,11 @@ class EpochReporter:
         if self.board is None:
             from pecan.plots import TensorBoard
 
-            self.board = TensorBoard(self.out_dir / "tensorboard")
+            try:
+                self.board = TensorBoard(self.out_dir / "tensorboard")
+            except ImportError as err:  # an optional extra costs one warning, never the run
+                log.warning("train.tensorboard is on but tensorboard is missing (pip install '.[plots]'): %s", err)
+                self.board = _NoBoard()
         return self.board
 
     def run_eta_after(self, record: dict[str, Any]) -> float:

@@ -36,7 +36,7 @@ def maybe_resume(trainer) -> None:
         ckpt.warn_changed_settings(state, trainer.config, path)
         at = f", step {trainer.position.done} of epoch {trainer.position.epoch + 1}" if trainer.position else ""
         log.info("resumed from %s after epoch %d%s", path, trainer.start_epoch, at)
-        trainer.files.restore_missing(trainer.records)
+        trainer.files.restore_missing(trainer.records, trainer.start_epoch)
     trainer.resumed_from = str(path)
 
 

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from pecan.errors import OutDirInUse, OutDirUnusable
+from pecan.fileio import json_text
 
 log = logging.getLogger(__name__)
 
@@ -79,26 +80,50 @@ def owner_record() -> dict[str, Any]:
     }
 
 
+UNREADABLE = "_unreadable"  # key of the holder record read from a lock PECAN did not write (or damaged)
+
+
+def _holder(text: bytes) -> dict:
+    """The owner record of a lock's bytes; a lock that is not one PECAN writes (not UTF-8 JSON, not an
+    object, no host name or process id) is ``{UNREADABLE: why}``. Locks are linked complete, so
+    such content is never a lock being written."""
+    try:
+        holder = json.loads(text.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as err:
+        return {UNREADABLE: f"not a JSON owner record ({type(err).__name__})"}
+    if not isinstance(holder, dict):
+        return {UNREADABLE: f"its content is {type(holder).__name__}, not an owner record"}
+    pid = holder.get("pid")
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+        return {UNREADABLE: f"its pid is {pid!r}, not a process id", **holder}
+    if not isinstance(holder.get("host"), str):
+        return {UNREADABLE: f"its host is {holder.get('host')!r}, not a host name", **holder}
+    return holder
+
+
 def _read_lock(path: Path) -> tuple[dict, Optional[float]]:
     """The lock's owner record and its heartbeat age in seconds ({}, None when absent)."""
     try:
         age = time.time() - path.stat().st_mtime
-        text = path.read_text()
+        text = path.read_bytes()
     except FileNotFoundError:
         return {}, None
     except OSError:
         return {}, None
-    try:
-        holder = json.loads(text)
-    except ValueError:
-        holder = {}
-    return (holder if isinstance(holder, dict) else {}), age
+    return _holder(text), age
 
 
 def stale_reason(holder: dict, age: Optional[float], stale_after_s: float, mine: dict) -> str:
     """Why a lock is stale ('' when its owner may be alive)."""
+    if holder.get(UNREADABLE):
+        return f"the lock is unreadable: {holder[UNREADABLE]}"
     if age is not None and age > stale_after_s:
         return f"its heartbeat is {age / 60:.1f} min old (train.lock_stale_minutes {stale_after_s / 60:g})"
+    if age is not None and -age > stale_after_s:  # a live owner's heartbeat is its "now": clock skew or a copy
+        return (
+            f"its heartbeat is {-age / 60:.1f} min in the future (clock skew, or a copied or touched lock; "
+            f"more than train.lock_stale_minutes {stale_after_s / 60:g})"
+        )
     if holder.get("job_id") and holder.get("job_id") == mine["job_id"] and holder.get("pid") != mine["pid"]:
         return f"it belongs to an earlier start of this job ({holder['job_id']}, requeued)"
     if holder.get("host") == mine["host"]:
@@ -145,7 +170,7 @@ class RunLock:
         # Not named like the atomic writers' temp files, which remove_stale_temps deletes.
         temp = self.path.with_name(f"{LOCK_NAME}.{self.mine['token']}.new")
         try:
-            temp.write_text(json.dumps(self.mine))
+            temp.write_text(json_text(self.mine))
             try:
                 os.link(temp, self.path)
             except (FileExistsError, FileNotFoundError):  # a lock is there (or our temp was swept): look again
@@ -173,8 +198,9 @@ class RunLock:
             current, _ = _read_lock(self.path)
             if current.get("token") == holder.get("token"):
                 log.warning(
-                    "taking over the lock of a dead run in %s (host %s, pid %s, job %s): %s",
+                    "taking over the lock of a dead run in %s (%s: host %s, pid %s, job %s): %s",
                     self.path.parent,
+                    self.path.name,
                     holder.get("host", "?"),
                     holder.get("pid", "?"),
                     holder.get("job_id") or "-",

@@ -24,11 +24,11 @@ from pecan.data import format as fmt
 from pecan.data.index import DataError
 from pecan.data.loader import first_good_batch
 from pecan.data.sample import COUNTER_FIELDS
-from pecan.fileio import named_write_errors
+from pecan.fileio import json_text, named_write_errors
 from pecan.predict import score_share
 from pecan.train import build, resume
 from pecan.train import checkpoint as ckpt
-from pecan.train.components import amp_context, cosine_schedule, seed_everything, weights_in_sync
+from pecan.train.components import amp_context, check_same_config, cosine_schedule, seed_everything, weights_in_sync
 from pecan.train.distributed import DistEnv, all_reduce_sum, barrier, gather_varlen
 from pecan.train.lifecycle import Lifecycle, Position, carried_totals
 from pecan.train.metrics import BestSelector, classification_report
@@ -72,6 +72,7 @@ class Trainer:
 
     def setup(self) -> "Trainer":
         """Build data, model and optimiser, then resume if asked."""
+        check_same_config(self.config, self.env)  # before the lock: a refused start writes nothing
         self.claim_out_dir()
         seed_everything(self.config.train.seed, self.config.train.deterministic)
         self.threads = size_threads(self.config, self.env)
@@ -150,7 +151,7 @@ class Trainer:
             "training_data": self.training_data(),
             "metrics": {k: float(v) for k, v in self.last_metrics.items()},
             # The epoch records travel with the checkpoint that claims their epochs (JSON: weights_only-safe).
-            "records": json.dumps(self.records, default=float),
+            "records": json_text(self.records, default=float),
         }
 
     def training_data(self) -> dict[str, Any]:
@@ -233,10 +234,13 @@ class Trainer:
             self.position, epoch, self.env.is_main, self.device, len(COUNTER_FIELDS)
         )
         io_counts += carried
+        # The samples before a mid-epoch stop (all ranks'), known to every rank: the epoch's rate counts
+        # only the samples this run part processed, over this part's wall time.
+        before = self.position.samples if self.position is not None and self.position.epoch == epoch else 0
         self.position = None
         self.train_sampler.skip_next(skip * self.config.data.batch_size)
         batches = timed_fetch(self.train_loader, timer) if skip < steps else iter(())
-        bar = self.reporter.epoch_progress(epoch, steps - skip, self.optimizer, self.step)
+        bar = self.reporter.epoch_progress(epoch, steps - skip, self.optimizer, self.step, samples)
         for step_in_epoch, (batch, counts) in enumerate(batches, start=skip):
             tracing.set_context(step=self.step)
             io_counts += counts
@@ -265,7 +269,7 @@ class Trainer:
             self.env,
             what="train_loss",
         ).tolist()
-        return {"train_loss": totals[0] / max(totals[1], 1), "samples": int(totals[1])}
+        return {"train_loss": totals[0] / max(totals[1], 1), "samples": int(totals[1]), "samples_before": before}
 
     def keep_in_step(self, timer: PhaseTimer, where: tuple[int, int] = (0, 0)) -> None:
         """Every sample of this rank's batch was skipped as bad: replay the previous batch with zero weight,

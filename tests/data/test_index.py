@@ -10,7 +10,7 @@ import pytest
 from pecan.data import format as fmt
 from pecan.data import index as idx
 from pecan.data.index import DataError
-from tests.shards import write_shard
+from tests.shards import with_required_columns, write_shard
 
 COMMON = dict(
     pose_group=fmt.DEFAULT_POSE_GROUP,
@@ -176,13 +176,19 @@ def test_split_by_complex_never_splits_a_complex(tiny_dataset):
 
 
 def one_complex_csv(tmp_path, **columns) -> Path:
-    """A shard with one complex of 3 poses and an index CSV over it with the given columns."""
+    """A shard with one complex of 3 poses and an index CSV over it with the given columns (and the required
+    is_crystal and interaction counts, 0 unless given; ``DROP`` leaves a column out)."""
     write_shard(tmp_path / "s.hdf5", n_complexes=1, n_poses=3, crystal=False)
     path = tmp_path / "index.csv"
+    required = {"is_crystal": 0, **{name: 0.0 for name in fmt.INTERACTION_ATTRS}}
+    columns = {k: v for k, v in {**required, **columns}.items() if v is not DROP}
     pd.DataFrame({"shard": "s.hdf5", "pdbid": "c000", "poseid": [f"c000_pose{p}" for p in range(3)], **columns}).to_csv(
         path, index=False
     )
     return path
+
+
+DROP = object()
 
 
 def test_derived_rows_carry_the_complex_affinity(tmp_path):
@@ -307,6 +313,9 @@ def test_csv_with_only_the_required_columns_and_a_label(tmp_path):
         assert frame[column].tolist() == [0.0, 0.0, 0.0], column
     kept = idx.build_index([str(csv)], [], str(tmp_path), **{**COMMON, "use_crystal": False})
     assert kept["poseid"].tolist() == ["c000_pose0", "c000_pose1", "c000_pose2"]
+    bare = one_complex_csv(tmp_path, label=[1, 0, 1], is_crystal=DROP, hpbond=DROP)
+    with pytest.raises(DataError, match=r"missing required column\(s\) is_crystal, hpbond"):
+        idx.read_index_csv(bare, str(tmp_path), 2.0)
 
 
 def test_empty_is_crystal_cell_is_a_docked_pose(tmp_path):
@@ -325,7 +334,7 @@ def test_read_index_csv_keeps_ids_as_text_and_names_the_csv(tmp_path):
     folder.mkdir()
     (folder / "s.hdf5").touch()  # only its existence is checked here
     path = folder / "index.csv"
-    path.write_text("shard,pdbid,poseid,rmsd\ns.hdf5,1e10,007,1.0\n")
+    path.write_text(with_required_columns("shard,pdbid,poseid,rmsd\ns.hdf5,1e10,007,1.0\n"))
     # Numeric-looking ids (PDB id 1E10, pose 007) stay text; with no data_dir the shard resolves against
     # the CSV's folder.
     frame = idx.read_index_csv(path, "", 2.0)
@@ -340,7 +349,7 @@ def test_read_index_csv_keeps_ids_as_text_and_names_the_csv(tmp_path):
         ("shard,pdbid,poseid,rmsd\ns.hdf5,a,a_1,\n", f"{path}: pose a/a_1 in shard"),
         ("", f"index CSV {path} is not a valid CSV"),
     ]:
-        path.write_text(text)
+        path.write_text(with_required_columns(text) if text else text)
         with pytest.raises(DataError) as err:
             idx.read_index_csv(path, "", 2.0)
         assert message in str(err.value)
@@ -349,11 +358,13 @@ def test_read_index_csv_keeps_ids_as_text_and_names_the_csv(tmp_path):
 def test_ids_that_pandas_would_read_as_missing_stay_text(tmp_path):
     (tmp_path / "s.hdf5").touch()
     path = tmp_path / "index.csv"
-    path.write_text("shard,pdbid,poseid,rmsd,score\ns.hdf5,NA,None,1.0,NA\ns.hdf5,null,nan,3.0,-7.1\n")
+    path.write_text(
+        with_required_columns("shard,pdbid,poseid,rmsd,score\ns.hdf5,NA,None,1.0,NA\ns.hdf5,null,nan,3.0,-7.1\n")
+    )
     frame = idx.read_index_csv(path, str(tmp_path), 2.0)
     assert frame["pdbid"].tolist() == ["NA", "null"] and frame["poseid"].tolist() == ["None", "nan"]
     assert np.isnan(frame["score"].iloc[0]) and frame["score"].iloc[1] == -7.1  # numeric NA is still missing
-    path.write_text("shard,pdbid,poseid,rmsd\ns.hdf5,,p1,1.0\n")
+    path.write_text(with_required_columns("shard,pdbid,poseid,rmsd\ns.hdf5,,p1,1.0\n"))
     with pytest.raises(DataError, match=r"line 2, column 'pdbid': is empty"):
         idx.read_index_csv(path, str(tmp_path), 2.0)
 
@@ -363,11 +374,11 @@ def test_relative_csv_resolves_against_data_dir_first_and_ambiguity_is_an_error(
     data_dir.mkdir()
     elsewhere.mkdir()
     (data_dir / "s.hdf5").touch()
-    (data_dir / "index.csv").write_text("shard,pdbid,poseid,rmsd\ns.hdf5,wxyz,p2,3.0\n")
+    (data_dir / "index.csv").write_text(with_required_columns("shard,pdbid,poseid,rmsd\ns.hdf5,wxyz,p2,3.0\n"))
     monkeypatch.chdir(elsewhere)
     assert idx.read_index_csv("index.csv", str(data_dir), 2.0)["pdbid"].tolist() == ["wxyz"]
     # Another file of that name in the working directory: refused, naming both absolute paths.
-    (elsewhere / "index.csv").write_text("shard,pdbid,poseid,rmsd\ns.hdf5,abcd,p1,1.0\n")
+    (elsewhere / "index.csv").write_text(with_required_columns("shard,pdbid,poseid,rmsd\ns.hdf5,abcd,p1,1.0\n"))
     with pytest.raises(DataError, match=f"{data_dir / 'index.csv'} .*and {elsewhere / 'index.csv'} .*differ"):
         idx.read_index_csv("index.csv", str(data_dir), 2.0)
     # The same bytes there are no ambiguity; missing from data_dir, the working directory's file is read.

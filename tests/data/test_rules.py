@@ -16,7 +16,7 @@ import pytest
 from pecan.data import format as fmt
 from pecan.data import graph
 from pecan.data import index as idx
-from tests.shards import make_atoms
+from tests.shards import make_atoms, with_required_columns
 
 THRESHOLD = 2.0
 # rmsd -> label, written out by hand from "near-native is rmsd < threshold".
@@ -63,7 +63,7 @@ def test_label_from_rmsd_at_threshold_in_a_csv(tmp_path):
     rmsds = list(RMSD_LABELS)
     pd.DataFrame(
         {"shard": "s.hdf5", "pdbid": "cplx", "poseid": [str(i) for i in range(len(rmsds))], "rmsd": rmsds}
-    ).to_csv(tmp_path / "index.csv", index=False)
+    ).pipe(with_required_columns).to_csv(tmp_path / "index.csv", index=False)
     frame = idx.read_index_csv(tmp_path / "index.csv", str(tmp_path), THRESHOLD)
     assert dict(zip(frame["rmsd"], frame["label"])) == RMSD_LABELS
 
@@ -86,7 +86,7 @@ def test_label_source_stored_keeps_labels_that_contradict_rmsd_and_rmsd_derives_
     write_unlabelled_shard(tmp_path / "s.hdf5", [])
     pd.DataFrame(
         {"shard": "s.hdf5", "pdbid": "cplx", "poseid": ["a", "b", "c"], "rmsd": [0.5, 5.0, np.nan], "label": [0, 1, 1]}
-    ).to_csv(tmp_path / "index.csv", index=False)
+    ).pipe(with_required_columns).to_csv(tmp_path / "index.csv", index=False)
     frame = idx.read_index_csv(tmp_path / "index.csv", str(tmp_path), THRESHOLD, label_source="stored")
     assert frame["label"].tolist() == [0, 1, 1]
     # auto (the default) compares the two sources: the first contradiction is named, with the count.
@@ -101,9 +101,9 @@ def test_label_source_stored_keeps_labels_that_contradict_rmsd_and_rmsd_derives_
 
 def test_no_label_and_no_rmsd_is_an_error_naming_the_pose(tmp_path):
     write_unlabelled_shard(tmp_path / "s.hdf5", [])
-    pd.DataFrame({"shard": "s.hdf5", "pdbid": "cplx", "poseid": ["a", "b"], "rmsd": [0.5, np.nan]}).to_csv(
-        tmp_path / "index.csv", index=False
-    )
+    pd.DataFrame({"shard": "s.hdf5", "pdbid": "cplx", "poseid": ["a", "b"], "rmsd": [0.5, np.nan]}).pipe(
+        with_required_columns
+    ).to_csv(tmp_path / "index.csv", index=False)
     with pytest.raises(idx.DataError, match="cplx/b"):
         idx.read_index_csv(tmp_path / "index.csv", str(tmp_path), THRESHOLD)
 
@@ -122,7 +122,7 @@ def crystal_csv(tmp_path: Path) -> Path:
             "rmsd": [1.0, 3.0, 0.0],
             "is_crystal": [0, 0, 1],
         }
-    ).to_csv(path, index=False)
+    ).pipe(with_required_columns).to_csv(path, index=False)
     return path
 
 
