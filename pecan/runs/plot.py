@@ -62,10 +62,12 @@ def run(args: argparse.Namespace) -> int:
     except ImportError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    from pecan.errors import ConfigError
+
     try:
         check_outputs(args)
         runs = read_runs(args.runs)
-    except (FileNotFoundError, ValueError) as err:
+    except (FileNotFoundError, ConfigError) as err:  # a DataError (empty or damaged records) exits 1 below
         print(f"error: {err}", file=sys.stderr)
         return 2
     for run_dir, records in zip(args.runs, runs.values()):
