@@ -71,6 +71,13 @@ def parse_args(argv=None) -> argparse.Namespace:
         "columns; benchmarks/peers/gnina_score.py writes them): ranked beside the model in the same run",
     )
     parser.add_argument(
+        "--only",
+        type=Path,
+        default=None,
+        help="a CSV with a complex_id column (e.g. the --peer-scores file): only those docked complexes, so "
+        "recipes compared on a growing docking run see the same poses",
+    )
+    parser.add_argument(
         "--peer-columns",
         default="cnn_score_default=gnina,cnn_score_default2018=gnina2018",
         help="COLUMN=NAME pairs of --peer-scores to rank (higher = better)",
@@ -170,10 +177,13 @@ def convert_one(row: dict, docked: Path, out: Path) -> str:
     return ""
 
 
-def convert(docked: Path, shards: Path) -> pd.DataFrame:
-    """The index of every docked complex, each converted into its own directory shards/<complex>/ (once: a
-    converted complex is reused, so a benchmark grows with the docking). Shard paths are relative to ``shards``."""
+def convert(docked: Path, shards: Path, only: set[str] | None = None) -> pd.DataFrame:
+    """The index of every docked complex (of ``only``, when given), each converted into its own directory
+    shards/<complex>/ (once: a converted complex is reused, so a benchmark grows with the docking). Shard paths
+    are relative to ``shards``."""
     manifest = pd.read_csv(docked / "manifest.csv", dtype=str, keep_default_na=False)
+    if only is not None:
+        manifest = manifest[manifest["complex_id"].isin(only)]
     frames = []
     for row in manifest.to_dict("records"):
         out = shards / row["complex_id"]
@@ -308,7 +318,10 @@ def main(argv=None) -> int:
     """Every fold, the pooled figures, the JSON and the table."""
     args = parse_args(argv)
     shards = args.work / "shards"
-    index = convert(args.docked, shards)
+    only = None
+    if args.only is not None:
+        only = set(pd.read_csv(args.only, dtype=str, keep_default_na=False, usecols=["complex_id"])["complex_id"])
+    index = convert(args.docked, shards, only)
     manifest = pd.read_csv(args.docked / "manifest.csv", dtype=str, keep_default_na=False)
     if args.group_column not in manifest.columns:
         raise SystemExit(f"error: {args.docked / 'manifest.csv'} has no column {args.group_column!r} (--group-column)")

@@ -125,6 +125,7 @@ def card_text(checkpoint: Path, corpus: dict, results: dict | None, recipe: str,
     reserved = excluded[excluded["reason"].str.startswith("reserved")]
     parameters = sum(int(v.numel()) for v in state["model"].values())
     size = checkpoint.stat().st_size / 1e6
+    score_property = ((state.get("training_data") or {}).get("docking_score") or {}).get("property") or "docking_score"
     return f"""# PECAN pretrained rescorer: `corpus_egnn.pt`
 
 An EGNN ({parameters:,} parameters, {size:.2f} MB) that scores docked protein–ligand poses: the probability
@@ -132,14 +133,13 @@ that a pose is within 2 A heavy-atom RMSD of the crystal pose. `pecan score --re
 --out S.sdf` uses it when no checkpoint is given.
 
 ## Training data
-- {poses['pdbid'].nunique()} public crystal complexes of `benchmarks/corpus` (PoseBusters benchmark set, Astex
+- {poses["pdbid"].nunique()} public crystal complexes of `benchmarks/corpus` (PoseBusters benchmark set, Astex
   diverse set, CASF-2013 core set; provenance per file in `benchmarks/corpus/sources.csv`), each ligand
   redocked into its own receptor with `pecan redock` (AutoDock Vina, from an RDKit conformer, never the
-  crystal geometry): {len(poses)} docked poses, {int(poses['label'].sum())} near-native.
-- Recipe: `{recipe}`{' with ' + ', '.join(f'`{o}`' for o in overrides) if overrides else ''}; best epoch by
+  crystal geometry): {len(poses)} docked poses, {int(poses["label"].sum())} near-native.
+- Recipe: `{recipe}`{" with " + ", ".join(f"`{o}`" for o in overrides) if overrides else ""}; best epoch by
   the AUC of the recipe's held-out share of complexes (`data.val_fraction`).
-- The docking score (SD property `{(state.get('training_data') or {}).get('docking_score', {}).get('property') or 'docking_score'}`,
-  Vina kcal/mol) is a model input: poses without it cannot be scored.
+- The docking score (SD property `{score_property}`, Vina kcal/mol) is a model input: poses without it cannot be scored.
 
 ## Exclusions
 {len(excluded)} candidates are left out (`benchmarks/corpus/excluded.csv`), {len(reserved)} of them as

@@ -1,0 +1,50 @@
+"""The shipped pretrained model (pecan/pretrained): a scoring-only checkpoint, its model card, pecan score's
+default."""
+
+import json
+
+import pytest
+import torch
+
+from pecan import pretrained
+
+
+def _shipped():
+    return torch.load(pretrained.CHECKPOINT, map_location="cpu", weights_only=True)
+
+
+def test_the_shipped_checkpoint_loads_with_weights_only_and_holds_scoring_keys_only():
+    state = _shipped()
+    assert set(state) <= {*pretrained.SCORING_KEYS, "feature_layout"} and "optimizer" not in state
+    assert pretrained.CHECKPOINT.stat().st_size < 5e6  # small enough to commit
+    record = state["training_data"]
+    assert record["kind"] == "real" and record["complexes"] >= 50
+    assert record["docking_score"]["property"] == "docking_score"
+
+
+def test_the_model_card_repeats_the_checkpoints_config():
+    card = pretrained.CARD.read_text()
+    state = _shipped()
+    assert pretrained.config_in_card(card) == json.loads(json.dumps(pretrained.card_config(state)))
+    assert f"{sum(int(v.numel()) for v in state['model'].values()):,} parameters" in card
+    for reserved in ("TYK2", "thrombin", "MCL1", "PTP1B", "PDE2A"):
+        assert reserved in card
+
+
+def test_a_card_without_a_config_block_is_an_error():
+    with pytest.raises(ValueError, match="json block"):
+        pretrained.config_in_card("# a card\nno block here\n")
+
+
+def test_slim_checkpoint_drops_training_state_and_still_scores(trained_run, tmp_path):
+    from pecan.commands import predict as predict_command
+
+    slim = pretrained.slim_checkpoint(trained_run.checkpoint, tmp_path / "slim.pt")
+    full = torch.load(trained_run.checkpoint, map_location="cpu", weights_only=True)
+    state = torch.load(slim, map_location="cpu", weights_only=True)
+    assert "optimizer" in full and "optimizer" not in state and "rng" not in state
+    assert all(torch.equal(state["model"][k], full["model"][k]) for k in full["model"])
+    out = tmp_path / "scores.csv"
+    data_dir = trained_run.shared_data()["data.data_dir"]
+    assert predict_command.main([str(slim), "--data-dir", data_dir, "--out", str(out), "--device", "cpu"]) == 0
+    assert out.exists()
