@@ -71,6 +71,14 @@ def parse_args(argv=None) -> argparse.Namespace:
         "columns; benchmarks/peers/gnina_score.py writes them): ranked beside the model in the same run",
     )
     parser.add_argument(
+        "--test-docked",
+        type=Path,
+        default=None,
+        help="score each held-out fold on this docking output's poses instead (a manifest like pecan redock's, "
+        "with the same complex ids and group column, e.g. benchmarks/corpus/qvina): a docking program the model "
+        "never trained on",
+    )
+    parser.add_argument(
         "--only",
         type=Path,
         default=None,
@@ -197,14 +205,20 @@ def convert(docked: Path, shards: Path, only: set[str] | None = None) -> pd.Data
     return pd.concat(frames, ignore_index=True)
 
 
-def fold_csvs(index: pd.DataFrame, families: dict, family: str, fold_dir: Path, tag: str) -> tuple[Path, Path]:
-    """Index CSVs of the training families and of the held-out one (named by tag: recipes may run at once)."""
+def fold_csvs(
+    index: pd.DataFrame, families: dict, family: str, fold_dir: Path, tag: str, test_index: pd.DataFrame | None = None
+) -> tuple[Path, Path, int]:
+    """Index CSVs of the training families and of the held-out one (named by tag: recipes may run at once), and
+    the held-out complexes' count; the held-out poses come from ``test_index`` when given (another pose source
+    of the same complexes)."""
     fold_dir.mkdir(parents=True, exist_ok=True)
     held_out = index["pdbid"].map(families) == family
+    source = index if test_index is None else test_index
+    tested = source[source["pdbid"].map(families) == family]
     train, test = fold_dir / f"{tag}_train.csv", fold_dir / f"{tag}_test.csv"
     index[~held_out].to_csv(train, index=False)
-    index[held_out].to_csv(test, index=False)
-    return train, test
+    tested.to_csv(test, index=False)
+    return train, test, tested["pdbid"].nunique()
 
 
 def run_fold(
@@ -317,11 +331,17 @@ TABLE_HEADER = (
 def main(argv=None) -> int:
     """Every fold, the pooled figures, the JSON and the table."""
     args = parse_args(argv)
-    shards = args.work / "shards"
     only = None
     if args.only is not None:
         only = set(pd.read_csv(args.only, dtype=str, keep_default_na=False, usecols=["complex_id"])["complex_id"])
-    index = convert(args.docked, shards, only)
+    # One data directory (the work directory) for both pose sources, whose complex ids are the same.
+    shards = args.work
+    index = convert(args.docked, args.work / "shards", only)
+    index["shard"] = "shards/" + index["shard"]
+    test_index = None
+    if args.test_docked is not None:
+        test_index = convert(args.test_docked, args.work / f"shards_{args.test_docked.name}", only)
+        test_index["shard"] = f"shards_{args.test_docked.name}/" + test_index["shard"]
     manifest = pd.read_csv(args.docked / "manifest.csv", dtype=str, keep_default_na=False)
     if args.group_column not in manifest.columns:
         raise SystemExit(f"error: {args.docked / 'manifest.csv'} has no column {args.group_column!r} (--group-column)")
@@ -332,7 +352,10 @@ def main(argv=None) -> int:
     folds, pooled, per_seed = {}, [], {seed: [] for seed in seeds}
     for family in chosen:
         fold_dir = args.work / "folds" / family
-        train, test = fold_csvs(index, families, family, fold_dir, args.tag)
+        train, test, tested = fold_csvs(index, families, family, fold_dir, args.tag, test_index)
+        if not tested:
+            print(f"fold {family}: no held-out complex in {args.test_docked}; skipped", flush=True)
+            continue
         runs = [run_fold(args, shards, train, test, fold_dir, seed) for seed in seeds]
         for seed, run in zip(seeds, runs):
             per_seed[seed].append(run)
