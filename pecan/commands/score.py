@@ -1,9 +1,9 @@
 """`pecan score CHECKPOINT --receptor R.pdb --poses poses.sdf [--crystal X.sdf] --out scored.sdf`: docking
 output in, scored poses out, no YAML and no shards to manage.
 
-The poses are converted with the converter's featurisation (``pecan.convert``, the `convert` extra) into a
-temporary directory that is removed afterwards, scored like `pecan predict` (the checkpoint's model and
-sample settings), and written back as SDF, each complex's poses sorted by score with the SD properties
+The poses are converted with the converter's featurisation (``pecan.convert``, the `convert` extra) and
+scored in memory like `pecan predict` scores shards (the checkpoint's model and sample settings; see
+``pecan.scoring.poses``), and written back as SDF, each complex's poses sorted by score with the SD properties
 ``pecan_score`` and ``pecan_rank`` (and ``rmsd``/``label`` when a crystal ligand is given). scores.csv and
 the metrics JSON go beside the SDF. ``--manifest M.csv`` scores many complexes (the converter's manifest).
 """
