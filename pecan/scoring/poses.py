@@ -219,7 +219,8 @@ def score_poses(args: ScoreRequest, clock: Optional[StageClock] = None) -> int:
             import pecan.convert.complexes  # noqa: F401
         except ImportError as err:
             raise ConfigError(f"pecan score needs the convert extra (pip install -e '.[convert]'): {err}") from err
-        state = read_checkpoint(Path(args.checkpoint))
+        with clock.timed("load"):
+            state = read_checkpoint(Path(args.checkpoint))
         rows = manifest_rows(args, state)
         if args.manifest:
             check_unique_ids(rows, Path(args.manifest))
