@@ -8,6 +8,7 @@ from pecan.scoring.checkpoint import (  # noqa: F401
     scoring_config,
 )
 from pecan.scoring.evaluate import score_share  # noqa: F401
+from pecan.scoring.report import metrics, metrics_line, split_metrics, summary_lines  # noqa: F401
 from pecan.scoring.shards import (  # noqa: F401
     SCORE_COLUMNS,
     check_unique_poses,

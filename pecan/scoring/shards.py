@@ -20,22 +20,15 @@ import numpy as np
 import pandas as pd
 import torch
 
-from pecan import config as config_module  # noqa: F401 (pecan.predict's old names)
 from pecan.config import Config, ConfigError
 from pecan.data.index import IndexSettings, build_index
 from pecan.data.loader import load_split_frames, make_dataset, make_loader, make_sampler, prepare_job_data
 from pecan.errors import DataError, expected_error_code
 from pecan.fileio import write_csv, write_text
 from pecan.progress import resolve_mode
-from pecan.scoring.checkpoint import (  # noqa: F401 (pecan.predict's old names)
-    build_scoring_model,
-    checkpoint_model_section,
-    load_model,
-    read_checkpoint,
-    scoring_config,
-)
+from pecan.scoring.checkpoint import build_scoring_model, read_checkpoint, scoring_config
 from pecan.scoring.evaluate import score_share
-from pecan.scoring.report import metrics, metrics_line, split_metrics, summary_lines  # noqa: F401 (re-exported)
+from pecan.scoring.report import split_metrics, summary_lines
 from pecan.scoring.settings import assign_splits, warn_if_synthetic
 from pecan.train.distributed import DistEnv, barrier, gather_varlen
 
