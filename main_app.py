@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sys
 
-from pecan.commands.train import main, parse_args, resolve_device  # noqa: F401  (main_app.main is public)
+from pecan.commands.train import main, parse_args  # noqa: F401  (main_app.main is public)
 
 if __name__ == "__main__":
     sys.exit(main(prog="main_app.py"))

@@ -78,3 +78,15 @@ def exit_code(err: BaseException) -> int | None:
         if isinstance(err, error_type):
             return code
     return None
+
+
+def expected_error_code(err: Exception) -> int:
+    """Log an expected error (pecan.errors.EXIT_CODES) and return its exit code; anything else is a bug and
+    is raised again with its traceback."""
+    import logging
+
+    code = exit_code(err)
+    if code is None:
+        raise err
+    logging.getLogger("pecan").error("%s", err)
+    return code

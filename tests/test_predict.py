@@ -12,7 +12,8 @@ import torch.nn.functional as F
 from pecan import config as cfgmod
 from pecan.config import ConfigError
 from pecan.data.index import DataError, build_index
-from pecan.predict import SCORE_COLUMNS, load_model, metrics_path, run_predict
+from pecan.scoring.checkpoint import load_model
+from pecan.scoring.shards import SCORE_COLUMNS, metrics_path, run_predict
 from pecan.train import checkpoint as ckpt
 from pecan.train.distributed import discover
 from pecan.train.metrics import resolve_pos_weight, roc_auc, top1_success
@@ -196,7 +197,7 @@ def test_two_rank_predict_equals_one_rank(trained):
 
 def test_training_and_scoring_never_import_the_converter():
     code = (
-        "import sys, main_app, pecan.train.trainer, pecan.predict, pecan.data.loader; "
+        "import sys, main_app, pecan.train.trainer, pecan.scoring.shards, pecan.data.loader; "
         "bad = [m for m in sys.modules if m.split('.')[0] in ('rdkit', 'prolif', 'MDAnalysis') "
         "or m.startswith('pecan.convert')]; print(bad); sys.exit(1 if bad else 0)"
     )

@@ -11,10 +11,10 @@ import torch
 
 import main_app
 from pecan import config as cfgmod
-from pecan.checkpoint_settings import check_settings, sample_settings
 from pecan.config import ConfigError
 from pecan.errors import DataError
-from pecan.predict import metrics_path, run_predict
+from pecan.scoring.settings import check_settings, sample_settings
+from pecan.scoring.shards import metrics_path, run_predict
 from pecan.train import checkpoint as ckpt
 from pecan.train.distributed import discover
 from pecan.train.metrics import roc_auc, topk_success

@@ -9,7 +9,7 @@ import pytest
 
 import main_app
 from pecan.commands import predict as predict_command
-from pecan.predict import SCORE_COLUMNS, metrics_path
+from pecan.scoring.shards import SCORE_COLUMNS, metrics_path
 from pecan.train import checkpoint as ckpt
 from tests.train.helpers import tiny_run
 

@@ -80,7 +80,8 @@ def main(argv=None) -> int:
     }
     results = json.loads(args.results.read_text()) if args.results else None
     card = args.out.parent / CARD.name
-    card.write_text(card_text(args.out, corpus, results, recipe=str(args.config.relative_to(ROOT)), overrides=args.overrides))
+    recipe = str(args.config.resolve().relative_to(ROOT))
+    card.write_text(card_text(args.out, corpus, results, recipe=recipe, overrides=args.overrides))
     print(f"wrote {args.out} ({args.out.stat().st_size / 1e6:.2f} MB) and {card}")
     return 0
 

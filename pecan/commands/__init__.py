@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import argparse
 
+from pecan.errors import expected_error_code  # noqa: F401 (the commands' shared handler)
+
 
 def add_set_option(parser: argparse.ArgumentParser) -> None:
     """``--set SECTION.KEY=VALUE`` (repeatable), collected as ``args.overrides``."""
@@ -43,17 +45,3 @@ def add_progress_option(parser: argparse.ArgumentParser) -> None:
 def progress_mode(args: argparse.Namespace) -> str:
     """The progress mode the command line asked for."""
     return "off" if args.no_progress else args.progress
-
-
-def expected_error_code(err: Exception) -> int:
-    """Log an expected error (pecan.errors.EXIT_CODES) and return its exit code; anything else is a bug and
-    is raised again with its traceback."""
-    import logging
-
-    from pecan.errors import exit_code
-
-    code = exit_code(err)
-    if code is None:
-        raise err
-    logging.getLogger("pecan").error("%s", err)
-    return code

@@ -9,26 +9,10 @@ rule), with the inputs named on the command line as the test inputs; ``--config`
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
-from typing import Any
 
 from pecan import config as config_module
-from pecan.commands import add_allow_option, add_set_option, expected_error_code
-
-# data.* keys a checkpoint's stored run config keeps when scoring without a YAML: how samples are found,
-# built and labelled. Locations and io settings belong to the machine that trained, so they are dropped.
-KEPT_DATA_KEYS = (
-    "pose_group",
-    "crystal_group",
-    "rmsd_threshold",
-    "pocket_radius",
-    "edge_cutoff",
-    "max_atoms",
-    "max_edges",
-    "on_bad_sample",
-    "batch_size",
-)
+from pecan.commands import add_allow_option, add_set_option
 
 
 def parse_args(argv=None, prog: str | None = None) -> argparse.Namespace:
@@ -52,17 +36,9 @@ def parse_args(argv=None, prog: str | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def mapping_from_checkpoint(state: dict[str, Any]) -> dict[str, Any]:
-    """The run config mapping of a checkpoint's stored config, reduced to what scoring needs."""
-    saved = state.get("config") if isinstance(state.get("config"), dict) else {}
-    data = {key: value for key, value in (saved.get("data") or {}).items() if key in KEPT_DATA_KEYS}
-    model = dict(state.get("model_config") or saved.get("model") or {})
-    return {"data": data, "model": model, "train": {}}
-
-
 def build_config(args: argparse.Namespace) -> config_module.Config:
     """The config this command scores under; the inputs on the command line are data.test_*."""
-    from pecan.predict import read_checkpoint
+    from pecan.scoring.checkpoint import mapping_from_checkpoint, read_checkpoint
 
     if args.config:
         raw = config_module.load(args.config).to_dict()
@@ -108,7 +84,7 @@ def check_outputs(args: argparse.Namespace, config: config_module.Config) -> Non
     from pathlib import Path
 
     from pecan import outputs
-    from pecan.predict import metrics_path
+    from pecan.scoring.shards import metrics_path
 
     written = [("--out", args.out), ("the metrics JSON", str(metrics_path(Path(args.out))))]
     outputs.check_outputs("pecan predict", written, input_paths(args, config))
@@ -123,31 +99,6 @@ def main(argv=None, prog: str | None = None) -> int:
     except (config_module.ConfigError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    return score(config, args.checkpoint, args.out, tuple(args.allow))
+    from pecan.scoring.shards import score_shards
 
-
-def score(config: config_module.Config, checkpoint: str, out: str, allow: tuple[str, ...] = ()) -> int:
-    """Set up distributed (one process or a launcher's ranks), score, clean up; the exit code (also for
-    ``main_app.py CONFIG --predict CKPT``)."""
-    from pecan.commands.train import resolve_device
-    from pecan.predict import run_predict
-    from pecan.train.distributed import cleanup_distributed, discover, init_distributed
-
-    try:
-        env = discover()
-    except ValueError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    logging.basicConfig(
-        level=logging.INFO if env.is_main else logging.WARNING, format=f"[pecan r{env.rank}] %(levelname)s %(message)s"
-    )
-    finished = False
-    try:
-        device = resolve_device(config.train.device, init_distributed(env), env.local_rank)
-        run_predict(config, env, device, checkpoint, out, allow)
-        finished = True
-        return 0
-    except Exception as err:  # an expected error type exits with its code (pecan.errors.EXIT_CODES)
-        return expected_error_code(err)
-    finally:
-        cleanup_distributed(graceful=finished)
+    return score_shards(config, args.checkpoint, args.out, tuple(args.allow))

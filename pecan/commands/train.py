@@ -40,17 +40,6 @@ def parse_args(argv=None, prog: str | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def resolve_device(setting: str, discovered, local_rank: int):
-    """train.device: auto keeps what distributed setup chose; a bare 'cuda' means this rank's GPU."""
-    import torch
-
-    if setting == "auto":
-        return discovered
-    if setting == "cuda":
-        return torch.device("cuda", local_rank % max(torch.cuda.device_count(), 1))
-    return torch.device(setting)
-
-
 def close_run_logs() -> None:
     """Detach and close the handlers setup_logging added, so the run's log file is not held open after the run
     (a process that trains again, or unmounts out_dir, would otherwise find it busy)."""
@@ -113,16 +102,16 @@ def main(argv=None, prog: str | None = None) -> int:
     """Load config, set up distributed, build, train, clean up."""
     args = parse_args(argv, prog)
     from pecan.train.checkpoint import check_resume_compatible
-    from pecan.train.distributed import cleanup_distributed, discover, init_distributed
+    from pecan.train.distributed import cleanup_distributed, discover, init_distributed, resolve_device
     from pecan.train.lifecycle import STOP_EXIT_CODE, RunStopped
     from pecan.train.trainer import Trainer
 
     try:
         config = config_module.load(args.config, args.overrides)
         if args.predict:  # scoring is read-only: the run's resume state and lock are none of its business
-            from pecan.commands.predict import score
+            from pecan.scoring.shards import score_shards
 
-            return score(config, args.predict, args.out, tuple(args.allow))
+            return score_shards(config, args.predict, args.out, tuple(args.allow))
         check_resume_compatible(config)
         env = discover()
     except ValueError as err:  # any bad value before the run starts is a wrong invocation (ConfigError included)

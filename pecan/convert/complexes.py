@@ -40,7 +40,7 @@ class Options:
 
 @dataclass
 class Sample:
-    """One pose (or the crystal) ready to write: [n, 22] rows, per-atom radii and attributes."""
+    """One pose (or the crystal) ready to write: [n, 22] float32 rows, per-atom radii and attributes."""
 
     pose_id: str
     data: np.ndarray
@@ -67,7 +67,11 @@ def read_manifest(path: Path) -> list[ComplexEntry]:
     """Manifest rows with relative paths resolved against the manifest's directory."""
     frame = read_manifest_frame(path, REQUIRED_COLUMNS, OPTIONAL_COLUMNS)
     check_unique_ids(frame, path)
-    base = path.parent
+    return manifest_entries(frame, path.parent)
+
+
+def manifest_entries(frame, base: Path) -> list[ComplexEntry]:
+    """A manifest frame's rows as entries, relative paths resolved against ``base``."""
 
     def resolve(value):
         return None if _blank(value) else (Path(value) if Path(value).is_absolute() else base / value)
@@ -105,8 +109,8 @@ def _with_hydrogens(mol):
 class ComplexConverter:
     """Converts one complex; every problem becomes a failure row, never an exception."""
 
-    def __init__(self, entry: ComplexEntry, options: Options) -> None:
-        self.entry, self.options = entry, options
+    def __init__(self, entry: ComplexEntry, options: Options, records: Optional[list] = None) -> None:
+        self.entry, self.options, self.records = entry, options, records
         self.result = ConvertedComplex(entry.complex_id, entry.affinity)
 
     def fail(self, reason: str, pose: str = "") -> None:
@@ -131,7 +135,7 @@ class ComplexConverter:
             raise ConversionError(f"receptor {entry.receptor}: file not found")
         receptor = chem.read_receptor(entry.receptor, options.drop_hetero)
         crystal = self._crystal()
-        records = chem.read_ligands(entry.poses)
+        records = self.records if self.records is not None else chem.read_ligands(entry.poses)
         if not records:
             raise ConversionError(f"poses {entry.poses}: no records")
         ids = pose_ids(entry.complex_id, records)
@@ -182,14 +186,15 @@ class ComplexConverter:
         if not np.isnan(rmsd):
             attrs["label"] = int(rmsd < self.options.rmsd_threshold)
         attrs.update(counter.counts(_with_hydrogens(mol)))
-        return Sample(
+        return Sample(  # float32, as the shard writer stores them (half the memory for `pecan score`)
             pose_id or fmt.DEFAULT_CRYSTAL_GROUP.rpartition("/")[2],
-            np.concatenate([ligand, protein]),
-            np.concatenate([chem.van_der_waals(mol), protein_vdw]),
+            np.concatenate([ligand, protein]).astype(np.float32),
+            np.concatenate([chem.van_der_waals(mol), protein_vdw]).astype(np.float32),
             attrs,
         )
 
 
-def convert_complex(entry: ComplexEntry, options: Options) -> ConvertedComplex:
-    """Convert one manifest row (never raises for bad input: see ``failures``)."""
-    return ComplexConverter(entry, options).run()
+def convert_complex(entry: ComplexEntry, options: Options, records: Optional[list] = None) -> ConvertedComplex:
+    """Convert one manifest row (never raises for bad input: see ``failures``); ``records``: the poses file's
+    molecules already parsed (``chemistry.read_ligands``), so a caller that keeps them parses it once."""
+    return ComplexConverter(entry, options, records).run()

@@ -22,10 +22,13 @@ SCORING_KEYS = (
     "model_config",
     "config",
     "sample_settings",
-    "shard_layout",
+    "feature_layout",
     "training_data",
     "complexes",
     "epoch",
+    "config_digest",
+    "best_auc",
+    "metrics",
 )
 CONFIG_BLOCK = re.compile(r"```json\n(.*?)\n```", re.S)
 
@@ -45,7 +48,6 @@ def slim_checkpoint(source: Path, out: Path) -> Path:
 
     state = torch.load(source, map_location="cpu", weights_only=True)
     slim = {key: state[key] for key in SCORING_KEYS if key in state}
-    slim.update({key: value for key, value in state.items() if key.startswith("layout")})
     out.parent.mkdir(parents=True, exist_ok=True)
     with atomic_path(out) as tmp:
         torch.save(slim, tmp)

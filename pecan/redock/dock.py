@@ -5,6 +5,9 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import subprocess
+import sys
+import tempfile
 import time
 import zlib
 from dataclasses import dataclass
@@ -92,10 +95,40 @@ def finished(job: DockJob) -> dict | None:
 def _vina(receptor_pdbqt: Path, ligand: str, box: prepare.Box, options: DockOptions, seed: int):
     """Vina's poses (PDBQT text) and their scores; in a child process killed after ``options.timeout`` s."""
     if options.timeout > 0:
-        from pecan.redock.child import vina_in_child
-
         return vina_in_child(receptor_pdbqt, ligand, box, options, seed)
     return vina_search(receptor_pdbqt, ligand, box, options, seed)
+
+
+def vina_in_child(receptor_pdbqt: Path, ligand: str, box, options, seed: int):
+    """Poses text and scores from ``python -m pecan.redock.child``; RedockError on timeout or failure."""
+    with tempfile.TemporaryDirectory(dir=receptor_pdbqt.parent) as tmp:
+        request = Path(tmp) / "request.json"
+        request.write_text(
+            json.dumps(
+                {
+                    "receptor": str(receptor_pdbqt),
+                    "ligand": ligand,
+                    "center": list(box.center),
+                    "size": list(box.size),
+                    "options": dataclasses.asdict(options),
+                    "seed": seed,
+                    "out": str(Path(tmp) / "result.json"),
+                }
+            )
+        )
+        try:
+            done = subprocess.run(
+                [sys.executable, "-m", "pecan.redock.child", str(request)],
+                capture_output=True,
+                text=True,
+                timeout=options.timeout,
+            )
+        except subprocess.TimeoutExpired:
+            raise RedockError(f"timed out: Vina's search ran past --timeout {options.timeout:g} s") from None
+        if done.returncode != 0:
+            raise RedockError(f"Vina's search failed (exit {done.returncode}): {done.stderr.strip()[-300:]}")
+        result = json.loads((Path(tmp) / "result.json").read_text())
+    return result["poses"], np.asarray(result["scores"], dtype=float)
 
 
 def vina_search(receptor_pdbqt: Path, ligand: str, box: prepare.Box, options: DockOptions, seed: int):

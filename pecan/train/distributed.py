@@ -312,6 +312,16 @@ def cleanup_distributed(graceful: bool = True) -> None:
 # Collectives live in pecan.collectives (data uses them too); re-exported here for the trainer.
 # ---------------------------------------------------------------------------------------------
 
+
+def resolve_device(setting: str, discovered: torch.device, local_rank: int) -> torch.device:
+    """train.device: auto keeps what distributed setup chose; a bare 'cuda' means this rank's GPU."""
+    if setting == "auto":
+        return discovered
+    if setting == "cuda":
+        return torch.device("cuda", local_rank % max(torch.cuda.device_count(), 1))
+    return torch.device(setting)
+
+
 from pecan.collectives import all_reduce, all_reduce_sum, barrier, broadcast_object, gather_varlen  # noqa: E402,F401
 
 

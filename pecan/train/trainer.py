@@ -17,7 +17,6 @@ import torch.nn.functional as F
 
 from pecan import config as config_module
 from pecan import tracing
-from pecan.checkpoint_settings import sample_settings, split_record, training_data_record
 from pecan.collectives import guarded
 from pecan.config import Config
 from pecan.data import format as fmt
@@ -25,7 +24,8 @@ from pecan.data.index import DataError
 from pecan.data.loader import first_good_batch
 from pecan.data.sample import COUNTER_FIELDS
 from pecan.fileio import json_text, named_write_errors
-from pecan.predict import score_share
+from pecan.scoring.evaluate import score_share
+from pecan.scoring.settings import sample_settings, split_record, training_data_record
 from pecan.train import build, resume
 from pecan.train import checkpoint as ckpt
 from pecan.train.components import amp_context, check_same_config, cosine_schedule, seed_everything, weights_in_sync
@@ -343,14 +343,14 @@ class Trainer:
         return with_ranking_loss(bce, logits, batch, self.config.train.ranking_loss_weight)
 
     @torch.no_grad()
-    def predict(self, loader, io_counts: Optional[np.ndarray] = None) -> tuple[torch.Tensor, torch.Tensor]:
+    def validation_logits(self, loader, io_counts: Optional[np.ndarray] = None) -> tuple[torch.Tensor, torch.Tensor]:
         """Logits and sample ids of this rank's share of ``loader``."""
         model = self.eval_model if isinstance(self.model, torch.nn.parallel.DistributedDataParallel) else self.model
         return score_share(model, loader, self.device, self.config.train.amp, self.show_progress, io_counts)
 
     def evaluate(self, io_counts: Optional[np.ndarray] = None) -> dict[str, float]:
         """Validation metrics over the gathered predictions of all ranks (equal to a 1-rank run)."""
-        logits, ids = self.predict(self.val_loader, io_counts)
+        logits, ids = self.validation_logits(self.val_loader, io_counts)
         logits = gather_varlen(logits, self.env, what="val_logits").cpu().numpy()
         ids = gather_varlen(ids, self.env, what="val_ids").cpu().numpy()
         table = self.val_set.table

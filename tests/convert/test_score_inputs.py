@@ -119,7 +119,7 @@ def test_no_pose_converts_exits_1_with_the_reasons(vina, caplog):
 
 def test_a_scored_pose_without_its_record_is_an_error_not_a_shorter_sdf(vina):
     from pecan.errors import DataError
-    from pecan.scored_sdf import write_scored_sdf
+    from pecan.scoring.sdf import write_scored_sdf
 
     tmp, _, receptor, _, scored = vina
     rows = pd.DataFrame([{"complex_id": "vina", "poses": str(scored)}])
@@ -139,3 +139,13 @@ def test_convert_keeps_poses_without_a_crystal_unlabelled(vina):
     summary = convert(manifest, tmp / "no_crystal_shards", Options(), progress=False)
     index = pd.read_csv(summary["index"])
     assert len(index) == 9 and index["label"].isna().all() and index["rmsd"].isna().all()
+
+
+def test_score_under_a_launcher_exits_2_pointing_to_convert_and_predict(vina, monkeypatch, capsys):
+    tmp = vina[0]
+    launcher = {"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "2", "LOCAL_WORLD_SIZE": "2"}
+    launcher.update(MASTER_ADDR="127.0.0.1", MASTER_PORT="29555", TORCHELASTIC_RUN_ID="x")
+    for name, value in launcher.items():
+        monkeypatch.setenv(name, value)
+    assert score(vina, tmp / "ranks.sdf") == 2
+    assert "runs in one process" in capsys.readouterr().err and not (tmp / "ranks.sdf").exists()

@@ -11,11 +11,11 @@ import pandas as pd
 import torch
 
 import main_app
-from pecan.checkpoint_settings import score_property_default, training_data_record
 from pecan.commands import score as score_command
 from pecan.convert.complexes import Options
 from pecan.convert.examples import prolif_data, write_prolif_manifest
 from pecan.convert.run import convert
+from pecan.scoring.settings import score_property_default, training_data_record
 from pecan.train.checkpoint import load_checkpoint
 from tests.configs import make_config
 
@@ -109,7 +109,7 @@ def test_training_record_says_synthetic(trained_run, tmp_path):
 
 
 def test_synthetic_marker_is_the_generators():
-    from pecan.checkpoint_settings import SYNTHETIC_MARKER
+    from pecan.scoring.settings import SYNTHETIC_MARKER
     from pecan.synthetic.writer import MARKER_NAME
 
     assert SYNTHETIC_MARKER == MARKER_NAME

@@ -113,8 +113,8 @@ def fake_variant(monkeypatch):
 def test_a_new_variant_is_a_module_and_a_row(fake_variant):
     """Loading, checks, capabilities, docs, checkpoint settings and building all read the registry row."""
     from pecan import config as cfgmod
-    from pecan.checkpoint_settings import sample_settings
     from pecan.config_docs import describe
+    from pecan.scoring.settings import sample_settings
 
     config = cfgmod.from_dict({"data": {"data_dir": "d"}, "model": {"name": "fake", "width": 3, "jitter": True}})
     assert type(config.model).__name__ == "FakeConfigSection" and config.model.width == 3

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Optional
 
 import pandas as pd
 
@@ -29,13 +30,15 @@ def read_scores(path: Path) -> pd.DataFrame:
     return frame
 
 
-def _scored_records(row, scores: pd.DataFrame) -> list:
+def _scored_records(row, scores: pd.DataFrame, mols: Optional[list] = None) -> list:
     """(rank, mol) of one manifest row's scored poses, with their SD properties set; a scored pose whose
-    record cannot be found is a DataError (it would silently vanish from the SDF)."""
+    record cannot be found is a DataError (it would silently vanish from the SDF). ``mols``: the poses file's
+    records already parsed (else it is read again)."""
     from pecan.convert import chemistry as chem
     from pecan.convert.complexes import pose_ids
 
-    mols = chem.read_ligands(Path(row.poses))
+    if mols is None:
+        mols = chem.read_ligands(Path(row.poses))
     record_of = {pose_id: k for k, pose_id in enumerate(pose_ids(row.complex_id, mols))}
     records = []
     for scored in scores[scores["complex"] == row.complex_id].itertuples():
@@ -54,17 +57,18 @@ def _scored_records(row, scores: pd.DataFrame) -> list:
     return sorted(records, key=lambda item: item[0])
 
 
-def write_scored_sdf(rows: pd.DataFrame, scores: pd.DataFrame, out: Path) -> int:
+def write_scored_sdf(rows: pd.DataFrame, scores: pd.DataFrame, out: Path, records: Optional[list] = None) -> int:
     """Write every scored pose of ``rows`` (manifest order, then rank) to ``out`` atomically; returns the count.
-    Every row of ``scores`` is written exactly once, or a DataError says which is missing."""
+    Every row of ``scores`` is written exactly once, or a DataError says which is missing. ``records``: each
+    row's parsed poses (a list per row, in order), joined to the scores by record number."""
     from rdkit import Chem
 
     written = 0
     with atomic_path(out) as tmp:
         writer = Chem.SDWriter(str(tmp))
         try:
-            for row in rows.itertuples():
-                for _, mol in _scored_records(row, scores):
+            for k, row in enumerate(rows.itertuples()):
+                for _, mol in _scored_records(row, scores, records[k] if records is not None else None):
                     writer.write(mol)
                     written += 1
         finally:

@@ -1,0 +1,253 @@
+"""`pecan score` end to end (SDF in, scored SDF out) and per stage, beside GNINA 1.0's CNN scoring.
+
+The poses are ProLIF's 9 bundled Vina poses (``pecan.convert.examples``) repeated to ``--poses`` records of
+one complex (each record titled ``pose_<k>``), scored against ProLIF's Vina receptor without a crystal
+ligand, as plain docking output is. Each case runs in a fresh child process (``--child``), so its figures
+include start-up (imports) and its peak RSS (``ru_maxrss``) is its own. Stages:
+
+- ``startup``: from the child's process start to its imports of the scoring path (torch, RDKit, ProLIF,
+  pecan.scoring) done;
+- ``parse``: the poses SDF read once (RDKit);
+- ``load``: the checkpoint read, its config checked and the model built;
+- ``receptor``: the receptor read, its pocket cut around the poses and featurised, ProLIF's protein prepared;
+- ``interactions``: ProLIF's interaction counts of each pose;
+- ``features``: the rest of the conversion (ligand features, the pocket rows per pose, RMSD when a crystal);
+- ``graph``: pocket crop, radius edges and the sample tensors (the HDF5 reader's graph building);
+- ``model``: batching and the model's forward passes;
+- ``write``: scores CSV, metrics JSON and the scored SDF.
+
+With ``--gnina-python`` (the interpreter of ``benchmarks/peers/.venv-gnina``) and ``--gnina-script``
+(``benchmarks/peers/gnina_score.py``) GNINA's ``default2018`` single model and its ``default`` ensemble
+score the same poses in the same run, interleaved with PECAN round by round; the ensemble scores the first
+``--gnina-ensemble-poses`` of them (it costs ~10x the single model).
+
+    python -m benchmarks.bench_score --checkpoint best.pt --poses 1000 10000 --rounds 2 \
+        --gnina-python benchmarks/peers/.venv-gnina/bin/python --gnina-script benchmarks/peers/gnina_score.py \
+        --threads 2 --out benchmarks/bench_score.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+STAGES = ("startup", "parse", "load", "receptor", "interactions", "features", "graph", "model", "write")
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    """Command-line options."""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--checkpoint", required=True, help="a PECAN checkpoint (e.g. RUN/checkpoints/best.pt)")
+    parser.add_argument("--poses", type=int, nargs="+", default=[1000], help="pose counts to score")
+    parser.add_argument("--rounds", type=int, default=1, help="interleaved rounds of every case")
+    parser.add_argument("--work", default="/tmp/pecan-bench-score", help="inputs and outputs go here")
+    parser.add_argument("--threads", type=int, default=2, help="torch threads (OMP_NUM_THREADS) of every child")
+    parser.add_argument("--gnina-python", default="", help="interpreter of the GNINA environment")
+    parser.add_argument("--gnina-script", default="", help="benchmarks/peers/gnina_score.py")
+    parser.add_argument("--gnina-ensemble-poses", type=int, default=100, help="poses the ensemble scores")
+    parser.add_argument("--gnina-max-poses", type=int, default=1000, help="largest case GNINA scores")
+    parser.add_argument("--out", default="", help="results JSON")
+    parser.add_argument("--child", type=int, default=0, help=argparse.SUPPRESS)
+    return parser.parse_args(argv)
+
+
+def write_poses(work: Path, count: int) -> tuple[Path, Path]:
+    """ProLIF's Vina poses repeated to ``count`` records (titles pose_1..pose_N), and a one-row manifest."""
+    from rdkit import Chem
+
+    from pecan.convert.examples import prolif_data, vina_poses_with_scores
+
+    work.mkdir(parents=True, exist_ok=True)
+    mols = list(Chem.SDMolSupplier(str(vina_poses_with_scores(work / "vina9.sdf")), removeHs=False))
+    poses = work / f"poses_{count}.sdf"
+    writer = Chem.SDWriter(str(poses))
+    for k in range(count):
+        mol = Chem.Mol(mols[k % len(mols)])
+        mol.SetProp("_Name", f"pose_{k + 1}")
+        writer.write(mol)
+    writer.close()
+    manifest = work / f"manifest_{count}.csv"
+    receptor = prolif_data() / "vina" / "rec.pdb"
+    manifest.write_text(f"complex_id,receptor,poses\nvina,{receptor},{poses}\n")
+    return poses, manifest
+
+
+def timed_method(clock, owner, name: str, stage: str) -> None:
+    """Wrap ``owner.name`` so its wall time is added to ``stage``."""
+    original = getattr(owner, name)
+
+    def wrapper(*args, **kwargs):
+        with clock.timed(stage):
+            return original(*args, **kwargs)
+
+    setattr(owner, name, wrapper)
+
+
+def child(args: argparse.Namespace) -> int:
+    """One case in this process: score the poses, print the figures as one JSON line."""
+    import psutil
+
+    from pecan.convert import chemistry as chem
+    from pecan.convert import interactions
+    from pecan.scoring.memory import StageClock
+    from pecan.scoring.poses import ScoreRequest, score_poses
+
+    startup = time.time() - psutil.Process().create_time()  # interpreter start and imports
+    clock = StageClock()
+    for name in ("read_receptor", "pocket_submol"):
+        timed_method(clock, chem, name, "receptor")
+    timed_method(clock, interactions.InteractionCounter, "__init__", "receptor")
+    timed_method(clock, interactions.InteractionCounter, "counts", "interactions")
+    work = Path(args.work)
+    poses = work / f"poses_{args.child}.sdf"
+    out = work / f"scored_{args.child}.sdf"
+    receptor = work / "receptor.pdb"
+    request = ScoreRequest(
+        args.checkpoint,
+        str(out),
+        receptor=str(receptor),
+        poses=str(poses),
+        complex_id="vina",
+        score_property="vina_score",
+        device="cpu",
+    )
+    started = time.perf_counter()
+    code = score_poses(request, clock)
+    seconds = dict(clock.seconds)
+    seconds["features"] = seconds.pop("convert") - seconds["receptor"] - seconds["interactions"]
+    figures = {
+        "poses": args.child,
+        "exit": code,
+        "seconds_in_process": time.perf_counter() - started,
+        "stages": {"startup": startup, **{k: seconds.get(k, 0.0) for k in STAGES[1:]}},
+        "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
+    print("BENCH " + json.dumps(figures), flush=True)
+    return code
+
+
+def run_pecan(args: argparse.Namespace, count: int) -> dict:
+    """One child scoring ``count`` poses; its figures plus the wall time the parent saw."""
+    env = {**os.environ, "OMP_NUM_THREADS": str(args.threads), "PYTHONUNBUFFERED": "1"}
+    argv = [sys.executable, "-m", "benchmarks.bench_score", "--checkpoint", args.checkpoint, "--work", args.work]
+    started = time.perf_counter()
+    done = subprocess.run([*argv, "--child", str(count)], capture_output=True, text=True, env=env)
+    wall = time.perf_counter() - started
+    lines = [line for line in done.stdout.splitlines() if line.startswith("BENCH ")]
+    if done.returncode != 0 or not lines:
+        raise RuntimeError(f"pecan score of {count} poses failed ({done.returncode}): {done.stderr[-2000:]}")
+    figures = json.loads(lines[-1][len("BENCH ") :])
+    figures["wall_seconds"] = wall
+    figures["poses_per_second"] = count / wall
+    return figures
+
+
+def run_gnina(args: argparse.Namespace, manifest: Path, models: str, limit: int | None, tag: str) -> dict:
+    """GNINA's score set ``models`` on the manifest's poses (the first ``limit``); its timing JSON and wall."""
+    out = Path(args.work) / f"gnina_{tag}.csv"
+    argv = [args.gnina_python, args.gnina_script, "--manifest", str(manifest), "--out", str(out)]
+    argv += ["--models", models, "--threads", str(args.threads), "--no-resume"]
+    argv += ["--limit", str(limit)] if limit else []
+    env = {**os.environ, "OMP_NUM_THREADS": str(args.threads)}
+    started = time.perf_counter()
+    done = subprocess.run(argv, capture_output=True, text=True, env=env)
+    wall = time.perf_counter() - started
+    if done.returncode != 0:
+        raise RuntimeError(f"GNINA {models} failed ({done.returncode}): {done.stderr[-2000:]}")
+    timing = json.loads(out.with_suffix(".timing.json").read_text())
+    poses = timing["poses"]
+    return {
+        "models": models,
+        "poses": poses,
+        "wall_seconds": wall,
+        "poses_per_second": poses / wall,
+        "scoring_seconds_per_pose": timing["per_set"][models]["seconds_per_pose"],
+        "seconds_grid": timing["seconds_grid"],
+        "seconds_per_model": timing["seconds_per_model"],
+    }
+
+
+def median_case(runs: list[dict]) -> dict:
+    """The run of median wall time (the lower one of an even count), with every round's wall time beside it."""
+    ordered = sorted(runs, key=lambda r: r["wall_seconds"])
+    return {**ordered[(len(ordered) - 1) // 2], "rounds_wall_seconds": [r["wall_seconds"] for r in runs]}
+
+
+def limiting(stages: dict[str, float]) -> dict:
+    """The stage taking the most time and its share of the staged total."""
+    total = sum(stages.values())
+    name = max(stages, key=stages.get)
+    return {"stage": name, "share": stages[name] / total if total else 0.0}
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    if args.child:
+        return child(args)
+    from pecan.convert.examples import prolif_data
+
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    receptor = work / "receptor.pdb"
+    receptor.write_bytes((prolif_data() / "vina" / "rec.pdb").read_bytes())
+    manifests = {count: write_poses(work, count)[1] for count in args.poses}
+    gnina = bool(args.gnina_python and args.gnina_script and Path(args.gnina_python).exists())
+    runs: dict[str, list[dict]] = {}
+    for round_ in range(args.rounds):
+        for count in args.poses:
+            print(f"round {round_ + 1}: pecan score, {count} poses", flush=True)
+            runs.setdefault(f"pecan_{count}", []).append(run_pecan(args, count))
+            if gnina and count <= args.gnina_max_poses:
+                print(f"round {round_ + 1}: GNINA default2018, {count} poses", flush=True)
+                runs.setdefault(f"gnina_default2018_{count}", []).append(
+                    run_gnina(args, manifests[count], "default2018", None, f"default2018_{count}")
+                )
+                ensemble = min(count, args.gnina_ensemble_poses)
+                print(f"round {round_ + 1}: GNINA default ensemble, {ensemble} poses", flush=True)
+                runs.setdefault(f"gnina_default_{count}", []).append(
+                    run_gnina(args, manifests[count], "default", ensemble, f"default_{count}")
+                )
+    cases = {name: median_case(case_runs) for name, case_runs in runs.items()}
+    for count in args.poses:
+        case = cases[f"pecan_{count}"]
+        case["limiting_stage"] = limiting(case["stages"])
+        case["stage_share"] = {k: v / sum(case["stages"].values()) for k, v in case["stages"].items()}
+        for models in ("default2018", "default"):
+            peer = cases.get(f"gnina_{models}_{count}")
+            if peer:
+                case[f"speed_ratio_vs_gnina_{models}"] = case["poses_per_second"] / peer["poses_per_second"]
+    result = {
+        "command": "python -m benchmarks.bench_score " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "checkpoint": args.checkpoint,
+        "cases": cases,
+        "gnina": "scored in the same run, interleaved" if gnina else "not available (no --gnina-python)",
+        "cpu": _cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "load_average_at_end": os.getloadavg(),
+        "threads": args.threads,
+        "python": platform.python_version(),
+    }
+    text = json.dumps(result, indent=1, default=float)
+    if args.out:
+        Path(args.out).write_text(text + "\n")
+    print(text)
+    return 0
+
+
+def _cpu_model() -> str:
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+    except OSError:
+        return platform.processor()
+    return next((line.split(":", 1)[1].strip() for line in out.splitlines() if line.startswith("Model name")), "")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,202 @@
+"""Score every docked pose of the configured data with a trained checkpoint: scores.csv and metrics JSON.
+
+``pecan predict CHECKPOINT --data-dir D`` or ``python main_app.py CONFIG.yaml --predict CHECKPOINT``. The
+checkpoint defines the model (any registered variant, rebuilt through the config path training uses) and the
+settings that shape its samples (``pecan.scoring.settings``); scoring reads nothing else of the training
+run. Each rank scores its share of the poses; rank 0 gathers them, labels each complex with its split and
+writes the files atomically. Crystal poses are not scored: they are not candidates a chemist ranks, and they
+have no docking score to compare with.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+
+from pecan.config import Config, ConfigError
+from pecan.data.index import IndexSettings, build_index
+from pecan.data.loader import load_split_frames, make_dataset, make_loader, make_sampler, prepare_job_data
+from pecan.errors import DataError, expected_error_code
+from pecan.fileio import json_text, write_csv, write_text
+from pecan.progress import resolve_mode
+from pecan.scoring.checkpoint import build_scoring_model, read_checkpoint, scoring_config
+from pecan.scoring.evaluate import score_share
+from pecan.scoring.report import split_metrics, summary_lines
+from pecan.scoring.settings import assign_splits, warn_if_synthetic
+from pecan.train.distributed import DistEnv, barrier, gather_varlen
+
+log = logging.getLogger(__name__)
+
+SCORE_COLUMNS = ("complex", "pose", "split", "score", "rank", "docking_score", "rmsd", "label")
+
+
+def _scoring_frames(config: Config, progress: bool) -> tuple[pd.DataFrame, pd.DataFrame]:
+    frame = scoring_frame(config, progress)
+    return frame, frame.iloc[:0]
+
+
+def scores_test_inputs(config: Config) -> bool:
+    """Whether scoring reads data.test_csvs/test_fns (else the training and validation sources)."""
+    return bool(config.data.test_csvs or config.data.test_fns)
+
+
+def scoring_frame(config: Config, progress: bool) -> pd.DataFrame:
+    """Docked poses of data.test_csvs/test_fns when set, else of the training and validation sources."""
+    data = config.data
+    if scores_test_inputs(config):
+        # Crystal poses are not scored, and new poses need no label.
+        settings = IndexSettings.from_data(data, use_crystal=False, labels_optional=True)
+        frame = build_index(
+            data.test_csvs,
+            data.test_fns,
+            data.data_dir,
+            settings,
+            index_prefix=f"{data.index_prefix}_test",
+            progress=progress,
+            index_dir=data.index_dir,
+        )
+    else:
+        frame = pd.concat(load_split_frames(data, progress), ignore_index=True)
+    frame = frame[frame["is_crystal"] == 0].reset_index(drop=True)
+    check_unique_poses(frame)
+    return frame
+
+
+def check_unique_poses(frame: pd.DataFrame) -> None:
+    """A (complex, pose) pair in two inputs would get two scores under one name: DataError naming both."""
+    duplicated = frame[frame.duplicated(["pdbid", "poseid"], keep=False)]
+    if duplicated.empty:
+        return
+    first = duplicated.iloc[0]
+    copies = duplicated[(duplicated["pdbid"] == first["pdbid"]) & (duplicated["poseid"] == first["poseid"])]
+    shards = [str(s) for s in copies["shard"]] if "shard" in copies else ["?", "?"]
+    pairs = len(duplicated.drop_duplicates(["pdbid", "poseid"]))
+    raise DataError(
+        f"complex {first['pdbid']} pose {first['poseid']} is in more than one input: {shards[0]} and "
+        f"{shards[1]} ({pairs} duplicated (complex, pose) pair(s)); score the inputs separately or "
+        f"drop the copies"
+    )
+
+
+def score_table(dataset, frame: pd.DataFrame, logits: np.ndarray, ids: np.ndarray) -> pd.DataFrame:
+    """scores.csv rows: probability, rank within complex (1 = best), docking score, rmsd and label."""
+    table = dataset.table
+    scores = pd.DataFrame(
+        {
+            "complex": table.pdbid[ids],
+            "pose": table.poseid[ids],
+            "score": 1.0 / (1.0 + np.exp(-logits.astype(np.float64))),
+            "logit": logits,
+        }
+    )
+    known = frame[["pdbid", "poseid", "score", "rmsd", "label"]].rename(
+        columns={"pdbid": "complex", "poseid": "pose", "score": "docking_score"}
+    )
+    scores = scores.merge(known, on=["complex", "pose"], how="left", validate="one_to_one")
+    scores["split"] = ""
+    scores["rank"] = scores.groupby("complex")["score"].rank(ascending=False, method="first").astype(int)
+    scores = scores.sort_values(["complex", "rank"]).reset_index(drop=True)
+    return scores[[*SCORE_COLUMNS, "logit"]]
+
+
+def metrics_path(out: Path) -> Path:
+    """The JSON beside scores.csv: scores.metrics.json."""
+    return out.with_name(out.stem + ".metrics.json")
+
+
+def run_predict(
+    config: Config, env: DistEnv, device: torch.device, checkpoint: str, out: str, allow: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """Score the configured poses on every rank with the checkpoint's model and sample settings; rank 0
+    writes ``out`` and its metrics JSON. Reads nothing of train.out_dir, takes no lock."""
+    path = Path(checkpoint)
+    state = read_checkpoint(path)
+    config = scoring_config(state, config, path, tuple(allow))
+    progress = resolve_mode(config.train.progress) if env.is_main else "off"
+    model = build_scoring_model(state, config.model, path, device)
+    # The trainer's job protocol: rank 0 indexes and decides the packs, node leaders confirm and stage.
+    job = prepare_job_data(
+        config.data,
+        rank=env.rank,
+        local_rank=env.local_rank,
+        progress=progress,
+        build_frames=lambda: _scoring_frames(config, progress),
+    )
+    frame = job.train_frame
+    if frame.empty:
+        raise ConfigError("no docked poses to score in the configured data")
+    if env.is_main:
+        warn_if_synthetic(state, path, frame["shard"].unique())
+    dataset = make_dataset(config.data, frame, job.packs, augment=False)
+    sampler = make_sampler(
+        dataset, config.data, train=False, rank=env.rank, world_size=env.world_size, seed=config.train.seed
+    )
+    workers = max(config.data.num_workers, 0)
+    loader = make_loader(dataset, sampler, config.data.batch_size, workers, pin_memory=device.type == "cuda")
+    try:
+        logits, ids = score_share(model, loader, device, config.train.amp, progress)
+    finally:
+        loader.close()
+    logits, ids = gather_varlen(logits, env).cpu().numpy(), gather_varlen(ids, env).cpu().numpy()
+    values: dict[str, Any] = {}
+    if env.is_main:
+        scores = score_table(dataset, frame, logits, ids)
+        from_test = set(scores["complex"]) if scores_test_inputs(config) else set()
+        scores["split"] = assign_splits(scores["complex"], state.get("complexes"), from_test)
+        values = {**split_metrics(scores), "checkpoint": str(checkpoint), "scores": str(out)}
+        write_outputs(scores, values, Path(out), state)
+    barrier()
+    return values
+
+
+def write_outputs(scores: pd.DataFrame, values: dict[str, Any], out: Path, state: dict) -> None:
+    """scores.csv and its metrics JSON (atomically), the summary lines and the warnings on the split."""
+    write_csv(scores[list(SCORE_COLUMNS)], out)
+    write_text(metrics_path(out), json_text(values, indent=2, default=float))
+    if "complexes" not in state:
+        log.warning(
+            "the checkpoint does not record its training complexes (written before that was stored): "
+            "the split column is 'unknown' and the figures may include complexes it trained on"
+        )
+    trained_on = values["splits"].get("train")
+    if trained_on:
+        log.warning(
+            "%d of the %d scored complexes were used to train this checkpoint (split 'train'): their "
+            "figures are not held-out performance",
+            trained_on["complexes"],
+            values["complexes"],
+        )
+    for line in summary_lines(values):
+        print(line, flush=True)
+    print(f"wrote {out} and {metrics_path(out)}", flush=True)
+
+
+def score_shards(config: Config, checkpoint: str, out: str, allow: tuple[str, ...] = ()) -> int:
+    """Set up distributed (one process or a launcher's ranks), score, clean up; the exit code (also for
+    ``main_app.py CONFIG --predict CKPT``)."""
+    from pecan.train.distributed import cleanup_distributed, discover, init_distributed, resolve_device
+
+    try:
+        env = discover()
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    logging.basicConfig(
+        level=logging.INFO if env.is_main else logging.WARNING, format=f"[pecan r{env.rank}] %(levelname)s %(message)s"
+    )
+    finished = False
+    try:
+        device = resolve_device(config.train.device, init_distributed(env), env.local_rank)
+        run_predict(config, env, device, checkpoint, out, allow)
+        finished = True
+        return 0
+    except Exception as err:  # an expected error type exits with its code (pecan.errors.EXIT_CODES)
+        return expected_error_code(err)
+    finally:
+        cleanup_distributed(graceful=finished)
