@@ -2,6 +2,8 @@
 default."""
 
 import json
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -49,3 +51,33 @@ def test_slim_checkpoint_drops_training_state_and_still_scores(trained_run, tmp_
     data_dir = trained_run.shared_data()["data.data_dir"]
     assert predict_command.main([str(slim), "--data-dir", data_dir, "--out", str(out), "--device", "cpu"]) == 0
     assert out.exists()
+
+
+def test_pecan_score_without_a_checkpoint_uses_the_shipped_model(tmp_path):
+    """The gnina --score_only of PECAN: docking output in, scored poses out, no checkpoint to find."""
+    pytest.importorskip("prolif", reason="needs the convert extra: pip install -e '.[convert]'")
+    from rdkit import Chem
+
+    from pecan.convert.examples import prolif_data, write_prolif_manifest
+    from tests.procs import clean_env
+
+    def run_clean(args, cwd):
+        return subprocess.run(
+            [sys.executable, *args], cwd=cwd, env=clean_env(), capture_output=True, text=True, timeout=300
+        )
+
+    write_prolif_manifest(tmp_path / "prolif")
+    data = prolif_data() / "vina"
+    out = tmp_path / "out" / "scored.sdf"
+    command = ["-m", "pecan", "score", "--receptor", str(data / "rec.pdb"), "--poses"]
+    command += [str(tmp_path / "prolif" / "vina_scored.sdf"), "--crystal", str(data / "lig.pdb")]
+    done = run_clean([*command, "--score-property", "vina_score", "--out", str(out)], cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "shipped model" in done.stderr and str(pretrained.CHECKPOINT) in done.stderr
+    poses = list(Chem.SDMolSupplier(str(out)))
+    assert len(poses) == 9 and all(0.0 <= float(m.GetProp("pecan_score")) <= 1.0 for m in poses)
+    ranks = {int(m.GetProp("pecan_rank")): int(m.GetProp("label")) for m in poses}
+    assert max(ranks[k] for k in (1, 2, 3)) == 1  # the near-native pose is among the three best-scored
+    # Without the docking score the model takes, the shipped model refuses, naming the property and file.
+    missing = run_clean([*command, "--out", str(tmp_path / "o2" / "s.sdf")], cwd=tmp_path)
+    assert missing.returncode == 2 and "docking_score" in missing.stderr and "vina_scored.sdf" in missing.stderr

@@ -1,5 +1,6 @@
-"""`pecan score CHECKPOINT --receptor R.pdb --poses poses.sdf [--crystal X.sdf] --out scored.sdf`: docking
-output in, scored poses out, no YAML and no shards to manage.
+"""`pecan score [CHECKPOINT] --receptor R.pdb --poses poses.sdf [--crystal X.sdf] --out scored.sdf`: docking
+output in, scored poses out, no YAML and no shards to manage. Without CHECKPOINT the shipped pretrained model
+scores (``pecan/pretrained``: trained on the public redocked corpus; MODEL_CARD.md beside it).
 
 The poses are converted with the converter's featurisation (``pecan.convert``, the `convert` extra) and
 scored in memory like `pecan predict` scores shards (the checkpoint's model and sample settings; see
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import sys
 
 from pecan.commands import add_allow_option
 
@@ -19,7 +21,12 @@ from pecan.commands import add_allow_option
 def parse_args(argv=None, prog: str | None = None) -> argparse.Namespace:
     """Command line: a checkpoint, one complex's files or a manifest, where the scored poses go."""
     parser = argparse.ArgumentParser(prog=prog, description="Score docked poses (SDF/mol2) with a checkpoint.")
-    parser.add_argument("checkpoint", help="a checkpoint of a training run (e.g. RUN/checkpoints/best.pt)")
+    parser.add_argument(
+        "checkpoint",
+        nargs="?",
+        default=None,
+        help="a checkpoint of a training run (e.g. RUN/checkpoints/best.pt); default: the shipped pretrained model",
+    )
     parser.add_argument("--receptor", help="receptor PDB file")
     parser.add_argument("--poses", help="docked poses: multi-record SDF or mol2")
     parser.add_argument("--crystal", help="crystal ligand (SDF, mol2 or PDB): adds rmsd, label and metrics")
@@ -49,4 +56,15 @@ def main(argv=None, prog: str | None = None) -> int:
     from pecan.keywords import same_named
     from pecan.scoring.poses import ScoreRequest, score_poses
 
+    if args.checkpoint is None:
+        from pecan.pretrained import default_checkpoint
+
+        try:
+            args.checkpoint = str(default_checkpoint())
+        except FileNotFoundError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 2
+        logging.getLogger("pecan.score").info(
+            "scoring with the shipped model %s (its card: MODEL_CARD.md beside it)", args.checkpoint
+        )
     return score_poses(ScoreRequest(**same_named(args, ScoreRequest, allow=tuple(args.allow))))
