@@ -346,6 +346,9 @@ def main(argv=None) -> int:
     if args.group_column not in manifest.columns:
         raise SystemExit(f"error: {args.docked / 'manifest.csv'} has no column {args.group_column!r} (--group-column)")
     families = dict(zip(manifest["complex_id"], manifest[args.group_column]))
+    if args.test_docked is not None:  # complexes docked only by the other program keep their own fold
+        other = pd.read_csv(args.test_docked / "manifest.csv", dtype=str, keep_default_na=False)
+        families = {**dict(zip(other["complex_id"], other[args.group_column])), **families}
     chosen = [f for f in args.families.split(",") if f] or sorted(set(families.values()))
     seeds = [s.strip() for s in args.seeds.split(",") if s.strip()] or [""]
     peers, peer_names = peer_table(args)
