@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import logging
 import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -423,3 +424,35 @@ def test_a_plot_that_fails_costs_a_warning_not_the_finished_run(tmp_path, caplog
     caplog.set_level(logging.WARNING)
     RunFiles(tmp_path).write_summary(plots=True)
     assert "the plots were not written (RuntimeError: no usable font)" in caplog.text
+
+
+@pytest.mark.slow
+def test_the_readme_cluster_install_without_extras_finishes_a_demo_shaped_run(tmp_path, make_config):
+    """`pip install -e .` alone (the README's cluster install: no plots, tensorboard or native tracing) into a
+    fresh venv, then a run with plots and TensorBoard on (train.plots defaults to true): exit 0, one warning
+    per missing extra."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
+    python = venv / "bin" / "python"
+    install = [str(python), "-m", "pip", "install", "-q", "-c", str(ROOT / "constraints-cpu.txt"), "-e", str(ROOT)]
+    done = subprocess.run(install, capture_output=True, text=True, timeout=1200)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    for extra in ("matplotlib", "tensorboard"):
+        probe = subprocess.run([str(python), "-c", f"import {extra}"], capture_output=True, timeout=120)
+        assert probe.returncode != 0, f"{extra} came with the base install: the test would prove nothing"
+    path, config = make_config({"train.epochs": 1, "train.plots": True, "train.tensorboard": True})
+    env = clean_env()
+    env.pop("PYTHONPATH")  # the venv's own editable install of this checkout, nothing of the test's interpreter
+    run = subprocess.run(
+        [str(python), "-u", str(ROOT / "main_app.py"), str(path), "--set", "train.max_steps_per_epoch=2"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    text = run.stdout + run.stderr
+    assert run.returncode == 0, text[-3000:]
+    assert "Traceback" not in text
+    assert text.count("matplotlib is missing") == 1 and text.count("tensorboard is missing") == 1, text[-3000:]
+    assert len(report_lines(config.train.out_dir)) == 1
