@@ -70,16 +70,35 @@ class Progress:
         extra: Optional[Callable[["Progress"], str]] = None,
         close_line: bool = True,
         clock: Callable[[], float] = time.monotonic,
+        heartbeat: bool = False,
     ) -> None:
         self.total, self.desc, self.unit, self.every_s = total, desc, unit, every_s
         self.mode, self.extra, self.close_line, self.clock = resolve_mode(mode), extra, close_line, clock
         self.done, self.lines_written = 0, 0
         self.started = self.last_line = clock()
+        self.done_at_last_line = -1
         self.bar = None
+        self._stop = None
         if self.mode == "bar":
             from tqdm import tqdm
 
             self.bar = tqdm(total=total, desc=desc, unit=unit, leave=False)
+        elif self.mode == "lines" and heartbeat and math.isfinite(every_s) and every_s > 0:
+            self._start_heartbeat()
+
+    def _start_heartbeat(self) -> None:
+        """A line every ``every_s`` even while one unit of work takes longer (a batch log that says nothing
+        for minutes looks like a hung job)."""
+        import threading
+
+        self._stop = threading.Event()
+
+        def beat() -> None:
+            while not self._stop.wait(self.every_s / 4):
+                if self.clock() - self.last_line >= self.every_s:
+                    self.write_line()
+
+        threading.Thread(target=beat, name="pecan-progress", daemon=True).start()
 
     def elapsed(self) -> float:
         """Seconds since the start."""
@@ -112,14 +131,18 @@ class Progress:
         """Write a line now."""
         emit(self.line())
         self.last_line = self.clock()
+        self.done_at_last_line = self.done
         self.lines_written += 1
 
     def close(self) -> None:
-        """Remove the bar; in lines mode, a last line unless ``close_line`` is off."""
+        """Remove the bar; in lines mode, a last line unless ``close_line`` is off or the last line written
+        already showed the final count."""
+        if self._stop is not None:
+            self._stop.set()
         if self.bar is not None:
             self.bar.close()
             self.bar = None
-        elif self.mode == "lines" and self.close_line and self.done:
+        elif self.mode == "lines" and self.close_line and self.done and self.done != self.done_at_last_line:
             self.write_line()
 
     def __enter__(self) -> "Progress":

@@ -140,6 +140,19 @@ def test_resume_from_best_after_a_damaged_last_keeps_each_epoch_once(tmp_path, d
     assert [r["epoch"] for r in records(tmp_path)] == [1, 2, 3, 4]
 
 
+def test_resume_after_the_labels_changed_in_place_says_so(tmp_path, data_dir, caplog, capsys):
+    """Labels flipped in the index CSV between two starts of one run: the resumed run warns, naming the
+    checkpoint and both digests; an unchanged index resumes without the warning."""
+    assert run(tmp_path, data_dir, caplog=caplog, capsys=capsys)[0] == 0
+    code, text = run(tmp_path, data_dir, "train.epochs=3", caplog=caplog, capsys=capsys)
+    assert code == 0 and "resumed from" in text and "training data changed" not in text
+    caplog.clear()
+    edit_csv(data_dir, lambda f: f.assign(label=1 - f["label"], rmsd=""))
+    code, text = run(tmp_path, data_dir, "train.epochs=4", caplog=caplog, capsys=capsys)
+    assert code == 0, text
+    assert caplog.text.count("the training data changed since checkpoint") == 1 and "last.pt" in text
+
+
 # ---------------------------------------------------------------------------- JSON that is JSON; 2D ligands
 
 

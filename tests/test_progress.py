@@ -53,6 +53,19 @@ def test_off_writes_nothing_and_track_counts(caplog, capsys):
         "items: 1/3 it (33%)",
         "items: 2/3 it (67%)",
         "items: 3/3 it (100%)",
-        "items: 3/3 it (100%)",
-    ]
+    ]  # the closing line is not repeated when the last line already showed the final count
     assert "\r" not in capsys.readouterr().err
+
+
+def test_a_heartbeat_line_while_one_unit_takes_long_and_no_repeated_final_line(caplog):
+    """A batch log shows life while a single slow unit (one shard of many complexes) runs: a line every
+    every_s even without an update; the closing line is written once."""
+    import time
+
+    with caplog.at_level(logging.INFO, logger="pecan.progress"):
+        with progress.Progress(2, "converting", "complex", "lines", every_s=0.2, heartbeat=True) as bar:
+            time.sleep(0.9)  # the first unit takes 4.5 heartbeat periods
+            bar.update(2)
+    lines = [r.getMessage().split(" | ")[0] for r in caplog.records]
+    assert lines.count("converting: 0/2 complex (0%)") >= 2
+    assert lines.count("converting: 2/2 complex (100%)") == 1

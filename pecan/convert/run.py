@@ -139,7 +139,8 @@ def remove_stale_shards(out_dir: Path, prefix: str, jobs: list[ShardJob]) -> lis
 
 def _run_all(jobs: list[ShardJob], workers: int, progress) -> list[dict]:
     records = []
-    with Progress(sum(len(j.entries) for j in jobs), "converting", "complex", progress) as bar:
+    # heartbeat: one shard job of many complexes can take minutes, and a batch log must still show life.
+    with Progress(sum(len(j.entries) for j in jobs), "converting", "complex", progress, heartbeat=True) as bar:
         with results_of(run_job, jobs, workers) as results:
             for record in results:
                 records.append(record)

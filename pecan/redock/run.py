@@ -68,7 +68,7 @@ def plan(frame: pd.DataFrame, out_dir: Path, options: DockOptions) -> list[DockJ
 def _run_all(jobs: list[DockJob], workers: int, progress, on_record) -> list[dict]:
     records = []
     order = {job.complex_id: k for k, job in enumerate(jobs)}
-    with Progress(len(jobs), "redocking", "complex", progress) as bar:
+    with Progress(len(jobs), "redocking", "complex", progress, heartbeat=True) as bar:
         with results_of(run_job, jobs, workers) as results:
             for record in results:
                 records.append(record)

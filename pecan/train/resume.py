@@ -34,10 +34,33 @@ def maybe_resume(trainer) -> None:
     main = trainer.env.is_main
     if main:
         ckpt.warn_changed_settings(state, trainer.config, path)
+        warn_changed_data(state, trainer.train_frame, path)
         at = f", step {trainer.position.done} of epoch {trainer.position.epoch + 1}" if trainer.position else ""
         log.info("resumed from %s after epoch %d%s", path, trainer.start_epoch, at)
         trainer.files.restore_missing(trainer.records, trainer.start_epoch)
     trainer.resumed_from = str(path)
+
+
+def warn_changed_data(state: dict, train_frame, path) -> None:
+    """One warning when the training index (complex, pose, label of every row) is not the one the checkpoint
+    trained on: labels flipped or rmsd values changed in place, poses added or removed since."""
+    from pecan.scoring.settings import index_digest
+
+    recorded = (state.get("training_data") or {}).get("index_digest")
+    if not recorded:
+        return  # a checkpoint written before the record existed
+    now = index_digest(train_frame)
+    if now != recorded:
+        before = (state.get("training_data") or {}).get("poses", "?")
+        log.warning(
+            "the training data changed since checkpoint %s was written (index digest %s, %s poses -> %s, %d "
+            "poses): labels, rmsd values or poses changed in place; the resumed run trains on the data as it is now",
+            path,
+            recorded,
+            before,
+            now,
+            len(train_frame),
+        )
 
 
 def save_position(trainer, position: Position) -> None:
