@@ -17,7 +17,7 @@ from pecan.fileio import write_csv
 from pecan.manifest import check_unique_ids, read_manifest_frame
 from pecan.pool import results_of
 from pecan.progress import Progress
-from pecan.redock.dock import SCORE_PROPERTY, DockJob, DockOptions, run_job
+from pecan.redock.dock import SCORE_PROPERTY, DockJob, DockOptions, finished, run_job
 
 REQUIRED_COLUMNS = ("complex_id", "receptor", "crystal_ligand")
 CONVERTER_COLUMNS = ("complex_id", "receptor", "poses", "crystal_ligand", "score_property")
@@ -66,10 +66,21 @@ def plan(frame: pd.DataFrame, out_dir: Path, options: DockOptions) -> list[DockJ
 
 
 def _run_all(jobs: list[DockJob], workers: int, progress, on_record) -> list[dict]:
-    records = []
+    # Finished complexes first, in this process (a record and a hash of the inputs each): the tables list
+    # them from the first write on, so a rerun never shows a shorter manifest.csv while it catches up.
     order = {job.complex_id: k for k, job in enumerate(jobs)}
+    records, todo = [], []
+    for job in jobs:
+        record = finished(job)
+        if record is None:
+            todo.append(job)
+        else:
+            records.append({**record, "reused": True})
     with Progress(len(jobs), "redocking", "complex", progress, heartbeat=True) as bar:
-        with results_of(run_job, jobs, workers) as results:
+        bar.update(len(records))
+        if records:
+            on_record(records)
+        with results_of(run_job, todo, workers) as results:
             for record in results:
                 records.append(record)
                 records.sort(key=lambda r: order[r["complex_id"]])

@@ -157,3 +157,26 @@ def test_a_crystal_ligand_collapsed_to_one_point_fails_at_once(tmp_path):
     assert summary["failed"] == 1 and "degenerate geometry" in reason and "flat.sdf" in reason
     record = json.loads((tmp_path / "out" / "records" / "flat.json").read_text())
     assert record["seconds"] < 30
+
+
+def test_a_rerun_lists_every_finished_complex_before_it_docks_anything(docked, monkeypatch):
+    """The tables of a rerun start complete: a converter reading manifest.csv meanwhile never sees only the
+    complexes this run has visited so far."""
+    from contextlib import contextmanager
+
+    from pecan.redock import run as redock_run
+
+    _, out = docked
+    redock(_manifest(out.parent), out, OPTIONS, progress=False)  # 1s2g finished with these options
+    manifest = _manifest(out.parent, [{"complex_id": "later", "receptor": "r.pdb", "crystal_ligand": "l.sdf"}])
+    seen = []
+
+    @contextmanager
+    def watching(function, jobs, workers):
+        seen.append(pd.read_csv(out / "manifest.csv", dtype=str)["complex_id"].tolist())
+        assert [job.complex_id for job in jobs] == ["later"]  # only the unfinished complex goes to the pool
+        yield map(function, jobs)
+
+    monkeypatch.setattr(redock_run, "results_of", watching)
+    summary = redock(manifest, out, OPTIONS, progress=False)
+    assert seen == [["1s2g"]] and summary["reused"] == 1
