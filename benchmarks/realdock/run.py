@@ -83,7 +83,7 @@ def parse_args(argv=None) -> argparse.Namespace:
         type=Path,
         default=None,
         help="a CSV with a complex_id column (e.g. the --peer-scores file): only those docked complexes, so "
-        "recipes compared on a growing docking run see the same poses",
+        "recipes compared on a growing docking run see the same poses (--test-docked poses are all scored)",
     )
     parser.add_argument(
         "--peer-columns",
@@ -340,7 +340,8 @@ def main(argv=None) -> int:
     index["shard"] = "shards/" + index["shard"]
     test_index = None
     if args.test_docked is not None:
-        test_index = convert(args.test_docked, args.work / f"shards_{args.test_docked.name}", only)
+        # every complex of the other source: --only restricts what the model trains on
+        test_index = convert(args.test_docked, args.work / f"shards_{args.test_docked.name}")
         test_index["shard"] = f"shards_{args.test_docked.name}/" + test_index["shard"]
     manifest = pd.read_csv(args.docked / "manifest.csv", dtype=str, keep_default_na=False)
     if args.group_column not in manifest.columns:
