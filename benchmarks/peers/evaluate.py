@@ -27,6 +27,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from pecan.train.metrics import roc_auc  # noqa: E402,F401 - the project's AUC (also evaluate.roc_auc for tests)
+
 NEAR_NATIVE = 2.0
 # (column, higher is better); columns absent from the table are skipped.
 SCORERS = (
@@ -39,16 +42,6 @@ SCORERS = (
 
 
 # ---------------------------------------------------------------------------- ranking figures
-
-
-def roc_auc(scores, labels) -> float:
-    """Area under the ROC curve via the rank-sum statistic (ties get average ranks); NaN if one class."""
-    labels = np.asarray(labels).astype(bool)
-    positives, negatives = int(labels.sum()), int((~labels).sum())
-    if positives == 0 or negatives == 0:
-        return float("nan")
-    ranks = pd.Series(np.asarray(scores, dtype=np.float64)).rank(method="average").to_numpy()
-    return float((ranks[labels].sum() - positives * (positives + 1) / 2) / (positives * negatives))
 
 
 def top_k_hits(frame: pd.DataFrame, score: str, k: int, higher_is_better: bool = True) -> pd.Series:
