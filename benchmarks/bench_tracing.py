@@ -36,7 +36,7 @@ VARIANTS = {"off": [], "on": ["trace.enabled=true"], "on+posix": ["trace.enabled
 
 def event_cost_us(count: int = 5000) -> float:
     """Microseconds per empty event with three context arguments (tracing must be set up)."""
-    from pecan import tracing
+    from pecan.runtime import tracing
 
     tracing.set_context(epoch=1, step=1)
     start = time.perf_counter()
@@ -68,7 +68,7 @@ def events_in(trace_dir: Path) -> int:
 
 def account(run_dir: Path) -> dict:
     """Events per epoch of a traced run x the cost of one event, as a share of its median epoch."""
-    from pecan import tracing
+    from pecan.runtime import tracing
 
     walls = [json.loads(line)["wall_s"] for line in (run_dir / "epochs.jsonl").read_text().splitlines()]
     tracing.setup(True, tempfile.mkdtemp(prefix="pecan-bench-trace-"), 0)
@@ -85,10 +85,10 @@ def account(run_dir: Path) -> dict:
 
 def in_process(work: Path, repeats: int) -> dict:
     """Interleaved passes over the data set's batches with events on and off; the cost of one event."""
-    from pecan import tracing
     from pecan.config import DataConfig
     from pecan.data.loader import load_split_frames, make_dataset
     from pecan.data.sample import COUNTER_FIELDS
+    from pecan.runtime import tracing
 
     cfg = DataConfig(data_dir=str(work / "data"), train_csvs=["index.csv"], val_fraction=0.0, io_mode="reopen")
     dataset = tracing.BusyDataset(
@@ -184,7 +184,7 @@ def main(argv=None) -> int:
         "overhead": {},
         "accounting": {},
     }
-    from pecan import tracing
+    from pecan.runtime import tracing
 
     tracing.setup(True, tempfile.mkdtemp(prefix="pecan-bench-trace-"), 0)
     event_us = statistics.median(event_cost_us() for _ in range(5))

@@ -19,7 +19,7 @@ def graph_count(batch) -> int:
 
 def van_der_waals(batch) -> Tensor:
     """Per-atom van der Waals radius (Angstrom): the batch's own ``vdw`` when it has one, else derived from
-    the element one-hot of ``x`` (the table in :mod:`pecan.data.format`)."""
+    the element one-hot of ``x`` (the table in :mod:`pecan.data.layout`)."""
     vdw = getattr(batch, "vdw", None)
     if vdw is not None:
         return vdw.float()

@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 from typing import Any, Sequence
 
-from pecan.fileio import json_text, write_text
+from pecan.runtime.fileio import json_text, write_text
 
 # The phases of one rank's epoch: epochs.jsonl field (seconds) -> (trace category, event name) of the span
 # that times it. The trainer's phase clocks and spans (PhaseTimer.span), this report and the trace report
@@ -111,7 +111,7 @@ def append_record(path: str | os.PathLike, record: dict[str, Any]) -> None:
 def read_records(path: str | os.PathLike, events: bool = False) -> list[dict[str, Any]]:
     """All epoch records of a run, read line by line; a damaged line is a DataError naming file and line.
     Marker records (an ``event`` key, e.g. a stop) are left out unless ``events``."""
-    from pecan.errors import DataError
+    from pecan.runtime.errors import DataError
 
     records = []
     with open(path, encoding="utf-8", errors="replace") as handle:
@@ -132,7 +132,7 @@ def read_records(path: str | os.PathLike, events: bool = False) -> list[dict[str
 def read_epoch_records(path: str | os.PathLike) -> list[dict[str, Any]]:
     """``read_records`` for a reader that needs at least one epoch: none (an empty file, only markers) is a
     DataError naming the file."""
-    from pecan.errors import DataError
+    from pecan.runtime.errors import DataError
 
     records = read_records(path)
     if not records:
@@ -202,7 +202,7 @@ def phase_shares(record: dict[str, Any]) -> dict[str, float]:
 
 def compact_line(record: dict[str, Any], epochs: int, eta_s: float) -> str:
     """train.report: compact: one line per epoch with the losses, AUC, rate, phase shares and the ETA."""
-    from pecan.progress import format_duration
+    from pecan.runtime.progress import format_duration
 
     def num(key: str) -> str:
         value = record.get(key)

@@ -9,7 +9,7 @@ import h5py
 import numpy as np
 import pandas as pd
 
-from pecan.data import format as fmt
+from pecan.data import layout
 
 
 def make_atoms(rng: np.random.Generator, n_ligand: int = 6, n_protein: int = 20, shift: float = 0.0) -> np.ndarray:
@@ -17,7 +17,7 @@ def make_atoms(rng: np.random.Generator, n_ligand: int = 6, n_protein: int = 20,
 
     The ligand is a chain of 1.5 A steps (a bond length: the geometry checks reject points closer or
     farther apart than bonded atoms), centred on the origin plus ``shift``."""
-    atoms = np.zeros((n_ligand + n_protein, fmt.N_COLUMNS), dtype=np.float32)
+    atoms = np.zeros((n_ligand + n_protein, layout.N_COLUMNS), dtype=np.float32)
     steps = rng.normal(0, 1.5, (n_ligand, 3))
     steps /= np.linalg.norm(steps, axis=1, keepdims=True)
     for k in range(1, n_ligand):  # never turn back by more than 90 degrees: no two atoms closer than a bond
@@ -31,8 +31,8 @@ def make_atoms(rng: np.random.Generator, n_ligand: int = 6, n_protein: int = 20,
     element = rng.integers(3, 12, n_ligand + n_protein)
     atoms[np.arange(len(atoms)), element] = 1.0
     atoms[:, 15] = rng.normal(0, 0.3, len(atoms))
-    atoms[:n_ligand, fmt.MOLCODE_COLUMN] = 1.0
-    atoms[n_ligand:, fmt.MOLCODE_COLUMN] = -1.0
+    atoms[:n_ligand, layout.MOLCODE_COLUMN] = 1.0
+    atoms[n_ligand:, layout.MOLCODE_COLUMN] = -1.0
     atoms[:, 17:22] = rng.integers(0, 2, (len(atoms), 5))
     return atoms
 
@@ -40,7 +40,7 @@ def make_atoms(rng: np.random.Generator, n_ligand: int = 6, n_protein: int = 20,
 def pose_attrs(rng: np.random.Generator, rmsd: float) -> dict:
     """A full set of pose attributes."""
     attrs = {"rmsd": rmsd, "score": float(rng.uniform(-10, -4)), "label": int(rmsd < 2.0)}
-    for name in fmt.INTERACTION_ATTRS:
+    for name in layout.INTERACTION_ATTRS:
         attrs[name] = float(rng.integers(0, 6))
     return attrs
 
@@ -66,7 +66,7 @@ def write_shard(
             for p in range(n_poses):
                 poseid = f"{pdbid}_pose{p}"
                 rmsd = rmsds[p] if rmsds else float(rng.uniform(0, 6))
-                pose = group.create_group(f"{fmt.DEFAULT_POSE_GROUP}/{poseid}")
+                pose = group.create_group(f"{layout.DEFAULT_POSE_GROUP}/{poseid}")
                 pose.create_dataset("data", data=make_atoms(rng, shift=rmsd / 3))
                 for key, value in pose_attrs(rng, rmsd).items():
                     pose.attrs[key] = value
@@ -112,7 +112,7 @@ def poison_poses(data_dir: Path, chosen) -> list[str]:
     for shard in sorted(data_dir.glob("*.hdf5")):
         with h5py.File(shard, "a") as handle:
             for pdbid in handle:
-                poses = handle[f"{pdbid}/{fmt.DEFAULT_POSE_GROUP}"]
+                poses = handle[f"{pdbid}/{layout.DEFAULT_POSE_GROUP}"]
                 for name in chosen(poses, list(poses)):
                     set_atom_value(poses[name], 0, 0, np.nan)
                     poisoned.append(name)
@@ -123,9 +123,9 @@ def with_required_columns(table):
     """An index CSV's text (or DataFrame) with the required columns it lacks (is_crystal and the interaction
     counts) added as 0, for tests about other columns."""
     if isinstance(table, pd.DataFrame):
-        return table.assign(**{c: 0 for c in fmt.REQUIRED_CSV_COLUMNS if c not in table.columns})
+        return table.assign(**{c: 0 for c in layout.REQUIRED_CSV_COLUMNS if c not in table.columns})
     lines = table.splitlines()
-    added = [c for c in fmt.REQUIRED_CSV_COLUMNS if c not in lines[0].split(",")]
+    added = [c for c in layout.REQUIRED_CSV_COLUMNS if c not in lines[0].split(",")]
     return (
         "\n".join([lines[0] + "".join("," + c for c in added)] + [line + ",0" * len(added) for line in lines[1:]])
         + "\n"

@@ -22,14 +22,14 @@ import pytest
 import main_app
 from pecan import config as cfgmod
 from pecan import report
-from pecan.data import format as fmt
+from pecan.data import layout
 from tests import configs
 from tests.configs import DROP, SMALL_MODEL
 from tests.procs import clean_env
 from tests.shards import set_atom_value, write_dataset
 
 ROOT = Path(__file__).resolve().parents[1]
-POSES = fmt.DEFAULT_POSE_GROUP
+POSES = layout.DEFAULT_POSE_GROUP
 
 
 # ---------------------------------------------------------------------------- helpers

@@ -25,7 +25,7 @@ from pecan.config import DataConfig
 from pecan.data import identity, packed
 from pecan.data.index import split_by_complex
 from pecan.data.loader import pack_params
-from pecan.errors import DataError
+from pecan.runtime.errors import DataError
 from tests.procs import clean_env
 from tests.shards import write_dataset
 from tests.test_bad_inputs import ROOT, derive, edit_csv, first_pose, records, run

@@ -381,7 +381,7 @@ def test_ranks_started_with_different_settings_stop_at_start_naming_ranks_and_ke
 def test_weights_that_differ_between_ranks_stop_the_run_naming_them(monkeypatch):
     import torch
 
-    from pecan.errors import RanksDisagree, exit_code
+    from pecan.runtime.errors import RanksDisagree, exit_code
     from pecan.train import components
     from pecan.train.distributed import DistEnv
 
@@ -416,7 +416,7 @@ def test_weights_that_differ_between_ranks_stop_the_run_naming_them(monkeypatch)
     ],
 )
 def test_manifest_csv_with_a_repeated_column_or_no_csv_is_named(tmp_path, text, message):
-    from pecan.manifest import read_manifest_frame
+    from pecan.runtime.manifest import read_manifest_frame
 
     path = tmp_path / "manifest.csv"
     path.write_text(text)

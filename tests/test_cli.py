@@ -57,7 +57,7 @@ def test_config_with_an_unknown_key_exits_2_naming_it(capsys):
 
 
 def test_config_keys_lists_every_key_with_type_default_and_doc(capsys):
-    from pecan.config_docs import reference_rows
+    from pecan.config.docs import reference_rows
 
     assert cli.main(["config", "--keys"]) == 0
     out = capsys.readouterr().out

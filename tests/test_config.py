@@ -84,7 +84,7 @@ def test_save_round_trip_and_digest(tmp_path):
 
 
 def test_describe_documents_every_field():
-    from pecan.config_docs import describe
+    from pecan.config.docs import describe
 
     text = describe()
     for section in ("data", "model", "train", "trace"):

@@ -116,7 +116,7 @@ def concern_row(concern):
 
 
 def test_only_fileio_renames_into_place():
-    assert files_matching(r"\bos\.(replace|rename)\(", "pecan", "model", "main_app.py") == {"pecan/fileio.py"}
+    assert files_matching(r"\bos\.(replace|rename)\(", "pecan", "model", "main_app.py") == {"pecan/runtime/fileio.py"}
 
 
 def test_only_tracing_imports_dftracer():
@@ -125,11 +125,11 @@ def test_only_tracing_imports_dftracer():
         for p in python_files("pecan", "model", "scripts", "benchmarks", "main_app.py")
         if any(name.split(".")[0] == "dftracer" for name in imported_modules(p))
     }
-    assert importers == {"pecan/tracing.py"}
+    assert importers == {"pecan/runtime/tracing.py"}
 
 
 def test_models_import_no_pandas_h5py_training_or_tracing():
-    forbidden = ("pandas", "h5py", "pecan.train", "pecan.tracing")
+    forbidden = ("pandas", "h5py", "pecan.train", "pecan.runtime.tracing")
     offending = {
         f"{relative(p)}: {name}"
         for p in python_files("model")

@@ -1,4 +1,4 @@
-"""pecan.keywords.same_named and the settings objects built with it (index settings, pack parameters)."""
+"""pecan.runtime.keywords.same_named and the settings objects built with it (index settings, pack parameters)."""
 
 import argparse
 from dataclasses import dataclass
@@ -8,7 +8,7 @@ import pytest
 from pecan.config import DataConfig
 from pecan.data.index import IndexSettings, build_index
 from pecan.data.loader import pack_params
-from pecan.keywords import same_named
+from pecan.runtime.keywords import same_named
 
 
 @dataclass

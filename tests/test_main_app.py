@@ -95,7 +95,7 @@ def test_missing_data_exits_with_named_file(tmp_path):
 
 
 def test_config_reference_page_is_current():
-    from pecan.config_docs import describe
+    from pecan.config.docs import describe
 
     page = (ROOT / "docs" / "configuration.md").read_text()
-    assert describe() in page, "run: python -m pecan.config_docs --update-docs"
+    assert describe() in page, "run: python -m pecan.config.docs --update-docs"

@@ -1,4 +1,4 @@
-"""No `--out` overwrites what its command reads (pecan.outputs): the checkpoint, an index, a manifest, a poses
+"""No `--out` overwrites what its command reads (pecan.runtime.outputs): the checkpoint, an index, a manifest, a poses
 file, a run's records, or another output of the same command. Each is refused with exit 2 and one line naming
 both, before anything is written."""
 
@@ -8,12 +8,12 @@ import shutil
 import pandas as pd
 import pytest
 
-from pecan import outputs
 from pecan.commands import convert as convert_command
 from pecan.commands import predict as predict_command
 from pecan.commands import redock as redock_command
 from pecan.runs import plot as plot_module
 from pecan.runs import trace as trace_module
+from pecan.runtime import outputs
 
 
 def digest(path):

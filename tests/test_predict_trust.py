@@ -12,7 +12,7 @@ import torch
 import main_app
 from pecan import config as cfgmod
 from pecan.config import ConfigError
-from pecan.errors import DataError
+from pecan.runtime.errors import DataError
 from pecan.scoring.settings import check_settings, sample_settings
 from pecan.scoring.shards import metrics_path, run_predict
 from pecan.train import checkpoint as ckpt

@@ -1,11 +1,12 @@
-"""pecan.progress: the mode follows the stream; lines carry counts, rates and an ETA, never a carriage return."""
+"""pecan.runtime.progress: the mode follows the stream; lines carry counts, rates and an ETA, never a
+carriage return."""
 
 import io
 import logging
 
 import pytest
 
-from pecan import progress
+from pecan.runtime import progress
 
 
 class Terminal(io.StringIO):
@@ -32,7 +33,7 @@ def test_format_duration():
 def test_lines_every_n_seconds_with_eta(caplog):
     now = [0.0]
     bar = progress.Progress(10, "epoch 1", "step", "lines", every_s=30.0, clock=lambda: now[0])
-    with caplog.at_level(logging.INFO, logger="pecan.progress"):
+    with caplog.at_level(logging.INFO, logger="pecan.runtime.progress"):
         for _ in range(10):
             now[0] += 10.0  # 10 s per step: a line at 30, 60 and 90 s, then the closing line
             bar.update()
@@ -45,7 +46,7 @@ def test_lines_every_n_seconds_with_eta(caplog):
 
 
 def test_off_writes_nothing_and_track_counts(caplog, capsys):
-    with caplog.at_level(logging.INFO, logger="pecan.progress"):
+    with caplog.at_level(logging.INFO, logger="pecan.runtime.progress"):
         assert list(progress.track(range(5), "items", mode="off")) == list(range(5))
         assert list(progress.track(range(3), "items", mode="lines", every_s=0.0)) == [0, 1, 2]
     messages = [r.getMessage() for r in caplog.records]
@@ -62,7 +63,7 @@ def test_a_heartbeat_line_while_one_unit_takes_long_and_no_repeated_final_line(c
     every_s even without an update; the closing line is written once."""
     import time
 
-    with caplog.at_level(logging.INFO, logger="pecan.progress"):
+    with caplog.at_level(logging.INFO, logger="pecan.runtime.progress"):
         with progress.Progress(2, "converting", "complex", "lines", every_s=0.2, heartbeat=True) as bar:
             time.sleep(0.9)  # the first unit takes 4.5 heartbeat periods
             bar.update(2)

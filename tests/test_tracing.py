@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pecan import report, tracing
+from pecan import report
+from pecan.runtime import tracing
 from tests.ddp import run_ranks_ok
 from tests.procs import ROOT, app_argv, clean_env, run_checked
 from tests.train.helpers import tiny_run
@@ -115,7 +116,7 @@ def test_packed_run_writes_traces(tmp_path, native_tracer):
 SPAWN_SCRIPT = """
 import sys, torch
 sys.path.insert(0, {root!r})
-from pecan import tracing
+from pecan.runtime import tracing
 from pecan.config import DataConfig
 from pecan.data.loader import load_split_frames, make_dataset
 from pecan.data.sample import passthrough_collate
@@ -143,7 +144,7 @@ def test_spawned_worker_writes_its_own_trace(tiny_dataset, tmp_path):
 EVENT_SCRIPT = """
 import sys
 sys.path.insert(0, {root!r})
-from pecan import tracing
+from pecan.runtime import tracing
 assert tracing.setup(True, {trace!r}, rank=3)
 tracing.set_context(epoch=2, step=7)
 with tracing.span("compute", "forward", size=4, scale=0.5, what="x") as event:

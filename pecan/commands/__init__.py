@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 
-from pecan.errors import expected_error_code  # noqa: F401 (the commands' shared handler)
+from pecan.runtime.errors import expected_error_code  # noqa: F401 (the commands' shared handler)
 
 
 def add_set_option(parser: argparse.ArgumentParser) -> None:

@@ -25,7 +25,7 @@ def parse_args(argv=None, prog: str | None = None) -> argparse.Namespace:
 
 def key_listing() -> str:
     """Every config key: a line with key, type and default, then its documentation indented."""
-    from pecan.config_docs import reference_rows
+    from pecan.config.docs import reference_rows
 
     blocks = []
     for key, variant, kind, default, doc in reference_rows():

@@ -37,9 +37,9 @@ def parse_args(argv=None, prog: str | None = None) -> argparse.Namespace:
 def check_outputs(args: argparse.Namespace) -> None:
     """--out (a directory) and the files it gets may be neither the manifest nor a file the manifest names
     (ConfigError, exit 2); shards this converter wrote there before are its own and may be replaced."""
-    from pecan import outputs
     from pecan.convert.complexes import OPTIONAL_COLUMNS, REQUIRED_COLUMNS
-    from pecan.manifest import read_manifest_frame
+    from pecan.runtime import outputs
+    from pecan.runtime.manifest import read_manifest_frame
 
     rows = read_manifest_frame(args.manifest, REQUIRED_COLUMNS, OPTIONAL_COLUMNS)
     base = args.manifest.resolve().parent
@@ -55,7 +55,7 @@ def check_outputs(args: argparse.Namespace) -> None:
 
 def _is_shard_name(path: Path, args: argparse.Namespace) -> bool:
     """Whether ``path`` is in --out under a shard name this conversion uses (<prefix>_NNNN.hdf5)."""
-    from pecan.outputs import real
+    from pecan.runtime.outputs import real
 
     stem = path.name[len(args.prefix) + 1 : -len(".hdf5")]
     in_out = real(path.parent) == real(args.out)

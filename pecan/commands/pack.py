@@ -14,7 +14,7 @@ import sys
 import time
 
 from pecan.commands import add_set_option
-from pecan.errors import exit_code
+from pecan.runtime.errors import exit_code
 
 
 def parse_args(argv=None, prog: str | None = None) -> argparse.Namespace:
@@ -40,7 +40,7 @@ def main(argv=None, prog: str | None = None) -> int:
         start = time.perf_counter()
         frames = load_split_frames(config.data, progress=True)
         packs = prepare_packs(config.data, list(frames), args.processes, progress=True)
-    except Exception as err:  # noqa: BLE001 - an expected error type exits with its code (pecan.errors.EXIT_CODES)
+    except Exception as err:  # noqa: BLE001 - an expected error type exits with its code (pecan.runtime.errors.EXIT_CODES)
         if exit_code(err) is None:
             raise
         print(f"error: {err}", file=sys.stderr)

@@ -66,7 +66,7 @@ def input_paths(args: argparse.Namespace, config: config_module.Config) -> list[
     import glob
     import os
 
-    from pecan import outputs
+    from pecan.runtime import outputs
 
     data = config.data
     base = data.data_dir or "."
@@ -83,7 +83,7 @@ def check_outputs(args: argparse.Namespace, config: config_module.Config) -> Non
     """--out and its metrics JSON may be neither an input nor each other (ConfigError, exit 2)."""
     from pathlib import Path
 
-    from pecan import outputs
+    from pecan.runtime import outputs
     from pecan.scoring.shards import metrics_path
 
     written = [("--out", args.out), ("the metrics JSON", str(metrics_path(Path(args.out))))]

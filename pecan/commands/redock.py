@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from pecan.commands import add_progress_option, progress_mode
-from pecan.keywords import same_named
+from pecan.runtime.keywords import same_named
 
 
 def parse_args(argv=None, prog: str | None = None) -> argparse.Namespace:
@@ -70,8 +70,8 @@ def _check(args: argparse.Namespace) -> str:
 def check_outputs(args: argparse.Namespace) -> None:
     """--out (a directory) and the files written there (manifest.csv, redock.csv, failures.csv, poses/,
     records/, receptors/) may be neither the input manifest nor a file it names (ConfigError, exit 2)."""
-    from pecan import outputs
     from pecan.redock.run import read_manifest
+    from pecan.runtime import outputs
 
     rows = read_manifest(args.manifest)
     inputs = [("the manifest", args.manifest), *outputs.manifest_files(rows, ("receptor", "crystal_ligand"))]

@@ -54,7 +54,7 @@ def main(argv=None, prog: str | None = None) -> int:
 
         return trace_main(argv[1:], prog=f"{prog or 'pecan runs'} trace")
     args = parser.parse_args(argv)
-    from pecan.errors import DataError
+    from pecan.runtime.errors import DataError
 
     try:
         if args.action == "compare":

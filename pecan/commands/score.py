@@ -53,7 +53,7 @@ def main(argv=None, prog: str | None = None) -> int:
     """Convert, score, write the scored SDF; exit 0, 2 for a wrong invocation, 1 for bad inputs."""
     args = parse_args(argv, prog)
     logging.basicConfig(level=logging.INFO, format="[pecan] %(levelname)s %(message)s")
-    from pecan.keywords import same_named
+    from pecan.runtime.keywords import same_named
     from pecan.scoring.poses import ScoreRequest, score_poses
 
     if args.checkpoint is None:

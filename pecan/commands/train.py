@@ -13,8 +13,8 @@ import socket
 import sys
 
 from pecan import config as config_module
-from pecan import tracing
 from pecan.commands import add_allow_option, add_set_option, expected_error_code
+from pecan.runtime import tracing
 
 
 def parse_args(argv=None, prog: str | None = None) -> argparse.Namespace:
@@ -153,7 +153,7 @@ def main(argv=None, prog: str | None = None) -> int:
     except KeyboardInterrupt:  # Ctrl-C before the stop handlers were installed: nothing trained yet
         print("interrupted during start-up; nothing to save: rerun the same command to start", file=sys.stderr)
         return 128 + signal.SIGINT
-    except Exception as err:  # an expected error type exits with its code (pecan.errors.EXIT_CODES)
+    except Exception as err:  # an expected error type exits with its code (pecan.runtime.errors.EXIT_CODES)
         return expected_error_code(err)
     finally:
         if trainer is not None:

@@ -10,7 +10,7 @@ from typing import Optional
 
 import numpy as np
 
-from pecan.data import format as fmt
+from pecan.data import layout
 
 try:
     from rdkit import Chem, RDConfig, RDLogger
@@ -21,7 +21,7 @@ except ImportError as err:  # pragma: no cover - exercised only without the extr
 RDLogger.DisableLog("rdApp.*")
 
 
-from pecan.errors import ConversionError  # noqa: E402,F401  (re-exported)
+from pecan.runtime.errors import ConversionError  # noqa: E402,F401  (re-exported)
 
 WATER_RESIDUES = {"HOH", "WAT", "DOD", "H2O", "TIP", "TIP3", "SOL"}
 ELEMENT_SLOTS = {5: 0, 6: 1, 7: 2, 8: 3, 15: 4, 16: 5, 34: 6, 9: 7, 17: 7, 35: 7, 53: 7}
@@ -118,7 +118,7 @@ def atom_features(mol: Chem.Mol, molcode: float) -> np.ndarray:
     hydrophobic = {m[0] for m in mol.GetSubstructMatches(HYDROPHOBIC_SMARTS)}
     positions = mol.GetConformer().GetPositions()
     heavy = [a for a in mol.GetAtoms() if a.GetAtomicNum() > 1]
-    rows = np.zeros((len(heavy), fmt.N_COLUMNS), dtype=np.float32)
+    rows = np.zeros((len(heavy), layout.N_COLUMNS), dtype=np.float32)
     for row, atom in zip(rows, heavy):
         index, number = atom.GetIdx(), atom.GetAtomicNum()
         row[0:3] = positions[index]
@@ -131,7 +131,7 @@ def atom_features(mol: Chem.Mol, molcode: float) -> np.ndarray:
         row[14] = sum(n not in (1, 6) for n in neighbours)
         charge = atom.GetDoubleProp("_GasteigerCharge") if atom.HasProp("_GasteigerCharge") else 0.0
         row[15] = charge if np.isfinite(charge) else 0.0
-        row[fmt.MOLCODE_COLUMN] = molcode
+        row[layout.MOLCODE_COLUMN] = molcode
         row[17:22] = (index in hydrophobic, atom.GetIsAromatic(), index in acceptors, index in donors, atom.IsInRing())
     return rows
 

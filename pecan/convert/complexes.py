@@ -10,8 +10,8 @@ import numpy as np
 
 from pecan.convert import chemistry as chem
 from pecan.convert.chemistry import ConversionError
-from pecan.data import format as fmt
-from pecan.manifest import check_unique_ids, read_manifest_frame
+from pecan.data import layout
+from pecan.runtime.manifest import check_unique_ids, read_manifest_frame
 
 REQUIRED_COLUMNS = ("complex_id", "receptor", "poses")
 OPTIONAL_COLUMNS = ("crystal_ligand", "affinity", "score_property")
@@ -187,7 +187,7 @@ class ComplexConverter:
             attrs["label"] = int(rmsd < self.options.rmsd_threshold)
         attrs.update(counter.counts(_with_hydrogens(mol)))
         return Sample(  # float32, as the shard writer stores them (half the memory for `pecan score`)
-            pose_id or fmt.DEFAULT_CRYSTAL_GROUP.rpartition("/")[2],
+            pose_id or layout.DEFAULT_CRYSTAL_GROUP.rpartition("/")[2],
             np.concatenate([ligand, protein]).astype(np.float32),
             np.concatenate([chem.van_der_waals(mol), protein_vdw]).astype(np.float32),
             attrs,

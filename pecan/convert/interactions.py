@@ -19,7 +19,7 @@ from __future__ import annotations
 import warnings
 from collections import Counter
 
-from pecan.data import format as fmt
+from pecan.data import layout
 
 INTERACTION_MAP = {
     "num_hbonds": ("HBDonor", "HBAcceptor"),
@@ -28,7 +28,7 @@ INTERACTION_MAP = {
     "sbond": ("Cationic", "Anionic"),
     "pbond": ("PiStacking",),
 }
-assert tuple(INTERACTION_MAP) == fmt.INTERACTION_ATTRS
+assert tuple(INTERACTION_MAP) == layout.INTERACTION_ATTRS
 
 
 def _prolif():

@@ -13,11 +13,11 @@ from typing import Iterable, Optional
 import pandas as pd
 
 from pecan.convert.complexes import ComplexEntry, ConvertedComplex, Options, convert_complex, read_manifest
-from pecan.data import format as fmt
+from pecan.data import layout
 from pecan.data.index import derive_index
-from pecan.fileio import json_text, write_csv, write_text
-from pecan.pool import results_of
-from pecan.progress import Progress
+from pecan.runtime.fileio import json_text, write_csv, write_text
+from pecan.runtime.pool import results_of
+from pecan.runtime.progress import Progress
 
 log = logging.getLogger(__name__)
 
@@ -47,22 +47,22 @@ class ShardJob:
         return self.path.with_name(f".{self.path.stem}.done.json")
 
 
-def _shard_sample(sample, name: Optional[str] = None) -> fmt.ShardSample:
-    return fmt.ShardSample(name or sample.pose_id, sample.data, sample.attrs, sample.vdw)
+def _shard_sample(sample, name: Optional[str] = None) -> layout.ShardSample:
+    return layout.ShardSample(name or sample.pose_id, sample.data, sample.attrs, sample.vdw)
 
 
 def write_shard(
     path: Path,
     complexes: Iterable[ConvertedComplex],
-    crystal_group: str = fmt.DEFAULT_CRYSTAL_GROUP,
-    pose_group: str = fmt.DEFAULT_POSE_GROUP,
+    crystal_group: str = layout.DEFAULT_CRYSTAL_GROUP,
+    pose_group: str = layout.DEFAULT_POSE_GROUP,
     score_properties: Iterable[str] = (),
 ) -> None:
-    """Converted complexes as one shard (pecan.data.format.write_shard, lzf-compressed). Its root records
+    """Converted complexes as one shard (pecan.data.layout.write_shard, lzf-compressed). Its root records
     ``source: converted`` and the SD properties its docking scores were read from (``score_properties``, a
     JSON list), which training stores in its checkpoints for `pecan score`."""
     items = (
-        fmt.ShardComplex(
+        layout.ShardComplex(
             item.complex_id,
             [_shard_sample(s) for s in item.poses],
             _shard_sample(item.crystal) if item.crystal is not None else None,
@@ -71,7 +71,7 @@ def write_shard(
         for item in complexes
     )
     attrs = {"source": "converted", "score_properties": json.dumps(sorted(set(score_properties)))}
-    fmt.write_shard(path, items, pose_group=pose_group, crystal_group=crystal_group, compression="lzf", attrs=attrs)
+    layout.write_shard(path, items, pose_group=pose_group, crystal_group=crystal_group, compression="lzf", attrs=attrs)
 
 
 def _write_json(path: Path, payload: dict) -> None:
@@ -173,8 +173,8 @@ def convert(
     if shards:
         frame = derive_index(
             shards,
-            fmt.DEFAULT_POSE_GROUP,
-            fmt.DEFAULT_CRYSTAL_GROUP,
+            layout.DEFAULT_POSE_GROUP,
+            layout.DEFAULT_CRYSTAL_GROUP,
             True,
             options.rmsd_threshold,
             on_bad_sample="error",

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from pecan.data import format as fmt
-from pecan.errors import DataError
+from pecan.data import layout
+from pecan.runtime.errors import DataError
 
 # Median distance from a ligand heavy atom to its nearest heavy neighbour. Covalent bonds between heavy
 # atoms are 1.2-2.2 A (C=C 1.34, C-C 1.54, C-I 2.14); the same ligand in nm reads 0.12-0.22.
@@ -63,8 +63,8 @@ def _extent(coords: np.ndarray) -> float:
 
 def check_geometry(atoms: np.ndarray, where: str) -> None:
     """Protein atoms present, atoms not all on one point, ligand bond lengths in Angstrom."""
-    is_ligand = atoms[:, fmt.MOLCODE_COLUMN] > 0
-    coords = atoms[:, fmt.COORD_COLUMNS].astype(np.float64)
+    is_ligand = atoms[:, layout.MOLCODE_COLUMN] > 0
+    coords = atoms[:, layout.COORD_COLUMNS].astype(np.float64)
     if is_ligand.all():
         raise DataError(f"{where}: pose has 0 protein atoms (no row with molcode -1); a pose needs its receptor")
     ligand = coords[is_ligand]
@@ -114,9 +114,9 @@ def check_pose(atoms: np.ndarray, where: str) -> None:
 def check_pose_features(values: np.ndarray, where: str) -> np.ndarray:
     """The 5 interaction counts read per sample from HDF5 attributes, as float32, finite and bounded."""
     values = as_float32(values, where, "the interaction counts")
-    if (np.abs(values) > fmt.POSE_FEATURE_LIMIT).any():
+    if (np.abs(values) > layout.POSE_FEATURE_LIMIT).any():
         raise DataError(
-            f"{where}: an interaction count ({', '.join(fmt.INTERACTION_ATTRS)}) exceeds "
-            f"{fmt.POSE_FEATURE_LIMIT:g}: {values.tolist()}"
+            f"{where}: an interaction count ({', '.join(layout.INTERACTION_ATTRS)}) exceeds "
+            f"{layout.POSE_FEATURE_LIMIT:g}: {values.tolist()}"
         )
     return values

@@ -8,9 +8,8 @@ from typing import Optional
 import numpy as np
 import torch
 
-from pecan.data import format as fmt
-from pecan.data import geometry, schema
-from pecan.errors import DataError
+from pecan.data import geometry, layout, schema
+from pecan.runtime.errors import DataError
 
 # Rows of the distance matrix computed at once; bounds memory at ~CHUNK x n floats for huge pockets.
 CHUNK_ROWS = 4096
@@ -41,16 +40,16 @@ def validate_atoms(atoms: np.ndarray, where: str) -> np.ndarray:
         raise DataError(
             f"{where}: 'data' is not a numeric array (got {type(atoms).__name__} {getattr(atoms, 'dtype', '')})"
         )
-    if atoms.ndim != 2 or atoms.shape[1] != fmt.N_COLUMNS:
-        raise DataError(f"{where}: 'data' has shape {atoms.shape}, expected [n_atoms, {fmt.N_COLUMNS}]")
+    if atoms.ndim != 2 or atoms.shape[1] != layout.N_COLUMNS:
+        raise DataError(f"{where}: 'data' has shape {atoms.shape}, expected [n_atoms, {layout.N_COLUMNS}]")
     if not np.isfinite(atoms).all():
         bad = int((~np.isfinite(atoms)).any(axis=1).sum())
         raise DataError(f"{where}: 'data' has {bad} row(s) with NaN or infinite values")
-    molcode = atoms[:, fmt.MOLCODE_COLUMN]
+    molcode = atoms[:, layout.MOLCODE_COLUMN]
     odd = (molcode != 1) & (molcode != -1)
     if odd.any():
         raise DataError(
-            f"{where}: 'data' column {fmt.MOLCODE_COLUMN} (molcode) must be +1 (ligand) or -1 "
+            f"{where}: 'data' column {layout.MOLCODE_COLUMN} (molcode) must be +1 (ligand) or -1 "
             f"(protein); {int(odd.sum())} row(s) have other values, e.g. {float(molcode[odd][0]):g}"
         )
     if not (molcode > 0).any():
@@ -65,8 +64,8 @@ def crop_pocket(atoms: np.ndarray, pocket_radius: float) -> np.ndarray:
 
 def pocket_mask(atoms: np.ndarray, pocket_radius: float) -> np.ndarray:
     """Rows ``crop_pocket`` keeps, as a boolean mask."""
-    is_ligand = atoms[:, fmt.MOLCODE_COLUMN] > 0
-    coords = torch.from_numpy(np.ascontiguousarray(atoms[:, fmt.COORD_COLUMNS]))
+    is_ligand = atoms[:, layout.MOLCODE_COLUMN] > 0
+    coords = torch.from_numpy(np.ascontiguousarray(atoms[:, layout.COORD_COLUMNS]))
     ligand, protein = coords[torch.from_numpy(is_ligand)], coords[torch.from_numpy(~is_ligand)]
     near = np.zeros(len(protein), dtype=bool)
     for start in range(0, len(protein), CHUNK_ROWS):
@@ -117,9 +116,9 @@ def validate_vdw(vdw: Optional[np.ndarray], n_atoms: int, where: str) -> Optiona
         return None
     vdw = np.asarray(vdw, dtype=np.float32).reshape(-1)
     if vdw.shape[0] != n_atoms:
-        raise DataError(f"{where}: '{fmt.VDW_ATTR}' has {vdw.shape[0]} values for {n_atoms} atoms")
+        raise DataError(f"{where}: '{layout.VDW_ATTR}' has {vdw.shape[0]} values for {n_atoms} atoms")
     if not (np.isfinite(vdw) & (vdw > 0)).all():
-        raise DataError(f"{where}: '{fmt.VDW_ATTR}' has non-finite or non-positive radii")
+        raise DataError(f"{where}: '{layout.VDW_ATTR}' has non-finite or non-positive radii")
     return vdw
 
 
@@ -141,21 +140,21 @@ def build_graph(
     vdw = validate_vdw(vdw, len(atoms), where)
     keep = pocket_mask(atoms, pocket_radius)
     atoms = atoms[keep]
-    geometry.check_pocket(int((atoms[:, fmt.MOLCODE_COLUMN] < 0).sum()), pocket_radius, where)
+    geometry.check_pocket(int((atoms[:, layout.MOLCODE_COLUMN] < 0).sum()), pocket_radius, where)
     if max_atoms and len(atoms) > max_atoms:
         raise DataError(
             f"{where}: {len(atoms)} atoms within {pocket_radius} A of the ligand, more than "
             f"data.max_atoms={max_atoms}; raise it or skip such poses with on_bad_sample: skip"
         )
-    pos = np.ascontiguousarray(atoms[:, fmt.COORD_COLUMNS])
-    x = np.ascontiguousarray(atoms[:, fmt.FEATURE_COLUMNS])
+    pos = np.ascontiguousarray(atoms[:, layout.COORD_COLUMNS])
+    x = np.ascontiguousarray(atoms[:, layout.FEATURE_COLUMNS])
     edge_index = radius_edges(pos, edge_cutoff, max_edges, where)
     return AtomGraph(
         x=x,
         pos=pos,
         edge_index=edge_index,
-        edge_type=edge_types(edge_index, x[:, fmt.MOLCODE_FEATURE] > 0),
-        vdw=np.ascontiguousarray(vdw[keep]) if vdw is not None else fmt.element_vdw(x),
+        edge_type=edge_types(edge_index, x[:, layout.MOLCODE_FEATURE] > 0),
+        vdw=np.ascontiguousarray(vdw[keep]) if vdw is not None else layout.element_vdw(x),
     )
 
 

@@ -14,13 +14,12 @@ import pandas as pd
 import torch
 from torch_geometric.data import Batch, Data
 
-from pecan import tracing
-from pecan.data import format as fmt
-from pecan.data import io_modes, schema
+from pecan.data import io_modes, layout, schema
 from pecan.data.geometry import check_pose_features
 from pecan.data.graph import AtomGraph, build_graph, random_rotation
 from pecan.data.sample import ProcessLocal, SampleTable, skip_or_raise
-from pecan.errors import DataError
+from pecan.runtime import tracing
+from pecan.runtime.errors import DataError
 
 log = logging.getLogger(__name__)
 
@@ -46,8 +45,8 @@ class H5PoseDataset(ProcessLocal, torch.utils.data.Dataset):
         self,
         index: pd.DataFrame,
         *,
-        pose_group: str = fmt.DEFAULT_POSE_GROUP,
-        crystal_group: str = fmt.DEFAULT_CRYSTAL_GROUP,
+        pose_group: str = layout.DEFAULT_POSE_GROUP,
+        crystal_group: str = layout.DEFAULT_CRYSTAL_GROUP,
         pocket_radius: float = 6.0,
         edge_cutoff: float = 4.5,
         rmsd_threshold: float = 2.0,
@@ -112,15 +111,15 @@ class H5PoseDataset(ProcessLocal, torch.utils.data.Dataset):
 
     def _group_path(self, i: int) -> str:
         t = self.table
-        return fmt.sample_path(t.pdbid[i], t.poseid[i], bool(t.is_crystal[i]), self.pose_group, self.crystal_group)
+        return layout.sample_path(t.pdbid[i], t.poseid[i], bool(t.is_crystal[i]), self.pose_group, self.crystal_group)
 
     def _read_attrs(self, group, i: int) -> tuple[float, np.ndarray]:
         """Label and interaction counts from HDF5 attributes (levels reopen and handle_cache)."""
         attrs = group.attrs
         values = {}
-        for name in fmt.POSE_ATTRS:
+        for name in layout.POSE_ATTRS:
             if name in attrs:
-                values[name] = fmt.scalar(attrs, name, self.table.where(i))
+                values[name] = layout.scalar(attrs, name, self.table.where(i))
                 self.counters.add("attr_reads")
         if "label" in values:
             label = values["label"]
@@ -128,12 +127,12 @@ class H5PoseDataset(ProcessLocal, torch.utils.data.Dataset):
             label = float(values["rmsd"] < self.rmsd_threshold)
         else:
             label = float(self.table.label[i])  # the CSV supplied it
-        features = np.array([values.get(n, 0.0) for n in fmt.INTERACTION_ATTRS], dtype=np.float64)
+        features = np.array([values.get(n, 0.0) for n in layout.INTERACTION_ATTRS], dtype=np.float64)
         return label, check_pose_features(features, self.table.where(i))
 
     def _read_vdw(self, group) -> Optional[np.ndarray]:
         """The group's per-atom ``van_der_waals`` radii when the shard has them (FAST writes them)."""
-        vdw = group.attrs.get(fmt.VDW_ATTR)
+        vdw = group.attrs.get(layout.VDW_ATTR)
         if vdw is not None:
             self.counters.add("attr_reads")
         return vdw
@@ -149,17 +148,17 @@ class H5PoseDataset(ProcessLocal, torch.utils.data.Dataset):
                 if group is None:
                     raise DataError(f"{self.table.where(i)}: group '{path}' not found")
                 label, features = self._read_attrs(group, i)
-                dataset = group.get(fmt.DATASET_NAME)
+                dataset = group.get(layout.DATASET_NAME)
             else:
-                dataset = handle.get(f"{path}/{fmt.DATASET_NAME}")
+                dataset = handle.get(f"{path}/{layout.DATASET_NAME}")
             self.counters.add("h5_object_opens")
             if dataset is None:
-                raise DataError(f"{self.table.where(i)}: dataset '{path}/{fmt.DATASET_NAME}' not found")
+                raise DataError(f"{self.table.where(i)}: dataset '{path}/{layout.DATASET_NAME}' not found")
             if self.mode.attrs_from_index:
                 group = dataset.parent
                 self.counters.add("h5_object_opens")
             vdw = self._read_vdw(group)
-            atoms = fmt.read_data(dataset, self.table.where(i))
+            atoms = layout.read_data(dataset, self.table.where(i))
             self.counters.add("dataset_reads")
             self.counters.add("bytes_read", atoms.nbytes)
             return atoms, label, features, vdw

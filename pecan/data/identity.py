@@ -18,8 +18,8 @@ import os
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from pecan import fileio
-from pecan.errors import DataError
+from pecan.runtime import fileio
+from pecan.runtime.errors import DataError
 
 log = logging.getLogger(__name__)
 

@@ -19,8 +19,7 @@ from typing import Any, Iterable, Optional
 import numpy as np
 import pandas as pd
 
-from pecan.data import format as fmt
-from pecan.data import identity, locations
+from pecan.data import identity, layout, locations
 from pecan.data.index_derived import (  # noqa: F401  (re-exported: pecan.data.index.derive_index, ...)
     derivation_key,
     derive_index,
@@ -31,8 +30,8 @@ from pecan.data.index_derived import (  # noqa: F401  (re-exported: pecan.data.i
 )
 from pecan.data.index_rows import LABEL_SOURCES, assign_labels, normalise, read_index_csv, resolve_index_csv  # noqa: F401  (re-exported: pecan.data.index.read_index_csv, ...)
 from pecan.data.validation import drop_repeated_shards, validate_index
-from pecan.errors import DataError, IndexUnreadable  # noqa: F401  (re-exported)
-from pecan.keywords import same_named
+from pecan.runtime.errors import DataError, IndexUnreadable  # noqa: F401  (re-exported)
+from pecan.runtime.keywords import same_named
 
 log = logging.getLogger(__name__)
 
@@ -54,9 +53,9 @@ def resolve_shards(patterns: Iterable[str], data_dir: str = "") -> list[Path]:
                 raise DataError(f"shard pattern {pattern!r} matched no files (looked in {path.parent})")
             shards.extend(matches)
         elif path.is_dir():
-            matches = sorted(p for p in path.iterdir() if p.suffix in fmt.SHARD_SUFFIXES)
+            matches = sorted(p for p in path.iterdir() if p.suffix in layout.SHARD_SUFFIXES)
             if not matches:
-                raise DataError(f"directory {path} holds no shard files ({', '.join(fmt.SHARD_SUFFIXES)})")
+                raise DataError(f"directory {path} holds no shard files ({', '.join(layout.SHARD_SUFFIXES)})")
             shards.extend(matches)
         elif not path.exists():
             raise DataError(f"shard file not found: {path}")

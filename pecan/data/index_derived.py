@@ -13,12 +13,11 @@ from typing import Iterable, Optional
 import numpy as np
 import pandas as pd
 
-from pecan import fileio
-from pecan.data import format as fmt
-from pecan.data import identity, locations
+from pecan.data import identity, layout, locations
 from pecan.data.index_rows import normalise
 from pecan.data.sample import skip_or_raise
-from pecan.errors import DataError
+from pecan.runtime import fileio
+from pecan.runtime.errors import DataError
 
 log = logging.getLogger(__name__)
 
@@ -102,20 +101,20 @@ def find_derived_index(
 
 
 def _pose_row(shard: Path, pdbid: str, poseid: str, group, affinity: float, is_crystal: int) -> dict:
-    attrs = fmt.sample_attrs(group)
+    attrs = layout.sample_attrs(group)
     where = f"shard {shard}, pose {pdbid}/{poseid}"
     row = {
         "shard": str(shard),
         "pdbid": pdbid,
         "poseid": poseid,
-        "label": fmt.scalar(attrs, "label", where),
-        "rmsd": fmt.scalar(attrs, "rmsd", where),
+        "label": layout.scalar(attrs, "label", where),
+        "rmsd": layout.scalar(attrs, "rmsd", where),
         "affinity": affinity,
-        "score": fmt.scalar(attrs, "score", where),
+        "score": layout.scalar(attrs, "score", where),
         "is_crystal": is_crystal,
     }
-    for name in fmt.INTERACTION_ATTRS:
-        row[name] = fmt.scalar(attrs, name, where)
+    for name in layout.INTERACTION_ATTRS:
+        row[name] = layout.scalar(attrs, name, where)
     if is_crystal and np.isnan(row["rmsd"]):
         row["rmsd"] = 0.0
     return row
@@ -124,13 +123,13 @@ def _pose_row(shard: Path, pdbid: str, poseid: str, group, affinity: float, is_c
 def _complex_rows(
     shard: Path, pdbid: str, complex_group, pose_group: str, crystal_group: str, use_crystal: bool
 ) -> list[dict]:
-    affinity = fmt.scalar(complex_group.attrs, "affinity", f"shard {shard}, complex {pdbid}")
+    affinity = layout.scalar(complex_group.attrs, "affinity", f"shard {shard}, complex {pdbid}")
     poses = complex_group.get(pose_group)
     if poses is None:
         raise DataError(f"{shard}: complex {pdbid} has no pose group '{pose_group}'")
     return [
         _pose_row(shard, pdbid, poseid, group, affinity, int(is_crystal))
-        for poseid, is_crystal, group in fmt.complex_samples(complex_group, pose_group, crystal_group, use_crystal)
+        for poseid, is_crystal, group in layout.complex_samples(complex_group, pose_group, crystal_group, use_crystal)
     ]
 
 
@@ -179,7 +178,7 @@ def derive_index(
     label_conflict: str = "error",
 ) -> pd.DataFrame:
     """Walk each shard once and build the index (attributes hoisted); errors name shard and complex."""
-    from pecan.progress import track
+    from pecan.runtime.progress import track
 
     rows: list[dict] = []
     skipped = 0
@@ -197,7 +196,7 @@ def derive_index(
     if not rows:
         raise DataError(f"no samples found in {len(shards)} shard(s): {', '.join(str(s) for s in shards[:3])}")
     frame = normalise(
-        pd.DataFrame(rows, columns=list(fmt.INDEX_COLUMNS)),
+        pd.DataFrame(rows, columns=list(layout.INDEX_COLUMNS)),
         rmsd_threshold,
         f"shards under {Path(shards[0]).parent}",
         labels_optional,

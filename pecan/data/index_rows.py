@@ -13,10 +13,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from pecan.data import format as fmt
-from pecan.data import locations
+from pecan.data import layout, locations
 from pecan.data.validation import FIRST_DATA_LINE, MISSING_NUMBERS, NUMERIC_COLUMNS, check_csv_cells, check_header
-from pecan.errors import DataError, IndexUnreadable
+from pecan.runtime.errors import DataError, IndexUnreadable
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +79,7 @@ def normalise(
 ) -> pd.DataFrame:
     """Fill optional columns, assign labels (assign_labels), and reject rows with neither a label nor an rmsd
     (unless ``labels_optional``: poses to score need no answer, their label stays empty)."""
-    missing = [c for c in fmt.REQUIRED_INDEX_COLUMNS if c not in frame.columns]
+    missing = [c for c in layout.REQUIRED_INDEX_COLUMNS if c not in frame.columns]
     if missing:
         raise DataError(f"{source}: index is missing required column(s) {', '.join(missing)}")
     frame = frame.copy()
@@ -88,7 +87,7 @@ def normalise(
         if column not in frame.columns:
             frame[column] = np.nan
         frame[column] = pd.to_numeric(frame[column], errors="coerce")
-    for column in fmt.INTERACTION_ATTRS:
+    for column in layout.INTERACTION_ATTRS:
         frame[column] = pd.to_numeric(frame[column], errors="coerce").fillna(0.0) if column in frame else 0.0
     # Kept as read (not truncated to int): validate_index requires 0 or 1.
     frame["is_crystal"] = pd.to_numeric(frame["is_crystal"], errors="coerce").fillna(0) if "is_crystal" in frame else 0

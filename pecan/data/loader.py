@@ -18,7 +18,6 @@ import pandas as pd
 import torch
 from torch_geometric.data import Batch
 
-from pecan import collectives, tracing
 from pecan.config import DataConfig
 from pecan.data import io_modes, schema
 from pecan.data.index import IndexSettings, build_index, check_both_classes, split_by_complex
@@ -27,7 +26,8 @@ from pecan.data.packing import ensure_packed, pack_shard_at
 from pecan.data.sample import passthrough_collate
 from pecan.data.sampler import ShardAwareSampler
 from pecan.data.staging import StageReport, stage
-from pecan.keywords import same_named
+from pecan.runtime import collectives, tracing
+from pecan.runtime.keywords import same_named
 
 log = logging.getLogger(__name__)
 

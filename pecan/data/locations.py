@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, TypeVar
 
-from pecan.fileio import describe_error
+from pecan.runtime.fileio import describe_error
 
 log = logging.getLogger(__name__)
 
@@ -28,7 +28,7 @@ T = TypeVar("T")
 _REPORTED: set[tuple[str, str]] = set()
 
 
-from pecan.errors import NoWritableLocation  # noqa: E402,F401  (re-exported)
+from pecan.runtime.errors import NoWritableLocation  # noqa: E402,F401  (re-exported)
 
 
 @dataclass(frozen=True)

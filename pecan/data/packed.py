@@ -30,19 +30,18 @@ import pandas as pd
 import torch
 from torch_geometric.data import Batch
 
-from pecan import tracing
-from pecan.data import format as fmt
-from pecan.data import identity, locations, schema
+from pecan.data import identity, layout, locations, schema
 from pecan.data.graph import random_rotation
 from pecan.data.sample import ProcessLocal, SampleTable, skip_or_raise
-from pecan.errors import DataError
+from pecan.runtime import tracing
+from pecan.runtime.errors import DataError
 
 log = logging.getLogger(__name__)
 
 MAGIC = b"PECANPK1"
 PACK_VERSION = 4  # 2: vdw radii; 3: edges sorted by target; 4: whole-file source hash. Older packs are rebuilt
 ALIGN = 64
-SCALAR_COLUMNS = ("label", "rmsd", "score", *fmt.INTERACTION_ATTRS)
+SCALAR_COLUMNS = ("label", "rmsd", "score", *layout.INTERACTION_ATTRS)
 # The contract's per-node/per-edge arrays (pecan.data.schema) in their stored dtypes, plus the pack's own.
 ARRAY_DTYPES = {
     **{f.name: np.dtype(f.stored or f.dtype) for f in schema.graph_arrays("node") + schema.graph_arrays("edge")},

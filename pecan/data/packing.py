@@ -12,9 +12,7 @@ from typing import Iterable, Optional
 
 import numpy as np
 
-from pecan import fileio
-from pecan.data import format as fmt
-from pecan.data import locations, schema
+from pecan.data import layout, locations, schema
 from pecan.data.graph import build_graph
 from pecan.data.packed import (
     ALIGN,
@@ -30,7 +28,8 @@ from pecan.data.packed import (
     source_fingerprint,
 )
 from pecan.data.sample import skip_or_raise
-from pecan.errors import DataError
+from pecan.runtime import fileio
+from pecan.runtime.errors import DataError
 
 log = logging.getLogger(__name__)
 
@@ -42,13 +41,13 @@ def _shard_samples(handle, shard: Path, params: PackParams):
         complex_group = handle[pdbid]
         if params.pose_group not in complex_group:
             log.warning("%s: complex %s has no pose group '%s'", shard, pdbid, params.pose_group)
-        for poseid, is_crystal, group in fmt.complex_samples(complex_group, params.pose_group, params.crystal_group):
+        for poseid, is_crystal, group in layout.complex_samples(complex_group, params.pose_group, params.crystal_group):
             yield pdbid, poseid, is_crystal, group
 
 
 def _scalars(group, where: str) -> list[float]:
-    attrs = fmt.sample_attrs(group)
-    return [fmt.scalar(attrs, n, where) for n in SCALAR_COLUMNS]
+    attrs = layout.sample_attrs(group)
+    return [layout.scalar(attrs, n, where) for n in SCALAR_COLUMNS]
 
 
 def _read_shard(shard: Path, params: PackParams):
@@ -82,17 +81,17 @@ def _read_shard(shard: Path, params: PackParams):
 def _read_sample(group, params: PackParams, where: str):
     """One sample's graph and scalars; any h5py/numpy failure becomes a DataError naming shard and pose."""
     try:
-        dataset = group.get(fmt.DATASET_NAME)
+        dataset = group.get(layout.DATASET_NAME)
         if dataset is None:
-            raise DataError(f"{where}: dataset '{fmt.DATASET_NAME}' not found")
+            raise DataError(f"{where}: dataset '{layout.DATASET_NAME}' not found")
         graph = build_graph(
-            fmt.read_data(dataset, where),
+            layout.read_data(dataset, where),
             params.pocket_radius,
             params.edge_cutoff,
             where,
             params.max_atoms,
             params.max_edges,
-            vdw=group.attrs.get(fmt.VDW_ATTR),
+            vdw=group.attrs.get(layout.VDW_ATTR),
         )
         return graph, _scalars(group, where)
     except DataError:
@@ -197,7 +196,7 @@ def ensure_packed(
 ) -> list[Optional[Path]]:
     """Valid pack paths for every shard, building the missing or stale ones (in parallel if asked). A shard
     that cannot be packed is an error, or under on_bad_sample: skip None (its samples are then skipped)."""
-    from pecan.progress import Progress
+    from pecan.runtime.progress import Progress
 
     shards = [locations.absolute(s) for s in shards]
     # Each shard's fingerprint is read once: valid packs are kept, the rest built and taken as built.

@@ -14,8 +14,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from pecan.data import format as fmt
-from pecan.data import schema
+from pecan.data import layout, schema
 
 log = logging.getLogger(__name__)
 
@@ -106,7 +105,7 @@ class SampleTable:
             poseid=frame["poseid"].to_numpy(dtype=object),
             is_crystal=frame["is_crystal"].to_numpy().astype(bool),
             label=frame["label"].to_numpy().astype(np.float32),
-            pose_features=frame[list(fmt.INTERACTION_ATTRS)].to_numpy().astype(np.float32),
+            pose_features=frame[list(layout.INTERACTION_ATTRS)].to_numpy().astype(np.float32),
             complex_id=complex_codes.astype(np.int64),
             docking_features=docking_features(frame),
         )

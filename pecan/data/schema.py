@@ -1,7 +1,7 @@
 """The model-input contract: every tensor a batch carries (name, dtype, per node/edge/graph) and the input sizes.
 
 A leaf module: numpy at import, torch only inside the functions that build tensors, so that the config (which
-reads the feature layout through ``pecan.data.format``) stays free of torch. The readers
+reads the feature layout through ``pecan.data.layout``) stays free of torch. The readers
 (``h5dataset.graph_to_data``, ``packed.to_batch``), the worker hand-over (``loader.WIRE_FIELDS``), the pack
 layout and every model take their fields and sizes from here, so they stay in step by construction;
 ``tests/data/test_schema.py`` checks that each reader produces exactly these fields with these dtypes.

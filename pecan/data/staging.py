@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from pecan import fileio
 from pecan.data.identity import stat_record
 from pecan.data.locations import absolute
+from pecan.runtime import fileio
 
 log = logging.getLogger(__name__)
 

@@ -14,13 +14,13 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 
-from pecan.data import format as fmt
+from pecan.data import layout
 from pecan.data.sample import skip_or_raise
-from pecan.errors import DataError
+from pecan.runtime.errors import DataError
 
 log = logging.getLogger(__name__)
 
-NUMERIC_COLUMNS = ("label", "rmsd", "affinity", "score", "is_crystal", *fmt.INTERACTION_ATTRS)
+NUMERIC_COLUMNS = ("label", "rmsd", "affinity", "score", "is_crystal", *layout.INTERACTION_ATTRS)
 KEY = ["shard", "pdbid", "poseid"]
 # Cells of a numeric column read as missing (pandas' own spellings); id columns keep every cell as text.
 MISSING_NUMBERS = ("", "NA", "N/A", "n/a", "NaN", "nan", "-NaN", "-nan", "null", "NULL", "None", "#N/A", "<NA>")
@@ -30,7 +30,7 @@ FIRST_DATA_LINE = 2
 
 def check_csv_cells(frame: pd.DataFrame, path: str | Path) -> None:
     """Required columns present, ids non-empty, numeric columns numeric; errors name file, line, column."""
-    missing = [c for c in fmt.REQUIRED_CSV_COLUMNS if c not in frame.columns]
+    missing = [c for c in layout.REQUIRED_CSV_COLUMNS if c not in frame.columns]
     if missing:
         raise DataError(
             f"index CSV {path}: missing required column(s) {', '.join(missing)} "
@@ -39,7 +39,7 @@ def check_csv_cells(frame: pd.DataFrame, path: str | Path) -> None:
         )
     if frame.empty:
         raise DataError(f"index CSV {path}: no rows")
-    for column in fmt.REQUIRED_INDEX_COLUMNS:
+    for column in layout.REQUIRED_INDEX_COLUMNS:
         empty = frame[column].isna() | (frame[column].astype(str).str.strip() == "")
         _raise_first(frame, empty, path, column, "is empty")
     for column in NUMERIC_COLUMNS:
@@ -131,16 +131,16 @@ def validate_index(
 
 def _pose_feature_checks(frame: pd.DataFrame) -> list:
     """The 5 interaction counts feed the model as float32: each must stay finite after the cast and within
-    +-fmt.POSE_FEATURE_LIMIT (a count of bonds; 3e38 would end in a NaN loss that names no pose)."""
+    +-layout.POSE_FEATURE_LIMIT (a count of bonds; 3e38 would end in a NaN loss that names no pose)."""
     checks = []
-    for column in fmt.INTERACTION_ATTRS:
+    for column in layout.INTERACTION_ATTRS:
         as_float32 = frame[column].to_numpy(dtype=np.float64).astype(np.float32)
         with np.errstate(invalid="ignore"):
-            bad = ~np.isfinite(as_float32) | (np.abs(as_float32) > fmt.POSE_FEATURE_LIMIT)
+            bad = ~np.isfinite(as_float32) | (np.abs(as_float32) > layout.POSE_FEATURE_LIMIT)
         checks.append(
             (
                 pd.Series(bad, index=frame.index),
-                f"{column} must be a finite count within +-{fmt.POSE_FEATURE_LIMIT:g} (as float32)",
+                f"{column} must be a finite count within +-{layout.POSE_FEATURE_LIMIT:g} (as float32)",
                 column,
             )
         )

@@ -44,7 +44,7 @@ def slim_checkpoint(source: Path, out: Path) -> Path:
     """A copy of ``source`` with the scoring keys only, written atomically."""
     import torch
 
-    from pecan.fileio import atomic_path
+    from pecan.runtime.fileio import atomic_path
 
     state = torch.load(source, map_location="cpu", weights_only=True)
     slim = {key: state[key] for key in SCORING_KEYS if key in state}

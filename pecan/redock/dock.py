@@ -15,8 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
-from pecan.errors import RedockError
 from pecan.redock import prepare
+from pecan.runtime.errors import RedockError
 
 SCORE_PROPERTY = "docking_score"
 
@@ -174,7 +174,7 @@ def write_poses(path: Path, poses: list) -> None:
     """Multi-record SDF written atomically."""
     from rdkit import Chem
 
-    from pecan.fileio import atomic_path
+    from pecan.runtime.fileio import atomic_path
 
     path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_path(path) as tmp:
@@ -229,7 +229,7 @@ def run_job(job: DockJob) -> dict:
     except Exception as err:  # noqa: BLE001 - a toolkit error on odd input must not stop the other complexes
         record.update(status="failed", reason=f"unexpected {type(err).__name__}: {err}")
     record["seconds"] = round(time.perf_counter() - began, 2)
-    from pecan.fileio import write_text
+    from pecan.runtime.fileio import write_text
 
     job.record_path.parent.mkdir(parents=True, exist_ok=True)
     write_text(job.record_path, json.dumps(record, indent=1))

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pecan.errors import RedockError
+from pecan.runtime.errors import RedockError
 
 log = logging.getLogger(__name__)
 WATER_RESIDUES = {"HOH", "WAT", "DOD", "H2O", "TIP", "TIP3", "SOL"}
@@ -55,7 +55,7 @@ def read_crystal(path: Path):
     """The crystal ligand's first record (SDF, mol2 or PDB), hydrogens removed."""
     Chem, _ = _rdkit()
     from pecan.convert.chemistry import read_ligands
-    from pecan.errors import ConversionError
+    from pecan.runtime.errors import ConversionError
 
     try:
         mols = read_ligands(path)

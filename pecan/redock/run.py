@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from pecan.fileio import write_csv
-from pecan.manifest import check_unique_ids, read_manifest_frame
-from pecan.pool import results_of
-from pecan.progress import Progress
 from pecan.redock.dock import SCORE_PROPERTY, DockJob, DockOptions, finished, run_job
+from pecan.runtime.fileio import write_csv
+from pecan.runtime.manifest import check_unique_ids, read_manifest_frame
+from pecan.runtime.pool import results_of
+from pecan.runtime.progress import Progress
 
 REQUIRED_COLUMNS = ("complex_id", "receptor", "crystal_ligand")
 CONVERTER_COLUMNS = ("complex_id", "receptor", "poses", "crystal_ligand", "score_property")

@@ -21,7 +21,7 @@ def standalone_main(
     )
     add_arguments(parser)
     args = parser.parse_args(argv)
-    from pecan.errors import DataError
+    from pecan.runtime.errors import DataError
 
     try:
         return run(args)

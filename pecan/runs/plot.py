@@ -45,7 +45,7 @@ def read_runs(runs: list[Path]) -> dict[str, list[dict]]:
 def check_outputs(args: argparse.Namespace) -> None:
     """The PNG written under --out may be no run's epochs.jsonl or plot (ConfigError, exit 2): one run's plot
     copied onto itself (``--out RUN/plots`` for a run named ``run``) would be lost."""
-    from pecan import outputs
+    from pecan.runtime import outputs
 
     if not args.out:
         return
@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     except ImportError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    from pecan.errors import ConfigError
+    from pecan.runtime.errors import ConfigError
 
     try:
         check_outputs(args)

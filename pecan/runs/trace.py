@@ -22,8 +22,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Iterator
 
-from pecan.fileio import json_text
 from pecan.report import PHASE_EVENTS  # epochs.jsonl phase -> (category, name) of the main process's events
+from pecan.runtime.fileio import json_text
 
 _FILE_RANK = re.compile(r"pecan-rank(\d+)")
 
@@ -191,7 +191,7 @@ def to_perfetto(events: list[dict[str, Any]]) -> dict[str, Any]:
 
 def check_outputs(args: argparse.Namespace) -> None:
     """--perfetto and --json may be neither the run's records, its trace files nor each other (ConfigError)."""
-    from pecan import outputs
+    from pecan.runtime import outputs
 
     written = [(f"--{k}", getattr(args, k)) for k in ("perfetto", "json") if getattr(args, k)]
     inputs = [("the run directory", args.run_dir), ("its epochs.jsonl", args.run_dir / "epochs.jsonl")]

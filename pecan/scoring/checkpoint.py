@@ -16,7 +16,7 @@ import torch
 
 from pecan import config as config_module
 from pecan.config import Config
-from pecan.errors import ConfigError
+from pecan.runtime.errors import ConfigError
 from pecan.scoring.settings import check_layout, check_settings, sample_settings, trained_settings
 from pecan.train import checkpoint as ckpt
 

@@ -8,9 +8,9 @@ from typing import Optional
 import numpy as np
 import torch
 
-from pecan import tracing
-from pecan.progress import track
 from pecan.report import EVAL_SPANS
+from pecan.runtime import tracing
+from pecan.runtime.progress import track
 from pecan.train.components import amp_context
 
 

@@ -20,7 +20,7 @@ from typing import Iterator, Optional
 import numpy as np
 import pandas as pd
 
-from pecan.data import format as fmt
+from pecan.data import layout
 from pecan.data.geometry import check_pose_features
 from pecan.data.h5dataset import H5PoseDataset
 from pecan.data.index_rows import normalise
@@ -55,16 +55,16 @@ def index_frame(converted: list, data, source: str = "pecan score") -> tuple[pd.
                 "shard": f"{source} (in memory)",
                 "pdbid": item.complex_id,
                 "poseid": sample.pose_id,
-                "label": fmt.scalar(attrs, "label"),
-                "rmsd": fmt.scalar(attrs, "rmsd"),
+                "label": layout.scalar(attrs, "label"),
+                "rmsd": layout.scalar(attrs, "rmsd"),
                 "affinity": item.affinity,
-                "score": fmt.scalar(attrs, "score"),
+                "score": layout.scalar(attrs, "score"),
                 "is_crystal": 0,
             }
-            row.update({name: fmt.scalar(attrs, name) for name in fmt.INTERACTION_ATTRS})
+            row.update({name: layout.scalar(attrs, name) for name in layout.INTERACTION_ATTRS})
             rows.append(row)
             samples.append(sample)
-    frame = pd.DataFrame(rows, columns=list(fmt.INDEX_COLUMNS))
+    frame = pd.DataFrame(rows, columns=list(layout.INDEX_COLUMNS))
     frame = normalise(
         frame,
         data.rmsd_threshold,

@@ -19,8 +19,8 @@ from typing import Optional
 import pandas as pd
 
 from pecan import config as config_module
-from pecan.errors import ConfigError, DataError, expected_error_code
-from pecan.manifest import check_unique_ids, read_manifest_frame
+from pecan.runtime.errors import ConfigError, DataError, expected_error_code
+from pecan.runtime.manifest import check_unique_ids, read_manifest_frame
 from pecan.scoring.memory import StageClock
 from pecan.scoring.report import split_metrics
 from pecan.scoring.sdf import write_scored_sdf
@@ -125,7 +125,7 @@ def output_paths(out: Path) -> dict[str, Path]:
 def check_outputs(args: ScoreRequest, rows: pd.DataFrame) -> None:
     """No output may be an input (checkpoint, receptor, poses, crystal, manifest and its files) or another
     output (``--out X.csv`` would be its own scores CSV)."""
-    from pecan import outputs
+    from pecan.runtime import outputs
 
     inputs = [
         ("the checkpoint", args.checkpoint),
@@ -190,7 +190,7 @@ def convert_rows(rows: pd.DataFrame, records: list, options, base: Path) -> list
 def score_converted(converted: list, config, model, device, clock: StageClock) -> pd.DataFrame:
     """Logits of every converted pose through the evaluation loop: index rows, graphs in memory, batches."""
     from pecan.data.loader import make_loader, make_sampler
-    from pecan.progress import resolve_mode
+    from pecan.runtime.progress import resolve_mode
     from pecan.scoring.evaluate import score_share
     from pecan.scoring.memory import MemoryPoseDataset, index_frame
     from pecan.scoring.shards import check_unique_poses, score_table
@@ -244,7 +244,7 @@ def score_poses(args: ScoreRequest, clock: Optional[StageClock] = None) -> int:
         with clock.timed("write"):
             write_outputs(scores, values, paths["the scores CSV"], state)
             written = write_scored_sdf(rows, scores, paths["--out"], records)
-    except Exception as err:  # bad data (pecan.errors.EXIT_CODES) exits 1 with its message
+    except Exception as err:  # bad data (pecan.runtime.errors.EXIT_CODES) exits 1 with its message
         return expected_error_code(err)
     print(f"wrote {written} scored poses to {paths['--out']}", flush=True)
     return 0

@@ -14,8 +14,8 @@ from typing import Optional
 
 import pandas as pd
 
-from pecan.errors import DataError
-from pecan.fileio import atomic_path
+from pecan.runtime.errors import DataError
+from pecan.runtime.fileio import atomic_path
 
 TEXT_COLUMNS = ("complex", "pose", "split")
 

@@ -16,8 +16,8 @@ import numpy as np
 import pandas as pd
 
 import model as registry
-from pecan.data import format as fmt
-from pecan.errors import ConfigError
+from pecan.data import layout
+from pecan.runtime.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
@@ -51,11 +51,11 @@ def trained_settings(state: dict, config, path: Path) -> dict[str, Any]:
     assumed: list[str] = []
     stored = state.get("sample_settings")
     settings = dict(stored) if isinstance(stored, dict) else _assumed_settings(state, config, assumed)
-    layout = state.get(LAYOUT_KEY)
-    if layout is None:
-        layout = fmt.feature_layout()
-        assumed.append(f"{LAYOUT_KEY}={layout} (this code's)")
-    settings[LAYOUT_KEY] = layout
+    stored_layout = state.get(LAYOUT_KEY)
+    if stored_layout is None:
+        stored_layout = layout.feature_layout()
+        assumed.append(f"{LAYOUT_KEY}={stored_layout} (this code's)")
+    settings[LAYOUT_KEY] = stored_layout
     if assumed:
         log.warning("checkpoint %s predates pinned sample settings; assumed: %s", path, "; ".join(assumed))
     return settings
@@ -77,11 +77,11 @@ def _assumed_settings(state: dict, config, assumed: list[str]) -> dict[str, Any]
 
 def check_layout(trained: dict[str, Any], path: Path) -> None:
     """A model trained on another feature layout cannot score these shards: ConfigError naming both."""
-    layout = trained.get(LAYOUT_KEY)
-    if layout is not None and layout != fmt.feature_layout():
+    trained_layout = trained.get(LAYOUT_KEY)
+    if trained_layout is not None and trained_layout != layout.feature_layout():
         raise ConfigError(
-            f"checkpoint {path} was trained on feature layout {layout}, but these shards have "
-            f"{fmt.feature_layout()}: it cannot score them"
+            f"checkpoint {path} was trained on feature layout {trained_layout}, but these shards have "
+            f"{layout.feature_layout()}: it cannot score them"
         )
 
 

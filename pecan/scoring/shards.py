@@ -22,9 +22,9 @@ import torch
 from pecan.config import Config, ConfigError
 from pecan.data.index import IndexSettings, build_index
 from pecan.data.loader import load_split_frames, make_dataset, make_loader, make_sampler, prepare_job_data
-from pecan.errors import DataError, expected_error_code
-from pecan.fileio import json_text, write_csv, write_text
-from pecan.progress import resolve_mode
+from pecan.runtime.errors import DataError, expected_error_code
+from pecan.runtime.fileio import json_text, write_csv, write_text
+from pecan.runtime.progress import resolve_mode
 from pecan.scoring.checkpoint import build_scoring_model, read_checkpoint, scoring_config
 from pecan.scoring.evaluate import score_share
 from pecan.scoring.report import split_metrics, summary_lines
@@ -196,7 +196,7 @@ def score_shards(config: Config, checkpoint: str, out: str, allow: tuple[str, ..
         run_predict(config, env, device, checkpoint, out, allow)
         finished = True
         return 0
-    except Exception as err:  # an expected error type exits with its code (pecan.errors.EXIT_CODES)
+    except Exception as err:  # an expected error type exits with its code (pecan.runtime.errors.EXIT_CODES)
         return expected_error_code(err)
     finally:
         cleanup_distributed(graceful=finished)

@@ -17,7 +17,7 @@ import pathlib
 import shutil
 from pathlib import Path
 
-from pecan.fileio import atomic_path, json_text, move_into_place
+from pecan.runtime.fileio import atomic_path, json_text, move_into_place
 from pecan.synthetic.writer import MARKER_NAME, generate_dataset
 
 log = logging.getLogger("pecan")

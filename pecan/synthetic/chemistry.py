@@ -6,16 +6,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pecan.data import format as shard_format
+from pecan.data import layout
 
-DOCKING_GROUP = shard_format.DEFAULT_POSE_GROUP
-CRYSTAL_GROUP = shard_format.DEFAULT_CRYSTAL_GROUP
+DOCKING_GROUP = layout.DEFAULT_POSE_GROUP
+CRYSTAL_GROUP = layout.DEFAULT_CRYSTAL_GROUP
 CRYSTAL_POSE_ID = CRYSTAL_GROUP.rpartition("/")[2]  # crystal rows use the group's own name
-INTERACTION_NAMES = shard_format.INTERACTION_ATTRS
+INTERACTION_NAMES = layout.INTERACTION_ATTRS
 INTERACTION_CUTOFFS = np.array([3.5, 4.5, 3.5, 4.0, 5.5])  # A, same order
-INDEX_COLUMNS = shard_format.INDEX_COLUMNS
-N_COLUMNS = shard_format.N_COLUMNS
-MOLCODE_COLUMN = shard_format.MOLCODE_COLUMN
+INDEX_COLUMNS = layout.INDEX_COLUMNS
+N_COLUMNS = layout.N_COLUMNS
+MOLCODE_COLUMN = layout.MOLCODE_COLUMN
 
 # One-hot element slots of columns 3-11.
 B, C, N, O, P, S, SE, HALOGEN, METAL = range(9)  # noqa: E741 - element symbols

@@ -7,9 +7,9 @@ import pathlib
 
 import numpy as np
 
-from pecan.data import format as shard_format
-from pecan.fileio import atomic_path
-from pecan.progress import Progress
+from pecan.data import layout
+from pecan.runtime.fileio import atomic_path
+from pecan.runtime.progress import Progress
 from pecan.synthetic.chemistry import CRYSTAL_GROUP, CRYSTAL_POSE_ID, DOCKING_GROUP, INDEX_COLUMNS, PDBID_SPACE
 from pecan.synthetic.complexes import generate_complex
 
@@ -20,12 +20,10 @@ MARKER_NAME = ".synthetic.json"  # written by pecan.synthetic.cache; stale once 
 
 
 def _shard_complex(record, with_crystal):
-    """A generated complex in the shard writer's terms (pecan.data.format.write_shard)."""
-    poses = [
-        shard_format.ShardSample(record.pose_id(k), record.poses[k], attrs) for k, attrs in enumerate(record.pose_attrs)
-    ]
-    crystal = shard_format.ShardSample(CRYSTAL_POSE_ID, record.crystal, record.crystal_attrs) if with_crystal else None
-    return shard_format.ShardComplex(record.pdbid, poses, crystal, record.affinity)
+    """A generated complex in the shard writer's terms (pecan.data.layout.write_shard)."""
+    poses = [layout.ShardSample(record.pose_id(k), record.poses[k], attrs) for k, attrs in enumerate(record.pose_attrs)]
+    crystal = layout.ShardSample(CRYSTAL_POSE_ID, record.crystal, record.crystal_attrs) if with_crystal else None
+    return layout.ShardComplex(record.pdbid, poses, crystal, record.affinity)
 
 
 def _index_rows(shard_name, record, with_crystal):
@@ -103,7 +101,7 @@ def generate_dataset(
     with Progress(n_shards * complexes_per_shard, "synthetic", "complex", progress) as bar:
         for shard in range(n_shards):
             path = out_dir / SHARD_NAME.format(shard)
-            shard_format.write_shard(
+            layout.write_shard(
                 path,
                 _shard_complexes(shard, path.name, complexes_per_shard, settings, with_crystal, rows, bar),
                 pose_group=DOCKING_GROUP,

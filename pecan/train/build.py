@@ -11,10 +11,10 @@ import torch
 
 import model as registry
 from pecan import config as config_module
-from pecan import tracing
 from pecan.data.loader import make_dataset, make_loader, make_sampler, prepare_job_data
 from pecan.data.sample import COUNTER_FIELDS
-from pecan.errors import ConfigError
+from pecan.runtime import tracing
+from pecan.runtime.errors import ConfigError
 from pecan.train import checkpoint as ckpt
 from pecan.train.components import apply_compile, wrap_ddp
 from pecan.train.distributed import GradCommClock

@@ -17,7 +17,7 @@ from typing import Any, Optional
 import numpy as np
 import torch
 
-from pecan.fileio import atomic_write
+from pecan.runtime.fileio import atomic_write
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from pecan.errors import RanksDisagree
+from pecan.runtime.errors import RanksDisagree
 from pecan.train.distributed import DistEnv, gather_varlen
 
 log = logging.getLogger(__name__)
@@ -95,8 +95,8 @@ def check_same_config(config, env: DistEnv) -> None:
     the ranks and the keys that differ, on every rank, before anything is written."""
     if not env.is_distributed:
         return
-    from pecan.collectives import all_gather_object
-    from pecan.errors import ConfigError
+    from pecan.runtime.collectives import all_gather_object
+    from pecan.runtime.errors import ConfigError
 
     gathered = all_gather_object((config.digest(), flat_settings(config)), what="config_digest")
     differ = [rank for rank, (digest, _) in enumerate(gathered) if digest != gathered[0][0]]

@@ -275,7 +275,7 @@ def init_distributed(env: DistEnv, backend: str | None = None, timeout_s: float 
                 timeout=datetime.timedelta(seconds=timeout_s),
             )
         except (RuntimeError, dist.DistError) as err:
-            from pecan.errors import CollectiveFailed
+            from pecan.runtime.errors import CollectiveFailed
 
             first = (str(err).strip().splitlines() or [type(err).__name__])[0][:300]
             raise CollectiveFailed(
@@ -309,7 +309,7 @@ def cleanup_distributed(graceful: bool = True) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# Collectives live in pecan.collectives (data uses them too); re-exported here for the trainer.
+# Collectives live in pecan.runtime.collectives (data uses them too); re-exported here for the trainer.
 # ---------------------------------------------------------------------------------------------
 
 
@@ -322,7 +322,7 @@ def resolve_device(setting: str, discovered: torch.device, local_rank: int) -> t
     return torch.device(setting)
 
 
-from pecan.collectives import all_reduce, all_reduce_sum, barrier, broadcast_object, gather_varlen  # noqa: E402,F401
+from pecan.runtime.collectives import all_reduce, all_reduce_sum, barrier, broadcast_object, gather_varlen  # noqa: E402,F401
 
 
 class GradCommClock:

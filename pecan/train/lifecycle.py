@@ -21,8 +21,8 @@ from typing import Any, Callable, Optional
 import numpy as np
 import torch
 
-from pecan.collectives import all_reduce
-from pecan.config_checks import signal_number
+from pecan.config.checks import signal_number
+from pecan.runtime.collectives import all_reduce
 
 log = logging.getLogger(__name__)
 

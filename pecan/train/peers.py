@@ -1,5 +1,5 @@
 """Which peer went away: each rank's heartbeat counter in the process group's store, read when a collective
-fails so its message names the rank(s) and host(s) that stopped (see pecan.collectives.describe_failure).
+fails so its message names the rank(s) and host(s) that stopped (see pecan.runtime.collectives.describe_failure).
 
 Counters, not timestamps: hosts' clocks need not agree. A rank whose counter does not move for a few beats is
 gone (dead, frozen or cut off). When the store itself no longer answers, the rank that hosts it is gone.
@@ -15,7 +15,7 @@ from typing import Optional
 
 import torch.distributed as dist
 
-from pecan import collectives
+from pecan.runtime import collectives
 
 log = logging.getLogger(__name__)
 

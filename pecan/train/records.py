@@ -15,9 +15,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from pecan import report, tracing
+from pecan import report
 from pecan.data.sample import COUNTER_FIELDS, counters_to_dict
-from pecan.fileio import named_write_errors, write_text
+from pecan.runtime import tracing
+from pecan.runtime.fileio import named_write_errors, write_text
 from pecan.train.distributed import all_reduce_sum, gather_varlen
 from pecan.train.timing import cuda_peak_mb, peak_rss_mb
 

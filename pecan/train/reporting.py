@@ -12,7 +12,8 @@ from typing import Any
 
 import torch
 
-from pecan import progress, report
+from pecan import report
+from pecan.runtime import progress
 from pecan.train.threads import CpuClock, starved_advice
 
 log = logging.getLogger(__name__)

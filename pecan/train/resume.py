@@ -8,7 +8,7 @@ import logging
 import torch
 
 from pecan import config as config_module
-from pecan import tracing
+from pecan.runtime import tracing
 from pecan.train import checkpoint as ckpt
 from pecan.train.distributed import all_reduce_sum, barrier
 from pecan.train.lifecycle import MID_EPOCH, Position, RunStopped, stop_record

@@ -1,5 +1,5 @@
 """Run-directory integrity: one run per out_dir (a lock that works on clusters) and stale temp files removed at
-start. Write errors naming the path come from pecan.fileio.
+start. Write errors naming the path come from pecan.runtime.fileio.
 
 The lock ``out_dir/.pecan.lock`` names its owner: host, pid, the process's start time (so a reused pid is not
 mistaken for the owner) and the scheduler's job id (SLURM_JOB_ID or FLUX_JOB_ID). The running job refreshes
@@ -29,8 +29,8 @@ import uuid
 from pathlib import Path
 from typing import Any, Optional
 
-from pecan.errors import OutDirInUse, OutDirUnusable
-from pecan.fileio import json_text
+from pecan.runtime.errors import OutDirInUse, OutDirUnusable
+from pecan.runtime.fileio import json_text
 
 log = logging.getLogger(__name__)
 
@@ -267,7 +267,7 @@ def check_out_dir(out_dir: Path) -> None:
 def claim_out_dir(out_dir: Path, is_main: bool, stale_minutes: float = 10.0, force: bool = False):
     """Rank 0 locks out_dir (one run per directory) and removes stale temp files; every rank learns whether
     that worked, so a refused start stops all ranks instead of leaving them waiting. Returns rank 0's lock."""
-    from pecan.collectives import broadcast_object
+    from pecan.runtime.collectives import broadcast_object
 
     lock, refusal = None, None
     if is_main:

@@ -11,7 +11,7 @@ import logging
 import threading
 from pathlib import Path
 
-from pecan import fileio
+from pecan.runtime import fileio
 from pecan.train.run_dir import LOCK_NAME
 
 log = logging.getLogger(__name__)

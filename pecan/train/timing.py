@@ -9,8 +9,8 @@ from typing import Iterator
 
 import torch
 
-from pecan import tracing
 from pecan.report import PHASE_EVENTS
+from pecan.runtime import tracing
 
 
 class PhaseTimer:
@@ -87,7 +87,7 @@ def timed_backward(loss: torch.Tensor, timer: PhaseTimer, grad_clock=None) -> No
     """Backward; with DDP on CPU the wait for the last gradient all-reduce is split off as grad_comm_s
     (see distributed.GradCommClock) and traced as comm/all_reduce right after the compute/backward event.
     A failure of DDP's gradient all-reduce is a CollectiveFailed naming the lost peer."""
-    from pecan.collectives import guarded
+    from pecan.runtime.collectives import guarded
 
     if grad_clock is None:
         with timer.span("backward_s"), guarded("all_reduce", "gradients"):

@@ -16,14 +16,14 @@ import torch
 import torch.nn.functional as F
 
 from pecan import config as config_module
-from pecan import tracing
-from pecan.collectives import guarded
 from pecan.config import Config
-from pecan.data import format as fmt
+from pecan.data import layout
 from pecan.data.index import DataError
 from pecan.data.loader import first_good_batch
 from pecan.data.sample import COUNTER_FIELDS
-from pecan.fileio import json_text, named_write_errors
+from pecan.runtime import tracing
+from pecan.runtime.collectives import guarded
+from pecan.runtime.fileio import json_text, named_write_errors
 from pecan.scoring.evaluate import score_share
 from pecan.scoring.settings import sample_settings, split_record, training_data_record
 from pecan.train import build, resume
@@ -143,7 +143,7 @@ class Trainer:
             "config": self.config.to_dict(),
             "world_size": self.env.world_size,
             "model_config": dataclasses.asdict(self.config.model),
-            "feature_layout": fmt.feature_layout(),
+            "feature_layout": layout.feature_layout(),
             # What scoring needs to build samples as trained and to tell seen from held-out complexes.
             "sample_settings": sample_settings(self.config),
             "best": self.selector.state(),

@@ -11,7 +11,7 @@ pytest.importorskip("prolif", reason="needs the convert extra: pip install -e '.
 from pecan.convert.complexes import Options  # noqa: E402
 from pecan.convert.examples import write_prolif_manifest  # noqa: E402
 from pecan.convert.run import convert  # noqa: E402
-from pecan.data import format as fmt  # noqa: E402
+from pecan.data import layout  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -34,8 +34,8 @@ def test_real_complexes_convert(converted):
     assert (vina["hpbond"] > 0).all() and vina["num_hbonds"].sum() > 0
     assert list(vina["label"]) == list((vina["rmsd"] < 2.0).astype(int))
     with h5py.File(out / "real_0000.hdf5", "r") as h5:
-        rows = h5[f"vina/{fmt.DEFAULT_POSE_GROUP}/vina_pose1/data"][()]
-        assert (rows[:, fmt.MOLCODE_COLUMN] == 1).sum() == 43  # the 43 heavy atoms of the ligand, no hydrogens
+        rows = h5[f"vina/{layout.DEFAULT_POSE_GROUP}/vina_pose1/data"][()]
+        assert (rows[:, layout.MOLCODE_COLUMN] == 1).sum() == 43  # the 43 heavy atoms of the ligand, no hydrogens
         assert rows[:, 3:12].sum() == len(rows)  # every atom has an element slot: no hydrogens anywhere
 
 

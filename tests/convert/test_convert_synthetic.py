@@ -12,7 +12,7 @@ pytest.importorskip("prolif", reason="needs the convert extra: pip install -e '.
 
 from pecan.convert.complexes import Options  # noqa: E402
 from pecan.convert.run import convert  # noqa: E402
-from pecan.data import format as fmt  # noqa: E402
+from pecan.data import layout  # noqa: E402
 from tests.convert import structures as st  # noqa: E402
 
 ASYMMETRIC = "NCC(O)CCS"
@@ -43,12 +43,14 @@ def test_layout_matches_shard_format(tmp_path):
     with h5py.File(tmp_path / "out" / "t_0000.hdf5", "r") as h5:
         group = h5["cplx"]
         assert float(group.attrs["affinity"]) == 6.5
-        pose = group[f"{fmt.DEFAULT_POSE_GROUP}/cplx_pose1"]
+        pose = group[f"{layout.DEFAULT_POSE_GROUP}/cplx_pose1"]
         data = pose["data"]
         assert data.dtype == np.float32 and data.shape[1] == 22 and data.compression == "lzf"
         rows = data[()]
         n_ligand = crystal.GetNumHeavyAtoms()
-        assert (rows[:n_ligand, fmt.MOLCODE_COLUMN] == 1).all() and (rows[n_ligand:, fmt.MOLCODE_COLUMN] == -1).all()
+        assert (rows[:n_ligand, layout.MOLCODE_COLUMN] == 1).all() and (
+            rows[n_ligand:, layout.MOLCODE_COLUMN] == -1
+        ).all()
         assert len(rows) > n_ligand
         # coordinates as in the input frame: the pose file's own coordinates, heavy atoms in file order
         np.testing.assert_allclose(rows[:n_ligand, :3], poses[0].GetConformer().GetPositions(), atol=1e-4)
@@ -60,11 +62,11 @@ def test_layout_matches_shard_format(tmp_path):
         assert len(pose.attrs["van_der_waals"]) == len(rows)  # on the pose group, as FAST writes it
         assert pose.attrs["van_der_waals"][0] == pytest.approx(1.6, abs=0.01)  # RDKit's N radius
         assert float(pose.attrs["score"]) == -7.25 and int(pose.attrs["label"]) == 1
-        assert float(pose.attrs["hpbond"]) >= 0 and set(fmt.INTERACTION_ATTRS) <= set(pose.attrs)
-        xtal = group[fmt.DEFAULT_CRYSTAL_GROUP]
+        assert float(pose.attrs["hpbond"]) >= 0 and set(layout.INTERACTION_ATTRS) <= set(pose.attrs)
+        xtal = group[layout.DEFAULT_CRYSTAL_GROUP]
         assert float(xtal.attrs["rmsd"]) == 0 and int(xtal.attrs["label"]) == 1
     index = pd.read_csv(tmp_path / "out" / "t_all.csv")
-    assert list(index.columns) == list(fmt.INDEX_COLUMNS)
+    assert list(index.columns) == list(layout.INDEX_COLUMNS)
     assert sorted(index["poseid"]) == ["cplx_pose1", "cplx_pose2", "pdbbind"]
 
 
@@ -76,7 +78,7 @@ def test_waters_dropped_and_hetero_optional(tmp_path):
 
     def rows(directory):
         with h5py.File(directory / "converted_0000.hdf5", "r") as h5:
-            return h5[f"cplx/{fmt.DEFAULT_POSE_GROUP}/cplx_pose1/data"][()]
+            return h5[f"cplx/{layout.DEFAULT_POSE_GROUP}/cplx_pose1/data"][()]
 
     kept, dropped = rows(tmp_path / "keep"), rows(tmp_path / "drop")
     assert len(kept) == len(dropped) + 1 and kept[:, 11].sum() == 1 and dropped[:, 11].sum() == 0
@@ -203,4 +205,4 @@ def test_shards_read_back_identically_through_hdf5_and_packed_paths(tmp_path):
     packed_batch = make_dataset(config.data, frame, io_mode="packed").__getitems__(list(range(len(frame))))
     for name in ("x", "pos", "edge_index", "edge_type", "y", "pose_features", "batch"):
         assert np.array_equal(h5_batch[name].numpy(), packed_batch[name].numpy()), name
-    assert h5_batch.x[:, fmt.MOLCODE_FEATURE].gt(0).sum() > 0
+    assert h5_batch.x[:, layout.MOLCODE_FEATURE].gt(0).sum() > 0

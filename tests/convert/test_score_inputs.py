@@ -118,7 +118,7 @@ def test_no_pose_converts_exits_1_with_the_reasons(vina, caplog):
 
 
 def test_a_scored_pose_without_its_record_is_an_error_not_a_shorter_sdf(vina):
-    from pecan.errors import DataError
+    from pecan.runtime.errors import DataError
     from pecan.scoring.sdf import write_scored_sdf
 
     tmp, _, receptor, _, scored = vina

@@ -41,7 +41,7 @@ def test_in_memory_scores_equal_predict_on_the_shards_and_nothing_else_is_writte
     parsed = []
     read_ligands = chem.read_ligands
     monkeypatch.setattr(chem, "read_ligands", lambda path: parsed.append(Path(path).name) or read_ligands(path))
-    monkeypatch.setattr("pecan.data.format.write_shard", no_disk_scratch)
+    monkeypatch.setattr("pecan.data.layout.write_shard", no_disk_scratch)
     monkeypatch.setattr("pecan.data.loader.prepare_job_data", no_disk_scratch)
     monkeypatch.setattr("pecan.data.loader.prepare_packs", no_disk_scratch)
     monkeypatch.setattr("pecan.data.index_derived.write_derived_index", no_disk_scratch)

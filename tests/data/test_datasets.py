@@ -10,8 +10,7 @@ import pytest
 import torch
 
 from pecan.config import DataConfig
-from pecan.data import format as fmt
-from pecan.data import packed, packing
+from pecan.data import layout, packed, packing
 from pecan.data.index import DataError
 from pecan.data.loader import load_split_frames, make_dataset, pack_params, prepare_packs
 from pecan.data.sample import COUNTER_FIELDS, counters_to_dict, passthrough_collate
@@ -132,7 +131,7 @@ def test_pack_invalidated_when_shard_changes(setup, tmp_path):
     params = pack_params(cfg)
     assert packed.find_valid_pack(shard, params, cfg.cache_dir) == packs[str(shard)]
     with h5py.File(shard, "a") as handle:
-        pose = handle[f"c000/{fmt.DEFAULT_POSE_GROUP}/c000_pose0/data"]
+        pose = handle[f"c000/{layout.DEFAULT_POSE_GROUP}/c000_pose0/data"]
         pose[0, 0] += 1.0
     os.utime(shard, ns=(time.time_ns(), time.time_ns() + 10**9))
     assert packed.find_valid_pack(shard, params, cfg.cache_dir) is None
@@ -153,7 +152,7 @@ def test_pack_params_change_the_pack(setup):
 def test_corrupt_shard_fails_pack_and_leaves_nothing(tmp_path):
     shard = tmp_path / "broken.hdf5"
     shard.write_bytes(b"\x89HDF\r\n\x1a\n" + os.urandom(4096))
-    params = packed.PackParams(fmt.DEFAULT_POSE_GROUP, fmt.DEFAULT_CRYSTAL_GROUP, 6.0, 4.5, 2.0)
+    params = packed.PackParams(layout.DEFAULT_POSE_GROUP, layout.DEFAULT_CRYSTAL_GROUP, 6.0, 4.5, 2.0)
     with pytest.raises(DataError, match="broken.hdf5"):
         packing.ensure_packed([shard], params, str(tmp_path / "cache"))
     assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").iterdir())
@@ -163,7 +162,7 @@ def test_bad_samples_error_or_skip(tmp_path):
     path = tmp_path / "s.hdf5"
     write_shard(path, n_complexes=1, n_poses=4, crystal=False)
     with h5py.File(path, "a") as handle:
-        poses = handle[f"c000/{fmt.DEFAULT_POSE_GROUP}"]
+        poses = handle[f"c000/{layout.DEFAULT_POSE_GROUP}"]
         data = poses["c000_pose1/data"][()]
         data[2, 0] = np.nan
         del poses["c000_pose1/data"]
@@ -205,7 +204,7 @@ def test_missing_data_dataset_named(tmp_path):
     path = tmp_path / "s.hdf5"
     write_shard(path, n_complexes=1, n_poses=2, crystal=False)
     with h5py.File(path, "a") as handle:
-        del handle[f"c000/{fmt.DEFAULT_POSE_GROUP}/c000_pose0/data"]
+        del handle[f"c000/{layout.DEFAULT_POSE_GROUP}/c000_pose0/data"]
     cfg = DataConfig(train_fns=[str(path)], val_fraction=0.0, cache_dir=str(tmp_path / "cache"))
     frame, _ = load_split_frames(cfg)
     with pytest.raises(DataError, match="c000_pose0"):

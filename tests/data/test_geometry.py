@@ -7,7 +7,7 @@ import pytest
 
 from pecan.data import geometry
 from pecan.data.graph import build_graph
-from pecan.errors import DataError
+from pecan.runtime.errors import DataError
 
 # Ethane-like ligand (C-C 1.54 A) and three protein atoms 3.5-5 A away.
 LIGAND = [[0.0, 0.0, 0.0], [1.54, 0.0, 0.0], [2.05, 1.45, 0.0]]

@@ -3,16 +3,15 @@
 import numpy as np
 import pytest
 
-from pecan.data import format as fmt
-from pecan.data import graph
+from pecan.data import graph, layout
 from pecan.data.index import DataError
 
 
 def atoms_at(coords, ligand_count):
-    atoms = np.zeros((len(coords), fmt.N_COLUMNS), dtype=np.float32)
+    atoms = np.zeros((len(coords), layout.N_COLUMNS), dtype=np.float32)
     atoms[:, :3] = coords
-    atoms[:ligand_count, fmt.MOLCODE_COLUMN] = 1
-    atoms[ligand_count:, fmt.MOLCODE_COLUMN] = -1
+    atoms[:ligand_count, layout.MOLCODE_COLUMN] = 1
+    atoms[ligand_count:, layout.MOLCODE_COLUMN] = -1
     atoms[:, 4] = 1  # carbon
     return atoms
 
@@ -32,7 +31,7 @@ def test_edges_and_types_match_brute_force():
     expected = {(i, j) for i in range(40) for j in range(40) if i != j and d[i, j] < 3.0}
     got = set(map(tuple, g.edge_index.T.tolist()))
     assert got == expected
-    ligand = g.x[:, fmt.MOLCODE_FEATURE] > 0
+    ligand = g.x[:, layout.MOLCODE_FEATURE] > 0
     for (i, j), t in zip(g.edge_index.T, g.edge_type):
         assert t == 2 - int(ligand[i]) - int(ligand[j])
     assert g.x.shape == (40, 19) and g.x.dtype == np.float32
@@ -56,7 +55,7 @@ def test_chunked_edges_are_target_sorted(monkeypatch):
 @pytest.mark.parametrize("value", [0.0, 0.5, 2.0])
 def test_molcode_other_than_plus_or_minus_one_is_named(value):
     atoms = atoms_at(np.random.default_rng(4).uniform(-3, 3, (6, 3)), 2)
-    atoms[3, fmt.MOLCODE_COLUMN] = value
+    atoms[3, layout.MOLCODE_COLUMN] = value
     with pytest.raises(DataError, match=r"molcode\) must be \+1 \(ligand\) or -1") as err:
         graph.build_graph(atoms, 6.0, 4.5, where="shard s.hdf5, pose x/y")
     assert "pose x/y" in str(err.value) and "1 row(s)" in str(err.value)

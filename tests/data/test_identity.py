@@ -8,7 +8,7 @@ import subprocess
 import pytest
 
 from pecan.data import identity
-from pecan.errors import DataError
+from pecan.runtime.errors import DataError
 
 
 def write(path, data: bytes):

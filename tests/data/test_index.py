@@ -7,14 +7,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pecan.data import format as fmt
 from pecan.data import index as idx
+from pecan.data import layout
 from pecan.data.index import DataError
 from tests.shards import with_required_columns, write_shard
 
 COMMON = dict(
-    pose_group=fmt.DEFAULT_POSE_GROUP,
-    crystal_group=fmt.DEFAULT_CRYSTAL_GROUP,
+    pose_group=layout.DEFAULT_POSE_GROUP,
+    crystal_group=layout.DEFAULT_CRYSTAL_GROUP,
     use_crystal=True,
     rmsd_threshold=2.0,
     index_prefix="pecan",
@@ -29,25 +29,25 @@ def test_derived_index_matches_csv(tiny_dataset, tmp_path):
     a = from_csv.sort_values(key).reset_index(drop=True)
     b = derived.sort_values(key).reset_index(drop=True)
     assert len(a) == len(b) == 2 * 2 * 4
-    for column in ["shard", "pdbid", "poseid", "label", "is_crystal", *fmt.INTERACTION_ATTRS]:
+    for column in ["shard", "pdbid", "poseid", "label", "is_crystal", *layout.INTERACTION_ATTRS]:
         assert a[column].tolist() == b[column].tolist(), column
     assert np.allclose(a["rmsd"], b["rmsd"])
     written = pd.read_csv(tmp_path / "idx" / "pecan_all.csv")
     assert len(written) == len(b) and list(written.columns)[:3] == ["shard", "pdbid", "poseid"]
-    assert set(written.columns) >= set(fmt.INDEX_COLUMNS)
+    assert set(written.columns) >= set(layout.INDEX_COLUMNS)
 
 
 def test_one_row_type_for_crystal_and_docked(tiny_dataset):
     data_dir, shards, _ = tiny_dataset
-    frame = idx.derive_index(shards, fmt.DEFAULT_POSE_GROUP, fmt.DEFAULT_CRYSTAL_GROUP, True, 2.0)
+    frame = idx.derive_index(shards, layout.DEFAULT_POSE_GROUP, layout.DEFAULT_CRYSTAL_GROUP, True, 2.0)
     crystal = frame[frame["is_crystal"] == 1]
     assert len(crystal) == 4 and (crystal["label"] == 1).all() and (crystal["rmsd"] == 0).all()
-    assert frame.notna()[list(fmt.INDEX_COLUMNS)].drop(columns=["affinity"]).all().all()
+    assert frame.notna()[list(layout.INDEX_COLUMNS)].drop(columns=["affinity"]).all().all()
 
 
 def test_crystal_group_named_crystal_is_accepted(tmp_path):
     write_shard(tmp_path / "s.hdf5", crystal_name="crystal")
-    frame = idx.derive_index([tmp_path / "s.hdf5"], fmt.DEFAULT_POSE_GROUP, fmt.DEFAULT_CRYSTAL_GROUP, True, 2.0)
+    frame = idx.derive_index([tmp_path / "s.hdf5"], layout.DEFAULT_POSE_GROUP, layout.DEFAULT_CRYSTAL_GROUP, True, 2.0)
     assert set(frame.loc[frame["is_crystal"] == 1, "poseid"]) == {"crystal"}
 
 
@@ -55,10 +55,10 @@ def test_missing_attributes_defaults(tmp_path):
     path = tmp_path / "s.hdf5"
     write_shard(path, n_complexes=1, n_poses=2, crystal=False, rmsds=[1.0, 5.0])
     with h5py.File(path, "a") as handle:
-        for pose in handle[f"c000/{fmt.DEFAULT_POSE_GROUP}"].values():
+        for pose in handle[f"c000/{layout.DEFAULT_POSE_GROUP}"].values():
             for name in ("label", "hpbond"):
                 del pose.attrs[name]
-    frame = idx.derive_index([path], fmt.DEFAULT_POSE_GROUP, fmt.DEFAULT_CRYSTAL_GROUP, True, 2.0)
+    frame = idx.derive_index([path], layout.DEFAULT_POSE_GROUP, layout.DEFAULT_CRYSTAL_GROUP, True, 2.0)
     assert frame["label"].tolist() == [1, 0]  # from rmsd < threshold
     assert (frame["hpbond"] == 0).all()
 
@@ -67,10 +67,10 @@ def test_pose_without_label_or_rmsd_is_rejected_naming_it(tmp_path):
     path = tmp_path / "s.hdf5"
     write_shard(path, n_complexes=1, n_poses=2, crystal=False)
     with h5py.File(path, "a") as handle:
-        pose = handle[f"c000/{fmt.DEFAULT_POSE_GROUP}/c000_pose1"]
+        pose = handle[f"c000/{layout.DEFAULT_POSE_GROUP}/c000_pose1"]
         del pose.attrs["label"], pose.attrs["rmsd"]
     with pytest.raises(DataError, match="c000/c000_pose1"):
-        idx.derive_index([path], fmt.DEFAULT_POSE_GROUP, fmt.DEFAULT_CRYSTAL_GROUP, True, 2.0)
+        idx.derive_index([path], layout.DEFAULT_POSE_GROUP, layout.DEFAULT_CRYSTAL_GROUP, True, 2.0)
 
 
 def test_missing_shard_file_is_named(tmp_path):
@@ -92,7 +92,7 @@ def test_not_hdf5_shard_is_named(tmp_path):
     path = tmp_path / "fake.hdf5"
     path.write_text("not an hdf5 file")
     with pytest.raises(DataError, match="fake.hdf5"):
-        idx.derive_index([path], fmt.DEFAULT_POSE_GROUP, fmt.DEFAULT_CRYSTAL_GROUP, True, 2.0)
+        idx.derive_index([path], layout.DEFAULT_POSE_GROUP, layout.DEFAULT_CRYSTAL_GROUP, True, 2.0)
 
 
 def test_missing_pose_group_error_or_skip(tmp_path):
@@ -101,8 +101,10 @@ def test_missing_pose_group_error_or_skip(tmp_path):
     with h5py.File(path, "a") as handle:
         del handle["c001/pybel/processed/docking"]
     with pytest.raises(DataError, match="c001"):
-        idx.derive_index([path], fmt.DEFAULT_POSE_GROUP, fmt.DEFAULT_CRYSTAL_GROUP, True, 2.0)
-    frame = idx.derive_index([path], fmt.DEFAULT_POSE_GROUP, fmt.DEFAULT_CRYSTAL_GROUP, True, 2.0, on_bad_sample="skip")
+        idx.derive_index([path], layout.DEFAULT_POSE_GROUP, layout.DEFAULT_CRYSTAL_GROUP, True, 2.0)
+    frame = idx.derive_index(
+        [path], layout.DEFAULT_POSE_GROUP, layout.DEFAULT_CRYSTAL_GROUP, True, 2.0, on_bad_sample="skip"
+    )
     assert set(frame["pdbid"]) == {"c000"}
 
 
@@ -164,7 +166,7 @@ def test_destination_order(tmp_path):
 
 def test_split_by_complex_never_splits_a_complex(tiny_dataset):
     _, shards, _ = tiny_dataset
-    frame = idx.derive_index(shards, fmt.DEFAULT_POSE_GROUP, fmt.DEFAULT_CRYSTAL_GROUP, True, 2.0)
+    frame = idx.derive_index(shards, layout.DEFAULT_POSE_GROUP, layout.DEFAULT_CRYSTAL_GROUP, True, 2.0)
     train, val = idx.split_by_complex(frame, 0.5, seed=1)
     assert not set(train["pdbid"]) & set(val["pdbid"])
     assert len(train) + len(val) == len(frame) and len(val) > 0
@@ -180,7 +182,7 @@ def one_complex_csv(tmp_path, **columns) -> Path:
     is_crystal and interaction counts, 0 unless given; ``DROP`` leaves a column out)."""
     write_shard(tmp_path / "s.hdf5", n_complexes=1, n_poses=3, crystal=False)
     path = tmp_path / "index.csv"
-    required = {"is_crystal": 0, **{name: 0.0 for name in fmt.INTERACTION_ATTRS}}
+    required = {"is_crystal": 0, **{name: 0.0 for name in layout.INTERACTION_ATTRS}}
     columns = {k: v for k, v in {**required, **columns}.items() if v is not DROP}
     pd.DataFrame({"shard": "s.hdf5", "pdbid": "c000", "poseid": [f"c000_pose{p}" for p in range(3)], **columns}).to_csv(
         path, index=False
@@ -195,7 +197,7 @@ def test_derived_rows_carry_the_complex_affinity(tmp_path):
     write_shard(tmp_path / "s.hdf5", n_complexes=2, n_poses=2)
     with h5py.File(tmp_path / "s.hdf5", "a") as handle:
         handle["c000"].attrs["affinity"], handle["c001"].attrs["affinity"] = 6.5, 7.25
-    frame = idx.derive_index([tmp_path / "s.hdf5"], fmt.DEFAULT_POSE_GROUP, fmt.DEFAULT_CRYSTAL_GROUP, True, 2.0)
+    frame = idx.derive_index([tmp_path / "s.hdf5"], layout.DEFAULT_POSE_GROUP, layout.DEFAULT_CRYSTAL_GROUP, True, 2.0)
     assert frame.groupby("pdbid")["affinity"].agg(set).to_dict() == {"c000": {6.5}, "c001": {7.25}}
 
 
@@ -212,7 +214,7 @@ def test_unlabelled_csv_rows_need_labels_optional(tmp_path):
 def test_unlabelled_poses_are_an_error_by_default(tmp_path, source):
     csv = one_complex_csv(tmp_path, rmsd=[1.0, np.nan, 3.0])
     with h5py.File(tmp_path / "s.hdf5", "a") as handle:
-        pose = handle[f"c000/{fmt.DEFAULT_POSE_GROUP}/c000_pose1"]
+        pose = handle[f"c000/{layout.DEFAULT_POSE_GROUP}/c000_pose1"]
         del pose.attrs["label"], pose.attrs["rmsd"]
     csvs, fns = ([str(csv)], []) if source == "csv" else ([], ["s.hdf5"])
     with pytest.raises(DataError, match="c000/c000_pose1"):
@@ -257,7 +259,7 @@ def test_unlabelled_derived_index_reused_from_index_dir(tmp_path, monkeypatch):
     (tmp_path / "data").mkdir()
     write_shard(tmp_path / "data" / "s.hdf5", n_complexes=1, n_poses=3, crystal=False)
     with h5py.File(tmp_path / "data" / "s.hdf5", "a") as handle:
-        pose = handle[f"c000/{fmt.DEFAULT_POSE_GROUP}/c000_pose1"]
+        pose = handle[f"c000/{layout.DEFAULT_POSE_GROUP}/c000_pose1"]
         del pose.attrs["label"], pose.attrs["rmsd"]
     args = dict(index_dir=str(tmp_path / "idx"), labels_optional=True, **COMMON)
     first = idx.build_index([], ["s.hdf5"], str(tmp_path / "data"), **args)
@@ -282,7 +284,7 @@ def test_bad_complex_skipped_on_the_derived_path(tmp_path):
 def test_bad_pose_attribute_skipped_on_the_derived_path(tmp_path):
     write_shard(tmp_path / "s.hdf5", n_complexes=1, n_poses=3, crystal=False)
     with h5py.File(tmp_path / "s.hdf5", "a") as handle:
-        handle[f"c000/{fmt.DEFAULT_POSE_GROUP}/c000_pose1"].attrs["label"] = 2
+        handle[f"c000/{layout.DEFAULT_POSE_GROUP}/c000_pose1"].attrs["label"] = 2
     with pytest.raises(DataError, match="pose c000/c000_pose1: label must be 0 or 1"):
         idx.build_index([], ["s.hdf5"], str(tmp_path), write_csv=False, **COMMON)
     frame = idx.build_index([], ["s.hdf5"], str(tmp_path), write_csv=False, on_bad_sample="skip", **COMMON)
@@ -309,7 +311,7 @@ def test_csv_with_only_the_required_columns_and_a_label(tmp_path):
     assert frame["label"].tolist() == [1, 0, 1] and frame["is_crystal"].tolist() == [0, 0, 0]
     for column in ("rmsd", "affinity", "score"):
         assert frame[column].dtype == np.float64 and frame[column].isna().all(), column
-    for column in fmt.INTERACTION_ATTRS:
+    for column in layout.INTERACTION_ATTRS:
         assert frame[column].tolist() == [0.0, 0.0, 0.0], column
     kept = idx.build_index([str(csv)], [], str(tmp_path), **{**COMMON, "use_crystal": False})
     assert kept["poseid"].tolist() == ["c000_pose0", "c000_pose1", "c000_pose2"]

@@ -4,18 +4,17 @@ values written out by hand."""
 import numpy as np
 import torch
 
-from pecan.data import format as fmt
-from pecan.data import packed
+from pecan.data import layout, packed
 
 
 def pack(atoms_per_sample, edges_per_sample, first_radius):
     """A pack whose samples have the given atom counts and local edges; atom k of the pack has x[:, 0] = k,
     pos = (k, 0, 0), radius first_radius + k/10; the first atom of each sample is a ligand atom."""
     n = sum(atoms_per_sample)
-    x = np.zeros((n, fmt.N_FEATURES), dtype=np.float32)
+    x = np.zeros((n, layout.N_FEATURES), dtype=np.float32)
     x[:, 0] = np.arange(n)
-    x[:, fmt.MOLCODE_FEATURE] = -1
-    x[np.cumsum([0, *atoms_per_sample[:-1]]), fmt.MOLCODE_FEATURE] = 1
+    x[:, layout.MOLCODE_FEATURE] = -1
+    x[np.cumsum([0, *atoms_per_sample[:-1]]), layout.MOLCODE_FEATURE] = 1
     edges = [e for sample in edges_per_sample for e in sample]
     return {
         "atom_offsets": np.cumsum([0, *atoms_per_sample]),

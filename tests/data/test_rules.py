@@ -13,8 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pecan.data import format as fmt
-from pecan.data import graph
+from pecan.data import graph, layout
 from pecan.data import index as idx
 from tests.shards import make_atoms, with_required_columns
 
@@ -22,8 +21,8 @@ THRESHOLD = 2.0
 # rmsd -> label, written out by hand from "near-native is rmsd < threshold".
 RMSD_LABELS = {0.0: 1, 1.0: 1, 1.999: 1, 2.0: 0, 2.001: 0, 7.5: 0}
 COMMON = dict(
-    pose_group=fmt.DEFAULT_POSE_GROUP,
-    crystal_group=fmt.DEFAULT_CRYSTAL_GROUP,
+    pose_group=layout.DEFAULT_POSE_GROUP,
+    crystal_group=layout.DEFAULT_CRYSTAL_GROUP,
     rmsd_threshold=THRESHOLD,
     index_prefix="pecan",
     write_csv=False,
@@ -31,10 +30,10 @@ COMMON = dict(
 
 
 def atoms_at(coords, ligand_count):
-    atoms = np.zeros((len(coords), fmt.N_COLUMNS), dtype=np.float32)
+    atoms = np.zeros((len(coords), layout.N_COLUMNS), dtype=np.float32)
     atoms[:, :3] = coords
-    atoms[:ligand_count, fmt.MOLCODE_COLUMN] = 1
-    atoms[ligand_count:, fmt.MOLCODE_COLUMN] = -1
+    atoms[:ligand_count, layout.MOLCODE_COLUMN] = 1
+    atoms[ligand_count:, layout.MOLCODE_COLUMN] = -1
     atoms[:, 4] = 1
     return atoms
 
@@ -45,11 +44,11 @@ def write_unlabelled_shard(path: Path, rmsds, crystal_attrs=None) -> None:
     with h5py.File(path, "w") as handle:
         group = handle.create_group("cplx")
         for number, rmsd in enumerate(rmsds, start=1):
-            pose = group.create_group(f"{fmt.DEFAULT_POSE_GROUP}/{number}")
+            pose = group.create_group(f"{layout.DEFAULT_POSE_GROUP}/{number}")
             pose.create_dataset("data", data=make_atoms(rng))
             pose.attrs["rmsd"] = rmsd
         if crystal_attrs is not None:
-            crystal = group.create_group(fmt.DEFAULT_CRYSTAL_GROUP)
+            crystal = group.create_group(layout.DEFAULT_CRYSTAL_GROUP)
             crystal.create_dataset("data", data=make_atoms(rng))
             for key, value in crystal_attrs.items():
                 crystal.attrs[key] = value
@@ -71,14 +70,16 @@ def test_label_from_rmsd_at_threshold_in_a_csv(tmp_path):
 def test_label_from_rmsd_at_threshold_derived_from_shards(tmp_path):
     rmsds = list(RMSD_LABELS)
     write_unlabelled_shard(tmp_path / "s.hdf5", rmsds)
-    frame = idx.derive_index([tmp_path / "s.hdf5"], fmt.DEFAULT_POSE_GROUP, fmt.DEFAULT_CRYSTAL_GROUP, False, THRESHOLD)
+    frame = idx.derive_index(
+        [tmp_path / "s.hdf5"], layout.DEFAULT_POSE_GROUP, layout.DEFAULT_CRYSTAL_GROUP, False, THRESHOLD
+    )
     assert frame["label"].dtype.kind == "i"
     assert dict(zip(frame["rmsd"].round(3), frame["label"])) == RMSD_LABELS
 
 
 def test_threshold_is_the_configured_one(tmp_path):
     write_unlabelled_shard(tmp_path / "s.hdf5", [0.9, 1.0, 1.1])
-    frame = idx.derive_index([tmp_path / "s.hdf5"], fmt.DEFAULT_POSE_GROUP, fmt.DEFAULT_CRYSTAL_GROUP, False, 1.0)
+    frame = idx.derive_index([tmp_path / "s.hdf5"], layout.DEFAULT_POSE_GROUP, layout.DEFAULT_CRYSTAL_GROUP, False, 1.0)
     assert frame["label"].tolist() == [1, 0, 0]
 
 
@@ -141,7 +142,9 @@ def test_crystal_rows_on_both_index_paths(tmp_path, source, use_crystal):
 
 def test_crystal_without_attributes_is_rmsd_zero_label_one(tmp_path):
     write_unlabelled_shard(tmp_path / "s.hdf5", [4.0], crystal_attrs={})
-    frame = idx.derive_index([tmp_path / "s.hdf5"], fmt.DEFAULT_POSE_GROUP, fmt.DEFAULT_CRYSTAL_GROUP, True, THRESHOLD)
+    frame = idx.derive_index(
+        [tmp_path / "s.hdf5"], layout.DEFAULT_POSE_GROUP, layout.DEFAULT_CRYSTAL_GROUP, True, THRESHOLD
+    )
     crystal = frame[frame["is_crystal"] == 1]
     assert crystal["poseid"].tolist() == ["pdbbind"]
     assert crystal["rmsd"].tolist() == [0.0] and crystal["label"].tolist() == [1]
@@ -150,7 +153,9 @@ def test_crystal_without_attributes_is_rmsd_zero_label_one(tmp_path):
 
 def test_crystal_keeps_its_own_rmsd_when_stored(tmp_path):
     write_unlabelled_shard(tmp_path / "s.hdf5", [3.0], crystal_attrs={"rmsd": 0.25, "score": -9.0})
-    frame = idx.derive_index([tmp_path / "s.hdf5"], fmt.DEFAULT_POSE_GROUP, fmt.DEFAULT_CRYSTAL_GROUP, True, THRESHOLD)
+    frame = idx.derive_index(
+        [tmp_path / "s.hdf5"], layout.DEFAULT_POSE_GROUP, layout.DEFAULT_CRYSTAL_GROUP, True, THRESHOLD
+    )
     crystal = frame[frame["is_crystal"] == 1]
     assert crystal["rmsd"].tolist() == [0.25] and crystal["score"].tolist() == [-9.0]
 
@@ -190,17 +195,22 @@ def test_a_stored_label_wins_over_rmsd_derived_from_shards_under_label_source_st
     write_unlabelled_shard(tmp_path / "s.hdf5", [0.5, 5.0, 1.0])
     with h5py.File(tmp_path / "s.hdf5", "a") as handle:
         for number, label in ((1, 0), (2, 1)):  # both disagree with their rmsd; pose 3 has no label
-            handle[f"cplx/{fmt.DEFAULT_POSE_GROUP}/{number}"].attrs["label"] = label
+            handle[f"cplx/{layout.DEFAULT_POSE_GROUP}/{number}"].attrs["label"] = label
     frame = idx.derive_index(
         [tmp_path / "s.hdf5"],
-        fmt.DEFAULT_POSE_GROUP,
-        fmt.DEFAULT_CRYSTAL_GROUP,
+        layout.DEFAULT_POSE_GROUP,
+        layout.DEFAULT_CRYSTAL_GROUP,
         False,
         THRESHOLD,
         label_source="stored",
     )
     assert dict(zip(frame["poseid"], frame["label"])) == {"1": 0, "2": 1, "3": 1}
     derived = idx.derive_index(
-        [tmp_path / "s.hdf5"], fmt.DEFAULT_POSE_GROUP, fmt.DEFAULT_CRYSTAL_GROUP, False, THRESHOLD, label_source="rmsd"
+        [tmp_path / "s.hdf5"],
+        layout.DEFAULT_POSE_GROUP,
+        layout.DEFAULT_CRYSTAL_GROUP,
+        False,
+        THRESHOLD,
+        label_source="rmsd",
     )
     assert dict(zip(derived["poseid"], derived["label"])) == {"1": 1, "2": 0, "3": 1}

@@ -16,10 +16,11 @@ import pytest
 
 import main_app
 from pecan import config as cfgmod
-from pecan import fileio, report
+from pecan import report
 from pecan.data import index as idx
 from pecan.data import packed, packing, staging
 from pecan.data.loader import pack_params
+from pecan.runtime import fileio
 from pecan.train.sync import OutputSync
 from tests import configs
 from tests.configs import SMALL_MODEL

@@ -113,7 +113,7 @@ def fake_variant(monkeypatch):
 def test_a_new_variant_is_a_module_and_a_row(fake_variant):
     """Loading, checks, capabilities, docs, checkpoint settings and building all read the registry row."""
     from pecan import config as cfgmod
-    from pecan.config_docs import describe
+    from pecan.config.docs import describe
     from pecan.scoring.settings import sample_settings
 
     config = cfgmod.from_dict({"data": {"data_dir": "d"}, "model": {"name": "fake", "width": 3, "jitter": True}})

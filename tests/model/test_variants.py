@@ -157,7 +157,7 @@ def test_variant_config_files_load_and_round_trip(variant, tmp_path):
 
 
 def test_reference_documents_every_variant_key():
-    from pecan.config_docs import describe
+    from pecan.config.docs import describe
 
     text = describe()
     for variant in VARIANTS:

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from pecan import config as cfgmod
-from pecan.data import format as fmt
+from pecan.data import layout
 from pecan.data.index import DataError
 from pecan.data.loader import make_dataset
 from pecan.data.packed import PACK_VERSION, read_header
@@ -26,10 +26,10 @@ def add_vdw(data_dir, scale=1.0):
         with h5py.File(shard, "a") as handle:
 
             def visit(name, item):
-                if isinstance(item, h5py.Group) and fmt.DATASET_NAME in item:
-                    n = item[fmt.DATASET_NAME].shape[0]
+                if isinstance(item, h5py.Group) and layout.DATASET_NAME in item:
+                    n = item[layout.DATASET_NAME].shape[0]
                     radii = (1.0 + np.arange(n, dtype=np.float32) / 100) * scale
-                    item.attrs[fmt.VDW_ATTR] = radii
+                    item.attrs[layout.VDW_ATTR] = radii
                     written[name] = radii
 
             handle.visititems(visit)
@@ -58,8 +58,8 @@ def test_shard_radii_reach_every_level(tmp_path):
 def test_missing_radii_are_derived_from_the_element(tmp_path):
     _, config = tiny_run(tmp_path)
     batches = batches_by_level(tmp_path, config)
-    derived = torch.from_numpy(fmt.element_vdw(batches["reopen"].x.numpy()))
-    assert {round(float(v), 2) for v in derived} <= {round(v, 2) for v in (*fmt.VDW_RADII, fmt.VDW_DEFAULT)}
+    derived = torch.from_numpy(layout.element_vdw(batches["reopen"].x.numpy()))
+    assert {round(float(v), 2) for v in derived} <= {round(v, 2) for v in (*layout.VDW_RADII, layout.VDW_DEFAULT)}
     for mode in LEVELS:
         assert torch.equal(batches[mode].vdw, derived), mode
 
@@ -69,9 +69,9 @@ def test_wrong_length_radii_name_the_pose(tmp_path):
     shard = sorted((tmp_path / "data").glob("*.hdf5"))[0]
     with h5py.File(shard, "a") as handle:
         pdbid = next(iter(handle))
-        poses = handle[f"{pdbid}/{fmt.DEFAULT_POSE_GROUP}"]
+        poses = handle[f"{pdbid}/{layout.DEFAULT_POSE_GROUP}"]
         poseid = next(iter(poses))
-        poses[poseid].attrs[fmt.VDW_ATTR] = np.ones(3, dtype=np.float32)
+        poses[poseid].attrs[layout.VDW_ATTR] = np.ones(3, dtype=np.float32)
     from pecan.data.loader import load_split_frames
 
     train, val = load_split_frames(config.data)

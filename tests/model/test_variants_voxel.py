@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from model.cnn3d import ligand_centres, random_rigid, voxelize
-from pecan.data import format as fmt
+from pecan.data import layout
 from tests.model.variant_batches import tiny_batch, tiny_model
 
 GRID, RESOLUTION = 12, 1.0
@@ -48,7 +48,7 @@ def test_grid_of_rotated_input_is_the_rotated_grid(axis):
 def test_atom_at_a_voxel_centre_carries_its_features():
     local = torch.zeros(1, 3)  # grid centre; with an even grid it lies between voxels, so move half a voxel
     local += 0.5 * RESOLUTION
-    x = torch.zeros(1, fmt.N_FEATURES)
+    x = torch.zeros(1, layout.N_FEATURES)
     x[0, 3] = 2.0
     grid, outside = voxelize(local, x, torch.tensor([1.7]), torch.zeros(1, dtype=torch.long), 1, GRID, RESOLUTION, 1.0)
     assert int(outside) == 0
@@ -81,7 +81,7 @@ def test_grid_memory_per_batch_is_reported(caplog):
     batch = tiny_batch(3)
     with caplog.at_level(logging.INFO, logger="model.cnn3d"):
         net(batch)
-    expected = 3 * fmt.N_FEATURES * GRID**3 * 4 / 2**20
+    expected = 3 * layout.N_FEATURES * GRID**3 * 4 / 2**20
     assert net.voxel_report(3)["grid_mib_per_batch"] == pytest.approx(expected)
     assert f"{expected:.1f} MiB per batch of 3" in caplog.text
     assert "atoms outside the box" in caplog.text

@@ -7,7 +7,7 @@ import torch
 from torch_geometric.data import Batch
 
 from pecan import config as cfgmod
-from pecan.data import format as fmt
+from pecan.data import layout
 from pecan.data.graph import build_graph
 from pecan.data.h5dataset import graph_to_data
 from pecan.data.sample import missing_docking_features
@@ -71,11 +71,11 @@ def graph_from_arrays(x: np.ndarray, pos: np.ndarray, edge_cutoff: float = 4.5) 
 def features(n: int, n_ligand: int, seed: int = 0) -> np.ndarray:
     """Random 19-column features with a carbon bit and the molcode set."""
     rng = np.random.default_rng(seed)
-    x = np.zeros((n, fmt.N_FEATURES), dtype=np.float32)
+    x = np.zeros((n, layout.N_FEATURES), dtype=np.float32)
     x[:, 1] = 1.0
     values = rng.normal(size=(n, 4))
     x[:, 9:12] = np.abs(values[:, :3])  # hybridization and valences: non-negative, as the data checks require
     x[:, 12] = values[:, 3]  # partial charge
-    x[:, fmt.MOLCODE_FEATURE] = -1.0
-    x[:n_ligand, fmt.MOLCODE_FEATURE] = 1.0
+    x[:, layout.MOLCODE_FEATURE] = -1.0
+    x[:n_ligand, layout.MOLCODE_FEATURE] = 1.0
     return x

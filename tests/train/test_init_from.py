@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from pecan.errors import ConfigError
+from pecan.runtime.errors import ConfigError
 from pecan.train import checkpoint as ckpt
 from pecan.train.distributed import discover
 from pecan.train.trainer import Trainer

@@ -15,7 +15,7 @@ import torch
 
 import main_app
 from pecan import report
-from pecan.errors import DataError
+from pecan.runtime.errors import DataError
 from pecan.train import checkpoint as ckpt
 from pecan.train.distributed import discover
 from pecan.train.lifecycle import RunStopped, StopSignals

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pecan.errors import OutDirInUse
+from pecan.runtime.errors import OutDirInUse
 from pecan.train import run_dir
 from pecan.train.run_dir import LOCK_NAME, RunLock
 from pecan.train.sync import sync_tree
@@ -122,7 +122,7 @@ def test_lock_is_never_copied_to_sync_dir(tmp_path):
 
 RACER = textwrap.dedent("""
     import sys, time
-    from pecan.errors import OutDirInUse
+    from pecan.runtime.errors import OutDirInUse
     from pecan.train.run_dir import RunLock
     out_dir, go = sys.argv[1], float(sys.argv[2])
     lock = RunLock(out_dir, stale_after_s=600)

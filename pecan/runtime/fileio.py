@@ -23,7 +23,7 @@ _UMASK: Optional[int] = None
 _UMASK_LOCK = threading.Lock()
 
 
-from pecan.errors import StorageError  # noqa: E402,F401  (re-exported: pecan.fileio.StorageError)
+from pecan.runtime.errors import StorageError  # noqa: E402,F401  (re-exported: pecan.runtime.fileio.StorageError)
 
 
 def _read_umask() -> int:

@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 import yaml
 
-from pecan.errors import ConfigError
+from pecan.runtime.errors import ConfigError
 
 
 class StrictLoader(yaml.SafeLoader):

@@ -13,7 +13,7 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from pecan.errors import ConfigError
+from pecan.runtime.errors import ConfigError
 
 Named = tuple[str, "str | os.PathLike"]
 """(what it is, path): e.g. ("the checkpoint", "run/best.pt")."""

@@ -1,6 +1,6 @@
 """Typed run configuration: YAML file, then ``--set section.key=value`` overrides, then env gates.
 
-The sections' dataclasses are in pecan.config_sections; here they are assembled into ``Config`` (the model
+The sections' dataclasses are in pecan.config.sections; here they are assembled into ``Config`` (the model
 section built the same way for every variant, from the registry) and loaded. Unknown keys, wrong types and
 bad choices are errors naming the key and the file.
 """
@@ -19,12 +19,12 @@ from typing import Any, Optional
 import yaml
 
 import model as registry
-from pecan.config_checks import check_device, check_values
-from pecan.config_parse import YAML12_FLOAT, safe_load_strict  # noqa: F401  (re-exported)
-from pecan.config_parse import coerce as _coerce
-from pecan.config_parse import type_name as _type_name  # noqa: F401  (pecan.config_docs renders types with it)
-from pecan.config_sections import DataConfig, ModelChoice, SyntheticConfig, TraceConfig, TrainConfig
-from pecan.errors import ConfigError  # noqa: F401  (re-exported: pecan.config.ConfigError)
+from pecan.config.checks import check_device, check_values
+from pecan.config.parse import YAML12_FLOAT, safe_load_strict  # noqa: F401  (re-exported)
+from pecan.config.parse import coerce as _coerce
+from pecan.config.parse import type_name as _type_name  # noqa: F401  (pecan.config.docs renders types with it)
+from pecan.config.sections import DataConfig, ModelChoice, SyntheticConfig, TraceConfig, TrainConfig
+from pecan.runtime.errors import ConfigError  # noqa: F401  (re-exported: pecan.config.ConfigError)
 
 _VARIANT_SECTIONS: dict[str, type] = {}
 
@@ -235,7 +235,7 @@ def apply_env(config: Config, environ: Optional[dict[str, str]] = None) -> Confi
 
 
 def validate(config: Config, source: str = "<config>") -> None:
-    """Value checks that types alone cannot express; each error names the key (see pecan.config_checks)."""
+    """Value checks that types alone cannot express; each error names the key (see pecan.config.checks)."""
     check_values(config, source)
 
 
@@ -252,6 +252,6 @@ def trace_dir(config: Config) -> Path:
 
 def save(config: Config, path: str | os.PathLike) -> None:
     """Write the resolved config as YAML, atomically (temp file in the destination, then rename)."""
-    from pecan.fileio import write_text
+    from pecan.runtime.fileio import write_text
 
     write_text(path, yaml.safe_dump(config.to_dict(), sort_keys=False))

@@ -1,5 +1,5 @@
 """The configuration reference: every option's key, type, default and documentation, rendered as the
-table of docs/configuration.md (``python -m pecan.config_docs --update-docs``; a test keeps the page current)."""
+table of docs/configuration.md (``python -m pecan.config.docs --update-docs``; a test keeps the page current)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import typing
 from pathlib import Path
 
 from pecan.config import Config, _type_name
-from pecan.fileio import write_text
+from pecan.runtime.fileio import write_text
 
 
 def reference_rows() -> list[tuple[str, str, str, str, str]]:
@@ -76,7 +76,7 @@ def update_page(path: str | os.PathLike = PAGE) -> bool:
 
 
 def main() -> None:
-    """``python -m pecan.config_docs [--update-docs]``: print the table, or refresh docs/configuration.md."""
+    """``python -m pecan.config.docs [--update-docs]``: print the table, or refresh docs/configuration.md."""
     import sys
 
     if any(option in sys.argv for option in UPDATE_OPTIONS):

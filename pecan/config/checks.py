@@ -14,7 +14,7 @@ import signal
 from typing import TYPE_CHECKING, Any, Optional
 
 import model as registry
-from pecan.errors import ConfigError
+from pecan.runtime.errors import ConfigError
 
 if TYPE_CHECKING:
     from pecan.config import Config

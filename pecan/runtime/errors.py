@@ -81,7 +81,7 @@ def exit_code(err: BaseException) -> int | None:
 
 
 def expected_error_code(err: Exception) -> int:
-    """Log an expected error (pecan.errors.EXIT_CODES) and return its exit code; anything else is a bug and
+    """Log an expected error (pecan.runtime.errors.EXIT_CODES) and return its exit code; anything else is a bug and
     is raised again with its traceback."""
     import logging
 

@@ -1,6 +1,6 @@
 """The sections of the run configuration: data, train, trace, synthetic, and the first keys of the model
 section (ModelChoice). Every field carries its documentation in ``metadata["doc"]`` (``_doc``), from which
-pecan.config_docs renders the reference. pecan.config assembles them into ``Config`` and loads it.
+pecan.config.docs renders the reference. pecan.config assembles them into ``Config`` and loads it.
 """
 
 from __future__ import annotations

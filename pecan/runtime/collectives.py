@@ -14,8 +14,8 @@ from typing import Any, Callable, Iterator, Optional
 import torch
 import torch.distributed as dist
 
-from pecan import tracing
-from pecan.errors import CollectiveFailed
+from pecan.runtime import tracing
+from pecan.runtime.errors import CollectiveFailed
 
 # Set by the trainer once the process group is up: a callable naming the ranks that went away, for messages.
 _lost_peers: Optional[Callable[[], str]] = None

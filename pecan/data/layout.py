@@ -116,7 +116,7 @@ def scalar(attrs, name: str, where: str = "") -> float:
     try:
         return float(np.asarray(value).reshape(-1)[0])
     except (TypeError, ValueError, IndexError):
-        from pecan.errors import DataError
+        from pecan.runtime.errors import DataError
 
         if np.asarray(value).size == 0:
             raise DataError(f"{where or 'a pose'}: attribute {name!r} is empty, not a number") from None
@@ -137,7 +137,7 @@ def read_data(dataset, where: str) -> np.ndarray:
         missing = _missing_filters(dataset)
         if not missing:
             raise
-        from pecan.errors import DataError
+        from pecan.runtime.errors import DataError
 
         raise DataError(
             f"{where}: dataset '{dataset.name}' is compressed with the HDF5 filter {', '.join(missing)}, which "
@@ -204,7 +204,7 @@ def write_shard(
     attributes of the file's root (the converter's ``source`` and ``score_properties``)."""
     import h5py
 
-    from pecan.fileio import atomic_path
+    from pecan.runtime.fileio import atomic_path
 
     with atomic_path(Path(path)) as temporary, h5py.File(temporary, "w") as h5:
         h5.attrs.update(attrs or {})
