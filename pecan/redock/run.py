@@ -76,8 +76,7 @@ def _run_all(jobs: list[DockJob], workers: int, progress, on_record) -> list[dic
             todo.append(job)
         else:
             records.append({**record, "reused": True})
-    with Progress(len(jobs), "redocking", "complex", progress, heartbeat=True) as bar:
-        bar.update(len(records))
+    with Progress(len(jobs), "redocking", "complex", progress, heartbeat=True, already_done=len(records)) as bar:
         if records:
             on_record(records)
         with results_of(run_job, todo, workers) as results:

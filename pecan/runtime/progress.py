@@ -71,10 +71,13 @@ class Progress:
         close_line: bool = True,
         clock: Callable[[], float] = time.monotonic,
         heartbeat: bool = False,
+        already_done: int = 0,
     ) -> None:
         self.total, self.desc, self.unit, self.every_s = total, desc, unit, every_s
         self.mode, self.extra, self.close_line, self.clock = resolve_mode(mode), extra, close_line, clock
-        self.done, self.lines_written = 0, 0
+        # Work finished by an earlier run (a resumed redock): counted in the total done, never in the rate.
+        self.already_done = already_done
+        self.done, self.lines_written = already_done, 0
         self.started = self.last_line = clock()
         self.done_at_last_line = -1
         self.bar = None
@@ -82,7 +85,7 @@ class Progress:
         if self.mode == "bar":
             from tqdm import tqdm
 
-            self.bar = tqdm(total=total, desc=desc, unit=unit, leave=False)
+            self.bar = tqdm(total=total, desc=desc, unit=unit, leave=False, initial=already_done)
         elif self.mode == "lines" and heartbeat and math.isfinite(every_s) and every_s > 0:
             self._start_heartbeat()
 
@@ -104,11 +107,15 @@ class Progress:
         """Seconds since the start."""
         return self.clock() - self.started
 
+    def rate(self) -> float:
+        """Units per second done by this run (work finished before it, ``already_done``, left out)."""
+        return (self.done - self.already_done) / max(self.elapsed(), 1e-9)
+
     def eta(self) -> float:
-        """Seconds left at the rate so far (inf before any work, or without a total)."""
-        if not self.done or not self.total:
+        """Seconds left at this run's rate so far (inf before any work, or without a total)."""
+        if self.done <= self.already_done or not self.total:
             return math.inf
-        return self.elapsed() / self.done * max(self.total - self.done, 0)
+        return max(self.total - self.done, 0) / self.rate()
 
     def update(self, n: int = 1) -> None:
         """``n`` more units done; writes a line when ``every_s`` has passed since the last one."""
@@ -123,7 +130,10 @@ class Progress:
         elapsed = max(self.elapsed(), 1e-9)
         of = f"/{self.total}" if self.total else ""
         share = f" ({self.done / self.total:.0%})" if self.total else ""
-        text = f"{self.desc}: {self.done}{of} {self.unit}{share} | {self.done / elapsed:.1f} {self.unit}/s"
+        rate = self.rate()
+        # A rate below 0.1/s reads better as seconds per unit (a redocked complex takes minutes).
+        speed = f"{rate:.1f} {self.unit}/s" if rate >= 0.1 or rate == 0 else f"{1 / rate:.0f} s/{self.unit}"
+        text = f"{self.desc}: {self.done}{of} {self.unit}{share} | {speed}"
         text += f" | ETA {format_duration(self.eta())}" if self.total else f" | {format_duration(elapsed)}"
         return text + (self.extra(self) if self.extra is not None else "")
 
@@ -142,7 +152,12 @@ class Progress:
         if self.bar is not None:
             self.bar.close()
             self.bar = None
-        elif self.mode == "lines" and self.close_line and self.done and self.done != self.done_at_last_line:
+        elif (
+            self.mode == "lines"
+            and self.close_line
+            and self.done > self.already_done
+            and self.done != self.done_at_last_line
+        ):
             self.write_line()
 
     def __enter__(self) -> "Progress":
