@@ -18,17 +18,19 @@ demo: $(PY)
 	$(PY) -u main_app.py configs/demo.yaml $(ARGS)
 
 # Lint first (ruff.toml: pycodestyle, pyflakes, import order; and the formatter's check), then every test,
-# with the slowest listed at the end.
+# with the slowest listed at the end. Tests run in TEST_WORKERS processes (pytest-xdist; "auto": one per
+# core); TEST_WORKERS=0 runs them in this process.
+TEST_WORKERS ?= auto
 lint: $(PY)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
 test: lint
-	$(PY) -m pytest -q --durations=15 tests
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --durations=15 tests
 
 # The fast path still runs one 2-rank DDP test (marker ddp_smoke), so DDP bugs are caught here too.
 test-fast: lint
-	$(PY) -m pytest -q tests -m "(not slow and not multiprocess) or ddp_smoke"
+	$(PY) -m pytest -q -n $(TEST_WORKERS) tests -m "(not slow and not multiprocess) or ddp_smoke"
 
 # Mutation testing of the core functions (slow; not part of `make test`): setup.cfg [mutmut] holds the
 # config, scripts/mutation.sh the functions per module; results in docs/mutation-report.md.

@@ -24,7 +24,7 @@ setup(
     extras_require={
         "trace-native": ["dftracer>=2.0"],
         "pyg-ext": ["torch-scatter", "torch-sparse"],
-        "dev": ["pytest>=7", "ruff==0.17.6"],
+        "dev": ["pytest>=7", "pytest-xdist>=3.5", "ruff==0.17.6"],
         "plots": ["matplotlib>=3.5", "tensorboard>=2.10"],
         # Structure conversion (pecan convert); never imported by training.
         "convert": ["rdkit>=2023.9", "prolif>=2.0"],
