@@ -40,7 +40,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch_geometric.data import Batch, Data
 
-from model import egnn
+from model import egnn, readout
 from pecan import config as config_module
 from pecan.data.graph import radius_edges
 from pecan.train.components import amp_context
@@ -165,7 +165,7 @@ class TextbookClassifier(nn.Module):
         h, x = self.embedding(batch.x).float(), batch.pos
         for layer in self.layers:
             h, x = layer(h, x, batch.edge_index)
-        pooled = egnn.ligand_pool(h.float(), batch.is_ligand, batch.batch, egnn.graph_count(batch))
+        pooled = readout.ligand_mean_max(h.float(), batch.is_ligand, batch.batch, readout.graph_count(batch))
         pose = torch.log1p(batch.pose_features.float().clamp_min(0.0))
         return self.head(torch.cat([pooled, pose], dim=-1)).squeeze(-1).float()
 

@@ -14,7 +14,7 @@ import torch
 from torch import Tensor, nn
 from torch_geometric.utils import scatter
 
-from model.readout import graph_count, van_der_waals, with_pose_features
+from model.readout import graph_count, with_pose_features
 from model.settings import setting
 from pecan.data import schema
 
@@ -121,9 +121,9 @@ def voxelize(
 class CNN3DClassifier(nn.Module):
     """Scores a docked pose with a 3D CNN over its voxel grid.
 
-    Input: a PyG Batch with ``x``, ``pos``, ``is_ligand``, ``batch``, ``pose_features`` and optionally
-    ``vdw`` (derived from the element one-hot when absent). Output: float32 logits [B]. ``atoms_outside`` and
-    ``atoms_seen`` count, since construction, the atoms whose centre fell outside the box.
+    Input: a PyG Batch with ``x``, ``pos``, ``vdw``, ``is_ligand``, ``batch`` and ``pose_features``.
+    Output: float32 logits [B]. ``atoms_outside`` and ``atoms_seen`` count, since construction, the atoms
+    whose centre fell outside the box.
     """
 
     def __init__(
@@ -161,7 +161,7 @@ class CNN3DClassifier(nn.Module):
         grids, outside = voxelize(
             local,
             batch.x,
-            van_der_waals(batch),
+            batch.vdw.float(),
             batch.batch,
             num_graphs,
             self.cfg.grid_size,

@@ -8,7 +8,7 @@ import torch
 from torch import Tensor, nn
 from torch_geometric.nn import MessagePassing
 
-from model.readout import graph_count, ligand_mean_max, van_der_waals, with_pose_features
+from model.readout import graph_count, ligand_mean_max, with_pose_features
 from model.settings import setting
 from pecan.data import schema
 
@@ -90,7 +90,7 @@ class GGCNNClassifier(nn.Module):
         """Per-atom states after propagation (float32 [N, gated_width])."""
         x = batch.x.float()
         if self.cfg.use_vdw:
-            x = torch.cat([x, van_der_waals(batch).unsqueeze(-1)], dim=-1)
+            x = torch.cat([x, batch.vdw.float().unsqueeze(-1)], dim=-1)
         return self.conv(self.embedding(x).float(), batch.edge_index, batch.edge_type)
 
     def forward(self, batch) -> Tensor:

@@ -9,7 +9,7 @@ import torch
 from torch import Tensor, nn
 from torch_geometric.nn import MessagePassing
 
-from model.readout import graph_count, ligand_attention, van_der_waals, with_pose_features
+from model.readout import GaussianDistanceExpansion, graph_count, ligand_attention, with_pose_features
 from model.settings import setting
 from pecan.data import schema
 
@@ -65,8 +65,7 @@ class GatedEdgeConv(MessagePassing):
 
     def __init__(self, width: int, rbf: int, cutoff: float, edge_types: int = 3) -> None:
         super().__init__(aggr="add")
-        self.register_buffer("centres", torch.linspace(0.0, cutoff, rbf), persistent=False)
-        self.coefficient = -0.5 / (cutoff / max(rbf - 1, 1)) ** 2
+        self.distance_expansion = GaussianDistanceExpansion(rbf, cutoff)
         self.edge_type_embedding = nn.Embedding(edge_types, 8)
         self.edge_network = nn.Sequential(nn.Linear(rbf + 8, width), nn.SiLU(), nn.Linear(width, width))
         self.linear = nn.Linear(width, width, bias=False)
@@ -74,7 +73,7 @@ class GatedEdgeConv(MessagePassing):
 
     def forward(self, h: Tensor, edge_index: Tensor, distance: Tensor, edge_type: Tensor) -> Tensor:
         """Return the updated node features (float32)."""
-        expansion = torch.exp(self.coefficient * (distance.unsqueeze(-1) - self.centres) ** 2)
+        expansion = self.distance_expansion(distance)
         edge_filter = self.edge_network(torch.cat([expansion, self.edge_type_embedding(edge_type)], dim=-1))
         messages = self.propagate(edge_index, h=self.linear(h), edge_filter=edge_filter)
         return self.gru(messages.float(), h.float()).float()
@@ -104,7 +103,7 @@ class SGCNNClassifier(nn.Module):
     Both edge sets come from the batch's radius graph, filtered by distance in the model: covalent edges are
     same-molecule pairs (edge types 0 and 2) under ``covalent_cutoff``, non-covalent edges every pair under
     ``noncovalent_cutoff``. Input: a PyG Batch with ``x``, ``pos``, ``edge_index``, ``edge_type``,
-    ``is_ligand``, ``batch``, ``pose_features`` and optionally ``vdw``. Output: float32 logits [B].
+    ``vdw``, ``is_ligand``, ``batch`` and ``pose_features``. Output: float32 logits [B].
     """
 
     def __init__(
@@ -136,7 +135,7 @@ class SGCNNClassifier(nn.Module):
         """The 19 atom features, plus the van der Waals radius when enabled."""
         x = batch.x.float()
         if self.cfg.use_vdw:
-            x = torch.cat([x, van_der_waals(batch).unsqueeze(-1)], dim=-1)
+            x = torch.cat([x, batch.vdw.float().unsqueeze(-1)], dim=-1)
         return x
 
     def edge_sets(self, batch) -> tuple[tuple[Tensor, Tensor, Tensor], tuple[Tensor, Tensor, Tensor]]:
