@@ -15,6 +15,7 @@ from torch import Tensor, nn
 from torch_geometric.utils import scatter
 
 from model.readout import graph_count, with_pose_features
+from model.rotation import random_rotations, rotate
 from model.settings import setting
 from pecan.data import schema
 
@@ -59,14 +60,10 @@ class CNN3DConfig:
 
 
 def random_rigid(num_graphs: int, max_shift: float, device: torch.device) -> tuple[Tensor, Tensor]:
-    """Uniform random rotations [B, 3, 3] (sign-fixed QR of Gaussian matrices, det +1) and translations
-    [B, 3] uniform in [-max_shift, max_shift], drawn on ``device`` from torch's generator."""
-    q, r = torch.linalg.qr(torch.randn(num_graphs, 3, 3, device=device))
-    q = q * torch.sign(torch.diagonal(r, dim1=-2, dim2=-1)).unsqueeze(-2)
-    flip = torch.where(torch.linalg.det(q) < 0, -1.0, 1.0)
-    q = torch.cat([q[:, :, :1] * flip.view(-1, 1, 1), q[:, :, 1:]], dim=-1)
+    """Uniform random rotations [B, 3, 3] (``model.rotation.random_rotations``) and translations [B, 3]
+    uniform in [-max_shift, max_shift], drawn on ``device`` from torch's generator."""
     shift = (torch.rand(num_graphs, 3, device=device) * 2 - 1) * max_shift
-    return q, shift
+    return random_rotations(num_graphs, device=device), shift
 
 
 def ligand_centres(pos: Tensor, is_ligand: Tensor, graph: Tensor, num_graphs: int) -> Tensor:
@@ -157,7 +154,7 @@ class CNN3DClassifier(nn.Module):
         local = pos - ligand_centres(pos, batch.is_ligand, batch.batch, num_graphs)[batch.batch]
         if self.training and self.cfg.augment:
             rotation, shift = random_rigid(num_graphs, self.cfg.max_shift, pos.device)
-            local = torch.einsum("nij,nj->ni", rotation[batch.batch], local) + shift[batch.batch]
+            local = rotate(local, rotation, batch.batch) + shift[batch.batch]
         grids, outside = voxelize(
             local,
             batch.x,
