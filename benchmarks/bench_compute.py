@@ -349,7 +349,7 @@ def print_table(results: dict) -> None:
 def demo_model_stage(args, device: torch.device) -> dict:
     """The demo model's steps/s (and on CUDA peak memory) per batch size, then (CUDA) the largest batch."""
     config = config_module.load(args.config)
-    factory = lambda coords: egnn.build(config.model)  # noqa: E731
+    factory = lambda coords: egnn.build(config.model, egnn.input_sizes())  # noqa: E731
     out = {"model": dataclass_dict(config.model), "batches": {}}
     batches = {
         graphs: radius_graph_batch(graphs, args.atoms, args.edges_per_atom).to(device) for graphs in args.demo_batches

@@ -16,7 +16,7 @@ from torch_geometric.utils import scatter
 
 from model.readout import graph_count, with_pose_features
 from model.rotation import random_rotations, rotate
-from model.settings import setting
+from model.settings import setting, settings_from
 from pecan.data import schema
 
 log = logging.getLogger(__name__)
@@ -54,8 +54,8 @@ class CNN3DConfig:
             out.append(("model.dropout", "must be in [0, 1)"))
         return out
 
-    def grid_bytes(self, batch_size: int, channels: int = schema.N_ATOM_FEATURES) -> int:
-        """Memory of one batch's float32 input grid."""
+    def grid_bytes(self, batch_size: int, channels: int) -> int:
+        """Memory of one batch's float32 input grid of ``channels`` per-atom features."""
         return batch_size * channels * self.grid_size**3 * 4
 
 
@@ -123,11 +123,10 @@ class CNN3DClassifier(nn.Module):
     whose centre fell outside the box.
     """
 
-    def __init__(
-        self, cfg: CNN3DConfig, in_features: int = schema.N_ATOM_FEATURES, pose_features: int = schema.N_POSE_FEATURES
-    ) -> None:
+    def __init__(self, cfg: CNN3DConfig, in_features: int, pose_features: int) -> None:
         super().__init__()
         self.cfg = cfg
+        self.in_features = in_features
         layers, width = [], in_features
         for block in range(cfg.blocks):
             out = cfg.channels * 2**block
@@ -148,7 +147,7 @@ class CNN3DClassifier(nn.Module):
         self.reported = False
 
     def grid(self, batch) -> Tensor:
-        """The batch's voxel grids [B, 19, G, G, G], augmented when training with ``augment``."""
+        """The batch's voxel grids [B, in_features, G, G, G], augmented when training with ``augment``."""
         num_graphs = graph_count(batch)
         pos = batch.pos.float()
         local = pos - ligand_centres(pos, batch.is_ligand, batch.batch, num_graphs)[batch.batch]
@@ -184,7 +183,7 @@ class CNN3DClassifier(nn.Module):
                 "outside the box",
                 self.cfg.grid_size,
                 self.cfg.resolution,
-                self.cfg.grid_bytes(num_graphs) / 2**20,
+                self.cfg.grid_bytes(num_graphs, self.in_features) / 2**20,
                 num_graphs,
                 int(outside),
                 atoms,
@@ -193,7 +192,7 @@ class CNN3DClassifier(nn.Module):
     def voxel_report(self, batch_size: int) -> dict:
         """Grid memory per batch and the out-of-box atom counts so far (host sync: call when logging)."""
         return {
-            "grid_mib_per_batch": self.cfg.grid_bytes(batch_size) / 2**20,
+            "grid_mib_per_batch": self.cfg.grid_bytes(batch_size, self.in_features) / 2**20,
             "atoms_outside": int(self.atoms_outside) if self.atoms_outside is not None else 0,
             "atoms_seen": int(self.atoms_seen) if self.atoms_seen is not None else 0,
         }
@@ -205,7 +204,7 @@ class CNN3DClassifier(nn.Module):
         return self.head(pooled).squeeze(-1).float()
 
 
-def build(cfg) -> CNN3DClassifier:
-    """Build a :class:`CNN3DClassifier` from any object carrying :class:`CNN3DConfig`'s keys."""
-    names = CNN3DConfig.__dataclass_fields__
-    return CNN3DClassifier(CNN3DConfig(**{k: getattr(cfg, k) for k in names if hasattr(cfg, k)}))
+def build(cfg, sizes: dict[str, int]) -> CNN3DClassifier:
+    """Build a :class:`CNN3DClassifier` from ``cfg``'s :class:`CNN3DConfig` keys and the data's input
+    ``sizes`` (``pecan.data.schema.input_sizes``; the grid has no edges, so no edge types)."""
+    return CNN3DClassifier(settings_from(CNN3DConfig, cfg), sizes["in_features"], sizes["pose_features"])

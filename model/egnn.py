@@ -367,6 +367,7 @@ class EGNNClassifier(nn.Module):
         return self.layers[0].geometry(pos, edge_index, edge_type)
 
 
-def build(cfg) -> EGNNClassifier:
-    """Build an :class:`EGNNClassifier` from a config holding every :class:`EGNNConfig` field."""
-    return EGNNClassifier(**input_sizes(), **config_fields(cfg))
+def build(cfg, sizes: dict[str, int]) -> EGNNClassifier:
+    """Build an :class:`EGNNClassifier` from a config holding every :class:`EGNNConfig` field and the data's
+    input ``sizes`` (``pecan.data.schema.input_sizes``)."""
+    return EGNNClassifier(**sizes, **config_fields(cfg))

@@ -10,8 +10,7 @@ from torch import Tensor, nn
 from torch_geometric.nn import MessagePassing
 
 from model.readout import GaussianDistanceExpansion, graph_count, ligand_attention, with_pose_features
-from model.settings import setting
-from pecan.data import schema
+from model.settings import setting, settings_from
 
 
 @dataclass
@@ -63,7 +62,7 @@ class GatedEdgeConv(MessagePassing):
     width² floats per edge, which on a 7.5 Angstrom radius graph dominates memory. Sums run in float32.
     """
 
-    def __init__(self, width: int, rbf: int, cutoff: float, edge_types: int = 3) -> None:
+    def __init__(self, width: int, rbf: int, cutoff: float, edge_types: int) -> None:
         super().__init__(aggr="add")
         self.distance_expansion = GaussianDistanceExpansion(rbf, cutoff)
         self.edge_type_embedding = nn.Embedding(edge_types, 8)
@@ -106,20 +105,19 @@ class SGCNNClassifier(nn.Module):
     ``vdw``, ``is_ligand``, ``batch`` and ``pose_features``. Output: float32 logits [B].
     """
 
-    def __init__(
-        self, cfg: SGCNNConfig, in_features: int = schema.N_ATOM_FEATURES, pose_features: int = schema.N_POSE_FEATURES
-    ) -> None:
+    def __init__(self, cfg: SGCNNConfig, in_features: int, edge_types: int, pose_features: int) -> None:
         super().__init__()
         self.cfg = cfg
         inputs = in_features + (1 if cfg.use_vdw else 0)
         covalent, noncovalent = cfg.covalent_gather_width, cfg.noncovalent_gather_width
         self.embedding = nn.Linear(inputs, covalent)
         self.covalent = nn.ModuleList(
-            GatedEdgeConv(covalent, cfg.rbf, cfg.covalent_cutoff) for _ in range(cfg.covalent_steps)
+            GatedEdgeConv(covalent, cfg.rbf, cfg.covalent_cutoff, edge_types) for _ in range(cfg.covalent_steps)
         )
         self.covalent_gather = GatedGather(covalent, inputs, noncovalent)
         self.noncovalent = nn.ModuleList(
-            GatedEdgeConv(noncovalent, cfg.rbf, cfg.noncovalent_cutoff) for _ in range(cfg.noncovalent_steps)
+            GatedEdgeConv(noncovalent, cfg.rbf, cfg.noncovalent_cutoff, edge_types)
+            for _ in range(cfg.noncovalent_steps)
         )
         self.attention = nn.Linear(noncovalent, 1)
         self.ligand_gather = nn.Linear(noncovalent, noncovalent)
@@ -132,7 +130,7 @@ class SGCNNClassifier(nn.Module):
         )
 
     def node_inputs(self, batch) -> Tensor:
-        """The 19 atom features, plus the van der Waals radius when enabled."""
+        """The atom features, plus the van der Waals radius when enabled."""
         x = batch.x.float()
         if self.cfg.use_vdw:
             x = torch.cat([x, batch.vdw.float().unsqueeze(-1)], dim=-1)
@@ -171,7 +169,7 @@ class SGCNNClassifier(nn.Module):
         return self.head(pooled).squeeze(-1).float()
 
 
-def build(cfg) -> SGCNNClassifier:
-    """Build an :class:`SGCNNClassifier` from any object carrying :class:`SGCNNConfig`'s keys."""
-    names = SGCNNConfig.__dataclass_fields__
-    return SGCNNClassifier(SGCNNConfig(**{k: getattr(cfg, k) for k in names if hasattr(cfg, k)}))
+def build(cfg, sizes: dict[str, int]) -> SGCNNClassifier:
+    """Build an :class:`SGCNNClassifier` from ``cfg``'s :class:`SGCNNConfig` keys and the data's input
+    ``sizes`` (``pecan.data.schema.input_sizes``)."""
+    return SGCNNClassifier(settings_from(SGCNNConfig, cfg), **sizes)
