@@ -20,6 +20,10 @@ setup(
         "numpy>=1.23",
         "pydftracer>=2.0",
         "tqdm>=4.60",
+        # Slurm/flux host lists and tasks-per-node (pecan/train/hostlist.py).
+        "python-hostlist>=1.23",
+        # Physical cores (pecan/train/distributed.py physical_cores).
+        "psutil>=5.9",
     ],
     extras_require={
         "trace-native": ["dftracer>=2.0"],

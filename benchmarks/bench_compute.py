@@ -40,7 +40,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch_geometric.data import Batch, Data
 
-from model import egnn
+from model import egnn, readout
 from pecan import config as config_module
 from pecan.data.graph import radius_edges
 from pecan.train.components import amp_context
@@ -165,7 +165,7 @@ class TextbookClassifier(nn.Module):
         h, x = self.embedding(batch.x).float(), batch.pos
         for layer in self.layers:
             h, x = layer(h, x, batch.edge_index)
-        pooled = egnn.ligand_pool(h.float(), batch.is_ligand, batch.batch, egnn.graph_count(batch))
+        pooled = readout.ligand_mean_max(h.float(), batch.is_ligand, batch.batch, readout.graph_count(batch))
         pose = torch.log1p(batch.pose_features.float().clamp_min(0.0))
         return self.head(torch.cat([pooled, pose], dim=-1)).squeeze(-1).float()
 
@@ -349,7 +349,7 @@ def print_table(results: dict) -> None:
 def demo_model_stage(args, device: torch.device) -> dict:
     """The demo model's steps/s (and on CUDA peak memory) per batch size, then (CUDA) the largest batch."""
     config = config_module.load(args.config)
-    factory = lambda coords: egnn.build(config.model)  # noqa: E731
+    factory = lambda coords: egnn.build(config.model, egnn.input_sizes())  # noqa: E731
     out = {"model": dataclass_dict(config.model), "batches": {}}
     batches = {
         graphs: radius_graph_batch(graphs, args.atoms, args.edges_per_atom).to(device) for graphs in args.demo_batches

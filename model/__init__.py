@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Any, Mapping, Optional
 
 if TYPE_CHECKING:
     import torch
@@ -34,7 +34,7 @@ class Variant:
     name: str
     """Registry name, as written in the config."""
     module: str
-    """Module whose ``build(cfg)`` makes the model."""
+    """Module whose ``build(cfg, sizes)`` makes the model from its config section and the data's input sizes."""
     config_class: str
     """``module:Class`` of the variant's config dataclass; its ``problems(config)`` method is the variant's
     value checks, returning (key, message) pairs. The EGNN's lives in a torch-free module of its own."""
@@ -47,6 +47,9 @@ class Variant:
     cache must then be off); None: the variant never augments."""
     sample_keys: tuple[str, ...] = ()
     """Config keys that shape what the model sees of a sample (e.g. the voxel grid): pinned in checkpoints."""
+    removed_keys: tuple[tuple[str, str], ...] = ()
+    """(key, why) for each key the variant no longer has: a config or checkpoint that still sets one loads,
+    with a warning naming it, and the value is ignored."""
 
 
 _VARIANTS = (
@@ -72,6 +75,7 @@ _VARIANTS = (
         "model.ggcnn:GGCNNConfig",
         "gated graph CNN baseline, edge types as edge labels",
         nn_type=2,
+        removed_keys=(("edge_types", "the edge labels are the input contract's edge types"),),
     ),
     Variant("egnn", "model.egnn", "model.egnn_config:EGNNConfig", "E(n)-equivariant GNN (the default)", nn_type=3),
 )
@@ -141,7 +145,26 @@ def augments_inputs(cfg) -> bool:
     return entry.augment_key is not None and bool(getattr(cfg, entry.augment_key, False))
 
 
+def removed_keys(name: str) -> dict[str, str]:
+    """{key: why} of the keys variant ``name`` no longer has (see ``Variant.removed_keys``)."""
+    return dict(variant(name).removed_keys)
+
+
+def without_removed_keys(section: Mapping[str, Any]) -> dict[str, Any]:
+    """A stored ``model:`` mapping without the keys its variant no longer has (unchanged when it names no
+    registered variant), so that comparing it with a current section sees only real differences."""
+    try:
+        name = resolve_name(section.get("name", DEFAULT), section.get("nn_type"))
+    except (AttributeError, TypeError, ValueError):
+        return dict(section)
+    removed = removed_keys(name)
+    return {key: value for key, value in section.items() if key not in removed}
+
+
 def build_model(name: str | None, cfg, nn_type: int | None = None) -> torch.nn.Module:
-    """Build the selected variant from its config section ``cfg``."""
+    """Build the selected variant from its config section ``cfg`` and the input sizes of the model-input
+    contract (``pecan.data.schema.input_sizes``), the one place the sizes are read."""
+    from pecan.data.schema import input_sizes
+
     entry = _BY_NAME[resolve_name(name, nn_type)]
-    return importlib.import_module(entry.module).build(cfg)
+    return importlib.import_module(entry.module).build(cfg, input_sizes())

@@ -14,8 +14,9 @@ import torch
 from torch import Tensor, nn
 from torch_geometric.utils import scatter
 
-from model.readout import graph_count, van_der_waals, with_pose_features
-from model.settings import setting
+from model.readout import graph_count, with_pose_features
+from model.rotation import random_rotations, rotate
+from model.settings import setting, settings_from
 from pecan.data import schema
 
 log = logging.getLogger(__name__)
@@ -53,20 +54,16 @@ class CNN3DConfig:
             out.append(("model.dropout", "must be in [0, 1)"))
         return out
 
-    def grid_bytes(self, batch_size: int, channels: int = schema.N_ATOM_FEATURES) -> int:
-        """Memory of one batch's float32 input grid."""
+    def grid_bytes(self, batch_size: int, channels: int) -> int:
+        """Memory of one batch's float32 input grid of ``channels`` per-atom features."""
         return batch_size * channels * self.grid_size**3 * 4
 
 
 def random_rigid(num_graphs: int, max_shift: float, device: torch.device) -> tuple[Tensor, Tensor]:
-    """Uniform random rotations [B, 3, 3] (sign-fixed QR of Gaussian matrices, det +1) and translations
-    [B, 3] uniform in [-max_shift, max_shift], drawn on ``device`` from torch's generator."""
-    q, r = torch.linalg.qr(torch.randn(num_graphs, 3, 3, device=device))
-    q = q * torch.sign(torch.diagonal(r, dim1=-2, dim2=-1)).unsqueeze(-2)
-    flip = torch.where(torch.linalg.det(q) < 0, -1.0, 1.0)
-    q = torch.cat([q[:, :, :1] * flip.view(-1, 1, 1), q[:, :, 1:]], dim=-1)
+    """Uniform random rotations [B, 3, 3] (``model.rotation.random_rotations``) and translations [B, 3]
+    uniform in [-max_shift, max_shift], drawn on ``device`` from torch's generator."""
     shift = (torch.rand(num_graphs, 3, device=device) * 2 - 1) * max_shift
-    return q, shift
+    return random_rotations(num_graphs, device=device), shift
 
 
 def ligand_centres(pos: Tensor, is_ligand: Tensor, graph: Tensor, num_graphs: int) -> Tensor:
@@ -121,16 +118,15 @@ def voxelize(
 class CNN3DClassifier(nn.Module):
     """Scores a docked pose with a 3D CNN over its voxel grid.
 
-    Input: a PyG Batch with ``x``, ``pos``, ``is_ligand``, ``batch``, ``pose_features`` and optionally
-    ``vdw`` (derived from the element one-hot when absent). Output: float32 logits [B]. ``atoms_outside`` and
-    ``atoms_seen`` count, since construction, the atoms whose centre fell outside the box.
+    Input: a PyG Batch with ``x``, ``pos``, ``vdw``, ``is_ligand``, ``batch`` and ``pose_features``.
+    Output: float32 logits [B]. ``atoms_outside`` and ``atoms_seen`` count, since construction, the atoms
+    whose centre fell outside the box.
     """
 
-    def __init__(
-        self, cfg: CNN3DConfig, in_features: int = schema.N_ATOM_FEATURES, pose_features: int = schema.N_POSE_FEATURES
-    ) -> None:
+    def __init__(self, cfg: CNN3DConfig, in_features: int, pose_features: int) -> None:
         super().__init__()
         self.cfg = cfg
+        self.in_features = in_features
         layers, width = [], in_features
         for block in range(cfg.blocks):
             out = cfg.channels * 2**block
@@ -151,17 +147,17 @@ class CNN3DClassifier(nn.Module):
         self.reported = False
 
     def grid(self, batch) -> Tensor:
-        """The batch's voxel grids [B, 19, G, G, G], augmented when training with ``augment``."""
+        """The batch's voxel grids [B, in_features, G, G, G], augmented when training with ``augment``."""
         num_graphs = graph_count(batch)
         pos = batch.pos.float()
         local = pos - ligand_centres(pos, batch.is_ligand, batch.batch, num_graphs)[batch.batch]
         if self.training and self.cfg.augment:
             rotation, shift = random_rigid(num_graphs, self.cfg.max_shift, pos.device)
-            local = torch.einsum("nij,nj->ni", rotation[batch.batch], local) + shift[batch.batch]
+            local = rotate(local, rotation, batch.batch) + shift[batch.batch]
         grids, outside = voxelize(
             local,
             batch.x,
-            van_der_waals(batch),
+            batch.vdw.float(),
             batch.batch,
             num_graphs,
             self.cfg.grid_size,
@@ -187,7 +183,7 @@ class CNN3DClassifier(nn.Module):
                 "outside the box",
                 self.cfg.grid_size,
                 self.cfg.resolution,
-                self.cfg.grid_bytes(num_graphs) / 2**20,
+                self.cfg.grid_bytes(num_graphs, self.in_features) / 2**20,
                 num_graphs,
                 int(outside),
                 atoms,
@@ -196,7 +192,7 @@ class CNN3DClassifier(nn.Module):
     def voxel_report(self, batch_size: int) -> dict:
         """Grid memory per batch and the out-of-box atom counts so far (host sync: call when logging)."""
         return {
-            "grid_mib_per_batch": self.cfg.grid_bytes(batch_size) / 2**20,
+            "grid_mib_per_batch": self.cfg.grid_bytes(batch_size, self.in_features) / 2**20,
             "atoms_outside": int(self.atoms_outside) if self.atoms_outside is not None else 0,
             "atoms_seen": int(self.atoms_seen) if self.atoms_seen is not None else 0,
         }
@@ -208,7 +204,7 @@ class CNN3DClassifier(nn.Module):
         return self.head(pooled).squeeze(-1).float()
 
 
-def build(cfg) -> CNN3DClassifier:
-    """Build a :class:`CNN3DClassifier` from any object carrying :class:`CNN3DConfig`'s keys."""
-    names = CNN3DConfig.__dataclass_fields__
-    return CNN3DClassifier(CNN3DConfig(**{k: getattr(cfg, k) for k in names if hasattr(cfg, k)}))
+def build(cfg, sizes: dict[str, int]) -> CNN3DClassifier:
+    """Build a :class:`CNN3DClassifier` from ``cfg``'s :class:`CNN3DConfig` keys and the data's input
+    ``sizes`` (``pecan.data.schema.input_sizes``; the grid has no edges, so no edge types)."""
+    return CNN3DClassifier(settings_from(CNN3DConfig, cfg), sizes["in_features"], sizes["pose_features"])

@@ -9,36 +9,12 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from model.egnn_config import EGNNConfig, config_fields  # noqa: F401 - re-exported: model.egnn.EGNNConfig
-from model.readout import graph_count
+from model.readout import GaussianDistanceExpansion, graph_count, ligand_mean_max, with_pose_features
 from pecan.data import schema
 from pecan.data.schema import input_sizes  # noqa: F401 - the data's input sizes (re-exported: model.egnn.input_sizes)
 
 # Width of ``batch.docking_features``: the model-input contract's.
 DOCKING_FEATURES = schema.N_DOCKING_FEATURES
-
-
-class GaussianDistanceExpansion(nn.Module):
-    r"""Expands interatomic distances on Gaussians with centres evenly spaced in
-    :math:`[0, \text{cutoff}]`.
-
-    Args:
-        count (int): number of Gaussians.
-        cutoff (float): largest centre, in Angstrom.
-
-    Shapes:
-        - **input:** distances :math:`(E,)`
-        - **output:** expansion :math:`(E, \text{count})`
-    """
-
-    def __init__(self, count: int = EGNNConfig.rbf, cutoff: float = EGNNConfig.cutoff) -> None:
-        super().__init__()
-        self.register_buffer("centres", torch.linspace(0.0, cutoff, count), persistent=False)
-        spacing = cutoff / max(count - 1, 1)
-        self.coefficient = -0.5 / spacing**2
-
-    def forward(self, distance: Tensor) -> Tensor:
-        """Return the Gaussian expansion of each distance."""
-        return torch.exp(self.coefficient * (distance.unsqueeze(-1) - self.centres) ** 2)
 
 
 class EdgeGeometry(NamedTuple):
@@ -363,10 +339,8 @@ class EGNNClassifier(nn.Module):
         for index, layer in enumerate(self.layers):
             # The last layer's positions feed nothing downstream, so its move is not computed.
             h, pos = layer(h, pos, batch.edge_index, batch.edge_type, geometry, keep_positions=index == last)
-        pooled = ligand_pool(h.float(), batch.is_ligand, batch.batch, num_graphs)
-        if self.use_pose_features:
-            pose = torch.log1p(batch.pose_features.float().clamp_min(0.0))
-            pooled = torch.cat([pooled, pose.reshape(num_graphs, -1)], dim=-1)
+        pooled = ligand_mean_max(h.float(), batch.is_ligand, batch.batch, num_graphs)
+        pooled = with_pose_features(pooled, batch, self.use_pose_features)
         if self.use_docking_score:
             pooled = torch.cat([pooled, batch.docking_features.float().reshape(num_graphs, -1)], dim=-1)
         logits = self.head(pooled).squeeze(-1).float() + self.unused_anchor()
@@ -393,28 +367,7 @@ class EGNNClassifier(nn.Module):
         return self.layers[0].geometry(pos, edge_index, edge_type)
 
 
-def ligand_pool(h: Tensor, is_ligand: Tensor, graph: Tensor, num_graphs: int) -> Tensor:
-    """Concatenate the mean and the max of ligand-atom features per graph.
-
-    Masks instead of boolean indexing keep shapes independent of the data, so the readout
-    compiles once for dynamic shapes; a graph without ligand atoms pools to zeros.
-    """
-    ligand = is_ligand.unsqueeze(-1)
-    weight = ligand.to(h.dtype)
-    ligand_count = weight.new_zeros(num_graphs, 1).index_add_(0, graph, weight)
-    mean = h.new_zeros(num_graphs, h.size(1)).index_add_(0, graph, h * weight)
-    mean = mean / ligand_count.clamp_min(1.0)
-    # A large finite value, not -inf: the max then stays finite and its gradient well defined.
-    lowest = torch.finfo(h.dtype).min
-    ligand_only = h.masked_fill(~ligand, lowest)
-    index = graph.unsqueeze(-1).expand_as(ligand_only)
-    maximum = h.new_zeros(num_graphs, h.size(1)).scatter_reduce_(
-        0, index, ligand_only, reduce="amax", include_self=False
-    )
-    maximum = torch.where(ligand_count > 0, maximum, torch.zeros_like(maximum))
-    return torch.cat([mean, maximum], dim=-1)
-
-
-def build(cfg) -> EGNNClassifier:
-    """Build an :class:`EGNNClassifier` from a config holding every :class:`EGNNConfig` field."""
-    return EGNNClassifier(**input_sizes(), **config_fields(cfg))
+def build(cfg, sizes: dict[str, int]) -> EGNNClassifier:
+    """Build an :class:`EGNNClassifier` from a config holding every :class:`EGNNConfig` field and the data's
+    input ``sizes`` (``pecan.data.schema.input_sizes``)."""
+    return EGNNClassifier(**sizes, **config_fields(cfg))

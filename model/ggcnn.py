@@ -8,9 +8,8 @@ import torch
 from torch import Tensor, nn
 from torch_geometric.nn import MessagePassing
 
-from model.readout import graph_count, ligand_mean_max, van_der_waals, with_pose_features
-from model.settings import setting
-from pecan.data import schema
+from model.readout import graph_count, ligand_mean_max, with_pose_features
+from model.settings import setting, settings_from
 
 
 @dataclass
@@ -19,16 +18,13 @@ class GGCNNConfig:
 
     gated_width: int = setting("Node state width of the gated graph convolution.", 64)
     gated_steps: int = setting("Propagation steps (one shared GRU, one weight matrix per edge type).", 3)
-    edge_types: int = setting("Edge labels: 0 ligand-ligand, 1 ligand-protein, 2 protein-protein.", schema.N_EDGE_TYPES)
     use_vdw: bool = setting("Append the per-atom van der Waals radius to the node features.", False)
     use_pose_features: bool = setting("Feed the 5 interaction counts to the classifier head.", True)
     dropout: float = setting("Dropout in the classifier head.", 0.0)
 
     def problems(self, config) -> list[tuple[str, str]]:
         """(key, message) for every value this variant cannot run with."""
-        out = [
-            (f"model.{k}", "must be >= 1") for k in ("gated_width", "gated_steps", "edge_types") if getattr(self, k) < 1
-        ]
+        out = [(f"model.{k}", "must be >= 1") for k in ("gated_width", "gated_steps") if getattr(self, k) < 1]
         if not 0.0 <= self.dropout < 1.0:
             out.append(("model.dropout", "must be in [0, 1)"))
         return out
@@ -75,14 +71,12 @@ class GGCNNClassifier(nn.Module):
     which makes this the geometry-light baseline.
     """
 
-    def __init__(
-        self, cfg: GGCNNConfig, in_features: int = schema.N_ATOM_FEATURES, pose_features: int = schema.N_POSE_FEATURES
-    ) -> None:
+    def __init__(self, cfg: GGCNNConfig, in_features: int, edge_types: int, pose_features: int) -> None:
         super().__init__()
         self.cfg = cfg
         width = cfg.gated_width
         self.embedding = nn.Linear(in_features + (1 if cfg.use_vdw else 0), width)
-        self.conv = TypedGatedGraphConv(width, cfg.gated_steps, cfg.edge_types)
+        self.conv = TypedGatedGraphConv(width, cfg.gated_steps, edge_types)
         head_input = 2 * width + (pose_features if cfg.use_pose_features else 0)
         self.head = nn.Sequential(nn.Linear(head_input, width), nn.SiLU(), nn.Dropout(cfg.dropout), nn.Linear(width, 1))
 
@@ -90,7 +84,7 @@ class GGCNNClassifier(nn.Module):
         """Per-atom states after propagation (float32 [N, gated_width])."""
         x = batch.x.float()
         if self.cfg.use_vdw:
-            x = torch.cat([x, van_der_waals(batch).unsqueeze(-1)], dim=-1)
+            x = torch.cat([x, batch.vdw.float().unsqueeze(-1)], dim=-1)
         return self.conv(self.embedding(x).float(), batch.edge_index, batch.edge_type)
 
     def forward(self, batch) -> Tensor:
@@ -101,7 +95,7 @@ class GGCNNClassifier(nn.Module):
         return self.head(pooled).squeeze(-1).float()
 
 
-def build(cfg) -> GGCNNClassifier:
-    """Build a :class:`GGCNNClassifier` from any object carrying :class:`GGCNNConfig`'s keys."""
-    names = GGCNNConfig.__dataclass_fields__
-    return GGCNNClassifier(GGCNNConfig(**{k: getattr(cfg, k) for k in names if hasattr(cfg, k)}))
+def build(cfg, sizes: dict[str, int]) -> GGCNNClassifier:
+    """Build a :class:`GGCNNClassifier` from ``cfg``'s :class:`GGCNNConfig` keys and the data's input
+    ``sizes`` (``pecan.data.schema.input_sizes``: the edge labels are the contract's edge types)."""
+    return GGCNNClassifier(settings_from(GGCNNConfig, cfg), **sizes)

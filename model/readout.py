@@ -1,45 +1,71 @@
-"""Pieces every graph variant shares: graph counts, the van der Waals node feature and ligand readouts."""
+"""Pieces the variants share, each implemented once: the graph count, the distance expansion, the ligand
+readouts and the pose-feature append.
+
+Every batch carries the fields of the model-input contract (``pecan.data.schema.FIELDS``: ``vdw`` and
+``pose_features`` included), so these read them directly.
+"""
 
 from __future__ import annotations
 
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 from torch_geometric.utils import scatter, softmax
-
-from pecan.data import schema
 
 
 def graph_count(batch) -> int:
     """Number of graphs in ``batch``, taken from ``pose_features`` so torch.compile keeps it symbolic."""
-    pose_features = getattr(batch, "pose_features", None)
-    if pose_features is None:
-        return batch.num_graphs
-    return pose_features.size(0)
+    return batch.pose_features.size(0)
 
 
-def van_der_waals(batch) -> Tensor:
-    """Per-atom van der Waals radius (Angstrom): the batch's own ``vdw`` when it has one, else derived from
-    the element one-hot of ``x`` (the table in :mod:`pecan.data.layout`)."""
-    vdw = getattr(batch, "vdw", None)
-    if vdw is not None:
-        return vdw.float()
-    x = batch.x.float()
-    radii = torch.tensor(schema.VDW_RADII, dtype=x.dtype, device=x.device)
-    elements = x[:, schema.ELEMENT_FEATURES]
-    known = elements.sum(dim=-1)
-    return elements @ radii + (1.0 - known.clamp(max=1.0)) * schema.VDW_DEFAULT
+class GaussianDistanceExpansion(nn.Module):
+    r"""Expands interatomic distances on Gaussians with centres evenly spaced in
+    :math:`[0, \text{cutoff}]`, each as wide as the spacing :math:`s`:
+    :math:`\exp(-(d - \mu_k)^2 / 2s^2)`.
+
+    PyG's ``GaussianSmearing`` computes the same function, but keeps its centres in the state dict (so
+    checkpoints would gain a key), cannot make a single Gaussian (``rbf: 1`` is a valid setting) and takes
+    its width from the float32 centres, which moves it by an ulp at some sizes.
+
+    Args:
+        count (int): number of Gaussians.
+        cutoff (float): largest centre, in Angstrom.
+
+    Shapes:
+        - **input:** distances :math:`(E,)`
+        - **output:** expansion :math:`(E, \text{count})`
+    """
+
+    def __init__(self, count: int, cutoff: float) -> None:
+        super().__init__()
+        self.register_buffer("centres", torch.linspace(0.0, cutoff, count), persistent=False)
+        spacing = cutoff / max(count - 1, 1)
+        self.coefficient = -0.5 / spacing**2
+
+    def forward(self, distance: Tensor) -> Tensor:
+        """Return the Gaussian expansion of each distance."""
+        return torch.exp(self.coefficient * (distance.unsqueeze(-1) - self.centres) ** 2)
 
 
 def ligand_mean_max(h: Tensor, is_ligand: Tensor, graph: Tensor, num_graphs: int) -> Tensor:
-    """Mean and max of ligand-atom features per graph (masks, not boolean indexing: shapes stay static)."""
+    """Concatenate the mean and the max of ligand-atom features per graph.
+
+    Masks instead of boolean indexing keep shapes independent of the data, so the readout compiles once
+    for dynamic shapes; a graph without ligand atoms pools to zeros. Plain torch reductions rather than
+    PyG's ``scatter``: on CUDA with gradients PyG switches its max to torch-scatter when that is installed
+    (and warns when it is not), and the result should not depend on which extensions are present.
+    """
     ligand = is_ligand.unsqueeze(-1)
     weight = ligand.to(h.dtype)
-    count = scatter(weight, graph, dim=0, dim_size=num_graphs, reduce="sum")
-    mean = scatter(h * weight, graph, dim=0, dim_size=num_graphs, reduce="sum") / count.clamp_min(1.0)
-    # A large finite value, not -inf, keeps the max and its gradient finite.
+    ligand_count = weight.new_zeros(num_graphs, 1).index_add_(0, graph, weight)
+    mean = h.new_zeros(num_graphs, h.size(1)).index_add_(0, graph, h * weight)
+    mean = mean / ligand_count.clamp_min(1.0)
+    # A large finite value, not -inf: the max then stays finite and its gradient well defined.
     ligand_only = h.masked_fill(~ligand, torch.finfo(h.dtype).min)
-    maximum = scatter(ligand_only, graph, dim=0, dim_size=num_graphs, reduce="max")
-    maximum = torch.where(count > 0, maximum, torch.zeros_like(maximum))
+    index = graph.unsqueeze(-1).expand_as(ligand_only)
+    maximum = h.new_zeros(num_graphs, h.size(1)).scatter_reduce_(
+        0, index, ligand_only, reduce="amax", include_self=False
+    )
+    maximum = torch.where(ligand_count > 0, maximum, torch.zeros_like(maximum))
     return torch.cat([mean, maximum], dim=-1)
 
 

@@ -9,9 +9,8 @@ import torch
 from torch import Tensor, nn
 from torch_geometric.nn import MessagePassing
 
-from model.readout import graph_count, ligand_attention, van_der_waals, with_pose_features
-from model.settings import setting
-from pecan.data import schema
+from model.readout import GaussianDistanceExpansion, graph_count, ligand_attention, with_pose_features
+from model.settings import setting, settings_from
 
 
 @dataclass
@@ -63,10 +62,9 @@ class GatedEdgeConv(MessagePassing):
     width² floats per edge, which on a 7.5 Angstrom radius graph dominates memory. Sums run in float32.
     """
 
-    def __init__(self, width: int, rbf: int, cutoff: float, edge_types: int = 3) -> None:
+    def __init__(self, width: int, rbf: int, cutoff: float, edge_types: int) -> None:
         super().__init__(aggr="add")
-        self.register_buffer("centres", torch.linspace(0.0, cutoff, rbf), persistent=False)
-        self.coefficient = -0.5 / (cutoff / max(rbf - 1, 1)) ** 2
+        self.distance_expansion = GaussianDistanceExpansion(rbf, cutoff)
         self.edge_type_embedding = nn.Embedding(edge_types, 8)
         self.edge_network = nn.Sequential(nn.Linear(rbf + 8, width), nn.SiLU(), nn.Linear(width, width))
         self.linear = nn.Linear(width, width, bias=False)
@@ -74,7 +72,7 @@ class GatedEdgeConv(MessagePassing):
 
     def forward(self, h: Tensor, edge_index: Tensor, distance: Tensor, edge_type: Tensor) -> Tensor:
         """Return the updated node features (float32)."""
-        expansion = torch.exp(self.coefficient * (distance.unsqueeze(-1) - self.centres) ** 2)
+        expansion = self.distance_expansion(distance)
         edge_filter = self.edge_network(torch.cat([expansion, self.edge_type_embedding(edge_type)], dim=-1))
         messages = self.propagate(edge_index, h=self.linear(h), edge_filter=edge_filter)
         return self.gru(messages.float(), h.float()).float()
@@ -104,23 +102,22 @@ class SGCNNClassifier(nn.Module):
     Both edge sets come from the batch's radius graph, filtered by distance in the model: covalent edges are
     same-molecule pairs (edge types 0 and 2) under ``covalent_cutoff``, non-covalent edges every pair under
     ``noncovalent_cutoff``. Input: a PyG Batch with ``x``, ``pos``, ``edge_index``, ``edge_type``,
-    ``is_ligand``, ``batch``, ``pose_features`` and optionally ``vdw``. Output: float32 logits [B].
+    ``vdw``, ``is_ligand``, ``batch`` and ``pose_features``. Output: float32 logits [B].
     """
 
-    def __init__(
-        self, cfg: SGCNNConfig, in_features: int = schema.N_ATOM_FEATURES, pose_features: int = schema.N_POSE_FEATURES
-    ) -> None:
+    def __init__(self, cfg: SGCNNConfig, in_features: int, edge_types: int, pose_features: int) -> None:
         super().__init__()
         self.cfg = cfg
         inputs = in_features + (1 if cfg.use_vdw else 0)
         covalent, noncovalent = cfg.covalent_gather_width, cfg.noncovalent_gather_width
         self.embedding = nn.Linear(inputs, covalent)
         self.covalent = nn.ModuleList(
-            GatedEdgeConv(covalent, cfg.rbf, cfg.covalent_cutoff) for _ in range(cfg.covalent_steps)
+            GatedEdgeConv(covalent, cfg.rbf, cfg.covalent_cutoff, edge_types) for _ in range(cfg.covalent_steps)
         )
         self.covalent_gather = GatedGather(covalent, inputs, noncovalent)
         self.noncovalent = nn.ModuleList(
-            GatedEdgeConv(noncovalent, cfg.rbf, cfg.noncovalent_cutoff) for _ in range(cfg.noncovalent_steps)
+            GatedEdgeConv(noncovalent, cfg.rbf, cfg.noncovalent_cutoff, edge_types)
+            for _ in range(cfg.noncovalent_steps)
         )
         self.attention = nn.Linear(noncovalent, 1)
         self.ligand_gather = nn.Linear(noncovalent, noncovalent)
@@ -133,10 +130,10 @@ class SGCNNClassifier(nn.Module):
         )
 
     def node_inputs(self, batch) -> Tensor:
-        """The 19 atom features, plus the van der Waals radius when enabled."""
+        """The atom features, plus the van der Waals radius when enabled."""
         x = batch.x.float()
         if self.cfg.use_vdw:
-            x = torch.cat([x, van_der_waals(batch).unsqueeze(-1)], dim=-1)
+            x = torch.cat([x, batch.vdw.float().unsqueeze(-1)], dim=-1)
         return x
 
     def edge_sets(self, batch) -> tuple[tuple[Tensor, Tensor, Tensor], tuple[Tensor, Tensor, Tensor]]:
@@ -172,7 +169,7 @@ class SGCNNClassifier(nn.Module):
         return self.head(pooled).squeeze(-1).float()
 
 
-def build(cfg) -> SGCNNClassifier:
-    """Build an :class:`SGCNNClassifier` from any object carrying :class:`SGCNNConfig`'s keys."""
-    names = SGCNNConfig.__dataclass_fields__
-    return SGCNNClassifier(SGCNNConfig(**{k: getattr(cfg, k) for k in names if hasattr(cfg, k)}))
+def build(cfg, sizes: dict[str, int]) -> SGCNNClassifier:
+    """Build an :class:`SGCNNClassifier` from ``cfg``'s :class:`SGCNNConfig` keys and the data's input
+    ``sizes`` (``pecan.data.schema.input_sizes``)."""
+    return SGCNNClassifier(settings_from(SGCNNConfig, cfg), **sizes)

@@ -57,3 +57,24 @@ def test_each_variant_trains_and_scores_from_its_checkpoint(tmp_path, variant):
     other = pd.read_csv(with_yaml)
     assert list(other["pose"]) == list(scores["pose"])
     np.testing.assert_allclose(other["score"], scores["score"], rtol=1e-6)
+
+
+def test_a_ggcnn_checkpoint_that_stored_edge_types_still_scores_and_resumes(tmp_path, caplog):
+    """Checkpoints written while ggcnn had an `edge_types` key store it in their model config; it is ignored."""
+    from pecan import config as cfgmod
+
+    config_path, checkpoint = train_variant(tmp_path, "ggcnn")
+    state = ckpt.load_checkpoint(checkpoint)
+    assert "edge_types" not in state["model_config"]
+    state["model_config"]["edge_types"] = 3
+    state["config"]["model"]["edge_types"] = 3
+    ckpt.save_checkpoint(checkpoint, state)
+
+    out = tmp_path / "scores.csv"
+    with caplog.at_level("WARNING"):
+        argv = [str(checkpoint), "--data-dir", str(tmp_path / "data"), "--out", str(out), "--device", "cpu"]
+        assert predict_command.main(argv) == 0
+    assert "'model.edge_types' is no longer a key of ggcnn" in caplog.text
+    assert len(pd.read_csv(out)) == 2 * 3 * 4
+    resumed = cfgmod.load(config_path, [f"train.resume={checkpoint}"])
+    assert ckpt.check_resume_compatible(resumed) == checkpoint  # the stored key is not a difference

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import logging
 import os
 import typing
 from dataclasses import dataclass, field
@@ -26,6 +27,7 @@ from pecan.config.parse import type_name as _type_name  # noqa: F401  (pecan.con
 from pecan.config.sections import DataConfig, ModelChoice, SyntheticConfig, TraceConfig, TrainConfig
 from pecan.runtime.errors import ConfigError  # noqa: F401  (re-exported: pecan.config.ConfigError)
 
+log = logging.getLogger(__name__)
 _VARIANT_SECTIONS: dict[str, type] = {}
 
 
@@ -106,6 +108,17 @@ def build_model_section(raw: Any, source: str) -> Any:
         variant = registry.resolve_name(name, nn_type)
     except ValueError as err:
         raise ConfigError(f"{source}: 'model.name'/'model.nn_type': {err}") from err
+    removed = registry.removed_keys(variant)
+    for key in [key for key in raw if key in removed]:
+        log.warning(
+            "%s: 'model.%s' is no longer a key of %s (%s); its value %r is ignored",
+            source,
+            key,
+            variant,
+            removed[key],
+            raw[key],
+        )
+    raw = {key: value for key, value in raw.items() if key not in removed}
     cls = model_section_class(variant)
     names = {f.name for f in dataclasses.fields(cls)}
     for key in raw:

@@ -59,7 +59,7 @@ def describe() -> str:
 
 
 MARKERS = ("<!-- config-reference:start -->", "<!-- config-reference:end -->")
-PAGE = Path(__file__).resolve().parents[1] / "docs" / "configuration.md"
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
 # --update-readme is the option's earlier name (the table lived in README.md); it now updates the same page.
 UPDATE_OPTIONS = ("--update-docs", "--update-readme")
 

@@ -156,12 +156,3 @@ def build_graph(
         edge_type=edge_types(edge_index, x[:, layout.MOLCODE_FEATURE] > 0),
         vdw=np.ascontiguousarray(vdw[keep]) if vdw is not None else layout.element_vdw(x),
     )
-
-
-def random_rotation(rng: np.random.Generator) -> np.ndarray:
-    """Uniform random proper rotation (QR of a Gaussian matrix, sign-fixed, det +1)."""
-    q, r = np.linalg.qr(rng.standard_normal((3, 3)))
-    q = q * np.sign(np.diag(r))
-    if np.linalg.det(q) < 0:
-        q[:, 0] = -q[:, 0]
-    return q.astype(np.float32)

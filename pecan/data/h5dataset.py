@@ -14,9 +14,10 @@ import pandas as pd
 import torch
 from torch_geometric.data import Batch, Data
 
+from model.rotation import rotate_about_centroids
 from pecan.data import io_modes, layout, schema
 from pecan.data.geometry import check_pose_features
-from pecan.data.graph import AtomGraph, build_graph, random_rotation
+from pecan.data.graph import AtomGraph, build_graph
 from pecan.data.sample import ProcessLocal, SampleTable, skip_or_raise
 from pecan.runtime import tracing
 from pecan.runtime.errors import DataError
@@ -32,9 +33,7 @@ def graph_to_data(graph: AtomGraph, values: dict[str, np.ndarray]) -> Data:
 
 def rotate_data(data: Data) -> Data:
     """Apply a random rigid rotation about the centroid (per-sample augmentation)."""
-    rotation = torch.from_numpy(random_rotation(np.random.default_rng(int(torch.randint(2**31, (1,))))))
-    centre = data.pos.mean(dim=0, keepdim=True)
-    data.pos = (data.pos - centre) @ rotation.T + centre
+    data.pos = rotate_about_centroids(data.pos, torch.zeros(data.pos.size(0), dtype=torch.long), 1)
     return data
 
 

@@ -30,8 +30,8 @@ import pandas as pd
 import torch
 from torch_geometric.data import Batch
 
+from model.rotation import rotate_about_centroids
 from pecan.data import identity, layout, locations, schema
-from pecan.data.graph import random_rotation
 from pecan.data.sample import ProcessLocal, SampleTable, skip_or_raise
 from pecan.runtime import tracing
 from pecan.runtime.errors import DataError
@@ -200,12 +200,7 @@ def to_batch(arrays: dict, values: dict[str, np.ndarray]) -> Batch:
 
 def rotate_batch(batch: Batch) -> Batch:
     """One random rigid rotation per graph about its centroid (vectorised augmentation)."""
-    rng = np.random.default_rng(int(torch.randint(2**31, (1,))))
-    rotations = torch.from_numpy(np.stack([random_rotation(rng) for _ in range(batch.num_graphs)]))
-    counts = batch.ptr[1:] - batch.ptr[:-1]
-    centres = torch.zeros(batch.num_graphs, 3).index_add_(0, batch.batch, batch.pos) / counts.unsqueeze(1)
-    local = batch.pos - centres[batch.batch]
-    batch.pos = torch.einsum("nij,nj->ni", rotations[batch.batch], local) + centres[batch.batch]
+    batch.pos = rotate_about_centroids(batch.pos, batch.batch, batch.num_graphs)
     return batch
 
 

@@ -17,6 +17,7 @@ from typing import Any, Optional
 import numpy as np
 import torch
 
+import model as registry
 from pecan.runtime.fileio import atomic_write
 
 log = logging.getLogger(__name__)
@@ -170,8 +171,11 @@ def choose_resume(
 
 
 def config_differences(saved: dict[str, Any], current: dict[str, Any], section: str) -> list[str]:
-    """'section.key: checkpoint A, config B' for every key of ``section`` that differs."""
+    """'section.key: checkpoint A, config B' for every key of ``section`` that differs (a model key its variant
+    no longer has is not a difference: loading the config ignores it too)."""
     old, new = saved.get(section) or {}, current.get(section) or {}
+    if section == "model" and isinstance(old, dict):
+        old = registry.without_removed_keys(old)
     return [
         f"{section}.{key}: checkpoint {old.get(key)!r}, config {new.get(key)!r}"
         for key in sorted(set(old) | set(new))

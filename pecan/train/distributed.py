@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass
 from typing import Mapping, Optional
 
+import psutil
 import torch
 import torch.distributed as dist
 
@@ -382,13 +383,18 @@ def _count_physical_cores(cpuinfo: str, allowed: Optional[set[int]]) -> int:
 
 
 def physical_cores() -> int:
-    """Physical cores (not hyperthreads) this process may use, falling back to os.cpu_count()."""
+    """Physical cores (not hyperthreads) this process may use, falling back to its logical CPUs."""
     allowed = _allowed_cpus()
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as handle:
-            count = _count_physical_cores(handle.read(), allowed)
-    except OSError:
-        count = 0
+    if allowed is None or len(allowed) >= (psutil.cpu_count(logical=True) or 0):
+        count = psutil.cpu_count(logical=False) or 0  # the whole machine's, from the kernel's topology
+    else:
+        # Bound to part of the machine (Slurm/flux binding, taskset, cpuset): psutil counts the whole machine
+        # and cannot say which core a CPU is on, so the allowed CPUs' cores are read from /proc/cpuinfo.
+        try:
+            with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as handle:
+                count = _count_physical_cores(handle.read(), allowed)
+        except OSError:
+            count = 0
     if count == 0:
         # No topology (some ARM and VM kernels): each allowed logical CPU counts as a core.
         count = len(allowed) if allowed else (os.cpu_count() or 1)

@@ -60,7 +60,7 @@ class PhaseTimer:
 
 
 def peak_rss_mb() -> float:
-    """Peak resident memory of this process (Linux reports KiB)."""
+    """Peak resident memory of this process (Linux reports KiB; psutil's memory_info has no peak on Linux)."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 

@@ -85,12 +85,6 @@ def test_bad_atoms_are_named(mutate, message):
     assert "pose x/y" in str(err.value)
 
 
-def test_random_rotation_is_proper():
-    rotation = graph.random_rotation(np.random.default_rng(3))
-    assert np.allclose(rotation @ rotation.T, np.eye(3), atol=1e-5)
-    assert np.isclose(np.linalg.det(rotation), 1.0, atol=1e-5)
-
-
 # ---------------------------------------------------------------------------- van der Waals radii
 
 

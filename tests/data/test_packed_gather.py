@@ -58,7 +58,7 @@ def test_batch_from_gathered_arrays():
     )
     assert batch.num_graphs == 2 and batch.num_nodes == 5
     assert batch.batch.tolist() == [0, 0, 0, 1, 1] and batch.ptr.tolist() == [0, 3, 5]
-    assert batch.ptr.dtype == torch.long  # atom counts per graph come from ptr (rotate_batch)
+    assert batch.ptr.dtype == torch.long  # PyG's first node of each graph
     assert batch.vdw.tolist() == np.float32([1.2, 1.3, 1.4, 2.0, 2.1]).tolist()
     assert batch.is_ligand.tolist() == [True, False, False, True, False]
     assert batch.edge_index.tolist() == [[0, 2, 4], [2, 0, 3]] and batch.edge_type.dtype == torch.long

@@ -19,6 +19,6 @@ class FakeConfig:
         return [("model.width", "must be >= 1")] if self.width < 1 else []
 
 
-def build(cfg) -> torch.nn.Module:
-    """A linear layer of the configured width."""
+def build(cfg, sizes: dict[str, int]) -> torch.nn.Module:
+    """A linear layer of the configured width (the data's input sizes unused)."""
     return torch.nn.Linear(cfg.width, 1)

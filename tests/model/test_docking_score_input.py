@@ -103,7 +103,7 @@ def test_off_ignores_the_features_on_uses_them_and_trains_them():
 
 def test_config_key_defaults_off_and_builds_through_the_registry():
     assert ModelConfig().use_docking_score is False
-    model = build(ModelConfig(hidden=8, layers=1, use_docking_score=True))
+    model = build(ModelConfig(hidden=8, layers=1, use_docking_score=True), input_sizes())
     assert model.use_docking_score and model.head[0].in_features == 2 * 8 + 5 + 3
 
 
@@ -151,5 +151,5 @@ def test_the_prior_needs_the_docking_score_and_is_off_by_default():
         EGNNConfig(docking_prior=1.0).problems(None)
     )
     assert EGNNConfig(docking_prior=-1.0).problems(None)[0][0] == "model.docking_prior"
-    model = build(ModelConfig(hidden=8, layers=1, use_docking_score=True, docking_prior=1.5))
+    model = build(ModelConfig(hidden=8, layers=1, use_docking_score=True, docking_prior=1.5), input_sizes())
     assert model.docking_prior.item() == 1.5

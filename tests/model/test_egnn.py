@@ -271,7 +271,7 @@ def test_overfits_tiny_data_set():
 
 
 def test_build_takes_every_field_from_the_config():
-    model = build(EGNNConfig(hidden=24, layers=2, update_coords=True))
+    model = build(EGNNConfig(hidden=24, layers=2, update_coords=True), input_sizes())
     assert isinstance(model, EGNNClassifier)
     assert len(model.layers) == 2
     assert model.embedding.out_features == 24
@@ -288,7 +288,7 @@ def test_build_rejects_a_config_missing_a_field():
     fields = {f.name: getattr(EGNNConfig(), f.name) for f in dataclasses.fields(EGNNConfig)}
     del fields["hidden"]
     with pytest.raises(AttributeError, match="hidden"):
-        build(SimpleNamespace(hiden=24, **fields))
+        build(SimpleNamespace(hiden=24, **fields), input_sizes())
     with pytest.raises(TypeError, match="hiden"):
         EGNNConfig(hiden=24)
 
@@ -299,7 +299,7 @@ def test_app_model_config_reuses_the_model_defaults():
         assert getattr(app, setting.name) == getattr(EGNNConfig(), setting.name), setting.name
         assert setting.metadata["doc"], setting.name
     assert EGNNLayer().cutoff == EGNNConfig.cutoff == app.cutoff
-    assert isinstance(build(app), EGNNClassifier)
+    assert isinstance(build(app, input_sizes()), EGNNClassifier)
 
 
 @pytest.mark.slow

@@ -139,3 +139,52 @@ def test_the_egnn_goes_through_the_same_path():
     assert model.config_class("egnn") is EGNNConfig and issubclass(cfgmod.ModelConfig, EGNNConfig)
     assert cfgmod.model_section_class("egnn") is cfgmod.ModelConfig
     assert model.problems(cfgmod.ModelConfig(layers=0), None) == ["'model.layers' must be >= 1, got 0"]
+
+
+@pytest.mark.parametrize("name", model.available())
+def test_build_model_gives_every_variant_the_contract_sizes(monkeypatch, name):
+    """The sizes reach each variant through the registry (pecan.data.schema.input_sizes), not from defaults."""
+    from pecan import config as cfgmod
+    from pecan.data import schema
+    from tests.model.variant_batches import TINY
+
+    sizes = {"in_features": 7, "edge_types": 5, "pose_features": 2}
+    monkeypatch.setattr(schema, "input_sizes", lambda: dict(sizes))
+    section = cfgmod.model_section_class(name)(name=name, **TINY.get(name, {}))
+    built = model.build_model(name, section)
+    weights = {key: value.shape for key, value in built.state_dict().items()}
+    if name == "egnn":
+        assert built.embedding.in_features == 7 and built.layers[0].edge_type_embedding.num_embeddings == 5
+        assert built.head[0].in_features == 2 * section.hidden + 2
+    elif name == "sgcnn":
+        assert built.embedding.in_features == 7 + 1  # the atom features and the van der Waals radius
+        assert weights["covalent.0.edge_type_embedding.weight"][0] == 5
+        assert built.head[0].in_features == section.noncovalent_gather_width + 2
+    elif name == "ggcnn":
+        assert built.embedding.in_features == 7 and weights["conv.weight"][0] == 5
+        assert built.head[0].in_features == 2 * section.gated_width + 2
+    else:
+        assert weights["convolutions.0.weight"][1] == 7  # one grid channel per atom feature
+        assert built.head[0].in_features == section.channels * 2 ** (section.blocks - 1) + 2
+
+
+def test_a_removed_key_loads_with_a_warning_naming_it(caplog):
+    from pecan import config as cfgmod
+
+    assert model.removed_keys("ggcnn") == {"edge_types": "the edge labels are the input contract's edge types"}
+    with caplog.at_level("WARNING", logger="pecan.config"):
+        config = cfgmod.from_dict({"data": {"data_dir": "d"}, "model": {"name": "ggcnn", "edge_types": 3}}, "old.yaml")
+    assert not hasattr(config.model, "edge_types")
+    assert "old.yaml: 'model.edge_types' is no longer a key of ggcnn" in caplog.text and "3 is ignored" in caplog.text
+    assert model.build_model("ggcnn", config.model).conv.edge_types == 3  # the contract's
+    # Only the variant that had the key forgives it.
+    with pytest.raises(cfgmod.ConfigError, match="unknown key 'model.edge_types'"):
+        cfgmod.from_dict({"data": {"data_dir": "d"}, "model": {"name": "egnn", "edge_types": 3}})
+
+
+def test_stored_sections_compare_without_removed_keys():
+    stored = {"name": "ggcnn", "gated_width": 8, "edge_types": 3}
+    assert model.without_removed_keys(stored) == {"name": "ggcnn", "gated_width": 8}
+    assert model.without_removed_keys({"nn_type": 2, "edge_types": 3}) == {"nn_type": 2}
+    assert model.without_removed_keys({"name": "egnn", "edge_types": 3}) == {"name": "egnn", "edge_types": 3}
+    assert model.without_removed_keys({"name": "gone", "edge_types": 3}) == {"name": "gone", "edge_types": 3}

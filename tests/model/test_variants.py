@@ -9,6 +9,7 @@ import torch
 
 import model
 from pecan import config as cfgmod
+from pecan.data import layout
 from tests.model.variant_batches import VARIANTS, features, graph_from_arrays, tiny_batch, tiny_model
 
 
@@ -101,8 +102,11 @@ def test_sgcnn_uses_the_batch_van_der_waals_radii():
     base = net(batch)
     batch.vdw = batch.vdw * 1.5
     assert not torch.allclose(net(batch), base)
-    del batch.vdw  # derived from the element one-hot again
+    batch.vdw = torch.from_numpy(layout.element_vdw(batch.x.numpy()))  # the graph builder's, from the elements
     assert torch.allclose(net(batch), base)
+    del batch.vdw  # a field of the contract (pecan.data.schema): the model reads it, it does not derive it
+    with pytest.raises(AttributeError, match="vdw"):
+        net(batch)
 
 
 # ---------------------------------------------------------------------------- registry and config
