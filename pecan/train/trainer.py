@@ -29,12 +29,12 @@ from pecan.scoring.settings import sample_settings, split_record, training_data_
 from pecan.train import build, resume
 from pecan.train import checkpoint as ckpt
 from pecan.train.components import amp_context, check_same_config, cosine_schedule, seed_everything, weights_in_sync
+from pecan.train.display import EpochReporter
 from pecan.train.distributed import DistEnv, all_reduce_sum, barrier, gather_varlen
 from pecan.train.lifecycle import Lifecycle, Position, carried_totals
 from pecan.train.metrics import BestSelector, classification_report
 from pecan.train.ranking import with_ranking_loss
 from pecan.train.records import RunFiles, epoch_record, run_info
-from pecan.train.reporting import EpochReporter
 from pecan.train.run_dir import claim_out_dir
 from pecan.train.sync import OutputSync
 from pecan.train.threads import size_threads
