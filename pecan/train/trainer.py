@@ -28,13 +28,13 @@ from pecan.scoring.evaluate import score_share
 from pecan.scoring.settings import sample_settings, split_record, training_data_record
 from pecan.train import build, resume
 from pecan.train import checkpoint as ckpt
-from pecan.train.components import amp_context, check_same_config, cosine_schedule, seed_everything, weights_in_sync
+from pecan.train.components import amp_context, check_same_config, cosine_schedule, seed_everything
 from pecan.train.display import EpochReporter
 from pecan.train.distributed import DistEnv, all_reduce_sum, barrier, gather_varlen
 from pecan.train.lifecycle import Lifecycle, Position, carried_totals
 from pecan.train.metrics import BestSelector, classification_report
 from pecan.train.ranking import with_ranking_loss
-from pecan.train.records import RunFiles, epoch_record, run_info
+from pecan.train.records import RunFiles, epoch_record, gather_epoch, run_info
 from pecan.train.run_dir import claim_out_dir
 from pecan.train.sync import OutputSync
 from pecan.train.threads import size_threads
@@ -201,22 +201,16 @@ class Trainer:
             train = self.train_epoch(epoch, timer, io_counts)
         with timer.span("eval_s"):
             metrics = self.evaluate(io_counts)
+        gathered = gather_epoch(self, timer.totals(), io_counts)  # the epoch's collectives, once
+        self.epochs_done, self.last_metrics = epoch + 1, metrics
         # The record is complete but for the checkpoint's own time; the checkpoint carries it, so an epoch it
         # claims never lacks its record (resume restores a record the kill below would lose).
-        in_sync = weights_in_sync(self.raw_model, self.env, self.device)
-        self.epochs_done, self.last_metrics = epoch + 1, metrics
         self.records.append(
-            {
-                **epoch_record(self, epoch, time.perf_counter() - start, timer.totals(), train, metrics, io_counts),
-                **in_sync,
-            }
+            epoch_record(self, epoch, time.perf_counter() - start, timer.totals(), train, metrics, gathered)
         )
         with timer.span("checkpoint_s"):
             self.save_checkpoints(metrics)
-        record = {
-            **epoch_record(self, epoch, time.perf_counter() - start, timer.totals(), train, metrics, io_counts),
-            **in_sync,
-        }
+        record = epoch_record(self, epoch, time.perf_counter() - start, timer.totals(), train, metrics, gathered)
         if self.staging is not None and epoch == self.start_epoch:
             record.update(self.staging.record())
         self.records[-1] = record
