@@ -2,6 +2,7 @@
 
 import ast
 import inspect
+import json
 import math
 from pathlib import Path
 
@@ -96,6 +97,45 @@ def test_a_failed_start_releases_out_dir(tmp_path, setting, error, message):
         Trainer.from_config(config, discover({}), torch.device("cpu"))
     assert not (tmp_path / "run" / LOCK_NAME).exists()
     assert (tmp_path / "shared" / "note.txt").exists()  # the output sync was closed: its final sync ran
+
+
+def test_an_epoch_runs_its_collectives_once(tmp_path, monkeypatch):
+    """The epoch record is gathered once (weight check, I/O counters, every rank's figures) and formatted
+    before and after the checkpoint: the checkpoint's copy lacks only the checkpoint's own time."""
+    from pecan.train import components, records
+
+    calls = []
+
+    def counted(function):
+        def call(tensor, env=None, what=""):
+            calls.append(what)
+            return function(tensor, env, what=what)
+
+        return call
+
+    monkeypatch.setattr(records, "gather_varlen", counted(records.gather_varlen))
+    monkeypatch.setattr(records, "all_reduce_sum", counted(records.all_reduce_sum))
+    monkeypatch.setattr(components, "gather_varlen", counted(components.gather_varlen))
+    _, config = tiny_run(tmp_path, "train.epochs=2")
+    trainer = Trainer.from_config(config, discover({}), torch.device("cpu"))
+    try:
+        record = trainer.run_epoch(0)
+    finally:
+        trainer.close()
+    assert sorted(what for what in calls if what in ("weights", "io_counts", "epoch_report")) == [
+        "epoch_report",
+        "io_counts",
+        "weights",
+    ]
+    assert trainer.records == [record] and record["ranks"]["checkpoint_s"] == [record["checkpoint_s"]] != [0.0]
+    (carried,) = json.loads(ckpt.load_checkpoint(tmp_path / "run" / "checkpoints" / "last.pt")["records"])
+    assert (
+        list(carried) == list(record) and carried["checkpoint_s"] == 0.0 and carried["ranks"]["checkpoint_s"] == [0.0]
+    )
+    timed = {"wall_s", "samples_per_s", "data_wait_share", "checkpoint_s", "checkpoint_s_mean", "checkpoint_s_max"}
+    assert {k: v for k, v in carried.items() if k not in timed | {"ranks"}} == {
+        k: v for k, v in record.items() if k not in timed | {"ranks"}
+    }
 
 
 def test_trainer_attributes_are_declared_in_init():
