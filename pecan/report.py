@@ -9,7 +9,7 @@ import os
 import statistics
 import subprocess
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from pecan.runtime.fileio import json_text, write_text
 
@@ -30,7 +30,7 @@ PHASE_EVENTS = {
 PHASES = tuple(PHASE_EVENTS)
 # Evaluation's own transfer and forward (inside eval_s) are named apart from training's in traces.
 EVAL_SPANS = {"transfer": ("device", "eval_transfer"), "forward": ("pecan.eval", "eval_forward")}
-# Per-rank figures gathered once per epoch besides the phases (``ranks`` in the record).
+# The per-rank figures (the phases and more), gathered by name once per epoch; their order in ``ranks``.
 RANK_FIGURES = (*PHASES, "step_s", "worker_busy_s", "peak_rss_mb", "cuda_peak_mb", "cpu_share")
 # Below this share of the CPU its threads asked for (process CPU time / (wall x threads)), a rank is starved.
 CPU_SHARE_WARN = 0.6
@@ -61,14 +61,13 @@ REQUIRED_FIELDS = (
 )
 
 
-def rank_summary(per_rank: Sequence[Sequence[float]]) -> dict[str, Any]:
-    """Rows of RANK_FIGURES (one row per rank) -> the record's ``ranks`` lists, ``{phase}_mean`` and
-    ``{phase}_max`` across ranks, and the straggler ratio: max over mean of the ranks' step time (their
-    forward + backward + optimizer seconds, without waiting for each other)."""
+def rank_summary(per_rank: Sequence[Mapping[str, float]]) -> dict[str, Any]:
+    """Each rank's figures by name (RANK_FIGURES; one mapping per rank) -> the record's ``ranks`` lists (a
+    figure some rank lacks is left out), ``{phase}_mean`` and ``{phase}_max`` across ranks, and the straggler
+    ratio: max over mean of the ranks' step time (their forward + backward + optimizer seconds, without
+    waiting for each other)."""
     columns = {
-        name: [float(row[k]) for row in per_rank]
-        for k, name in enumerate(RANK_FIGURES)
-        if all(len(row) > k for row in per_rank)
+        name: [float(row[name]) for row in per_rank] for name in RANK_FIGURES if all(name in row for row in per_rank)
     }
     out: dict[str, Any] = {"ranks": columns}
     if columns.get("cpu_share") and not all(math.isfinite(s) for s in columns["cpu_share"]):

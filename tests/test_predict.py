@@ -164,7 +164,7 @@ def test_pos_weight_auto_and_in_the_loss(tmp_path):
     assert resolve_pos_weight(2.5, labels) == 2.5
     with pytest.raises(ValueError, match="pos_weight"):
         resolve_pos_weight("auto", labels * 0)
-    trainer = Trainer(config, discover({}), torch.device("cpu")).setup()
+    trainer = Trainer.from_config(config, discover({}), torch.device("cpu"))
     try:
         expected = resolve_pos_weight("auto", trainer.train_frame["label"].to_numpy())
         assert trainer.pos_weight == pytest.approx(expected) and expected != 1.0

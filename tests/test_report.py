@@ -11,9 +11,9 @@ from pecan.train import distributed
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def rank_row(scale: float, step: float) -> list[float]:
-    phases = [scale * (k + 1) for k in range(len(report.PHASES))]
-    return [*phases, step, 0.5, 100.0, 0.0]
+def rank_row(scale: float, step: float) -> dict[str, float]:
+    phases = {phase: scale * (k + 1) for k, phase in enumerate(report.PHASES)}
+    return {**phases, "step_s": step, "worker_busy_s": 0.5, "peak_rss_mb": 100.0, "cuda_peak_mb": 0.0}
 
 
 def test_rank_summary_mean_max_and_straggler_ratio():
@@ -92,7 +92,7 @@ def test_threads_fit_the_cores(monkeypatch):
 
 
 def test_cpu_share_per_rank_and_the_starved_warning():
-    rows = [[*rank_row(0.1, 1.0), 0.9], [*rank_row(0.1, 1.0), 0.4]]
+    rows = [{**rank_row(0.1, 1.0), "cpu_share": 0.9}, {**rank_row(0.1, 1.0), "cpu_share": 0.4}]
     summary = report.rank_summary(rows)
     assert (summary["cpu_share"], summary["cpu_share_min"], summary["cpu_share_min_rank"]) == (0.9, 0.4, 1)
     starved = {**record(3), **summary, "intra_op_threads": 4}
@@ -149,7 +149,7 @@ def test_overlay_of_two_runs_is_one_png_and_64_ranks_draw_a_heat_map(tmp_path, c
 
 
 def test_cpu_share_not_measured_is_left_out():
-    summary = report.rank_summary([[*rank_row(0.1, 1.0), float("nan")], [*rank_row(0.1, 1.0), float("nan")]])
+    summary = report.rank_summary([{**rank_row(0.1, 1.0), "cpu_share": float("nan")}] * 2)
     assert "cpu_share" not in summary["ranks"] and "cpu_share_min" not in summary
     assert report.cpu_note({**record(1), **summary}) == ""
 

@@ -87,15 +87,12 @@ def finished_line(config) -> str:
     )
 
 
-def watch_signals(trainer, stop_signal: str):
-    """SIGTERM, SIGINT and ``stop_signal`` noted by the trainer's lifecycle (see pecan.train.lifecycle); an
-    immediate exit on a second signal releases out_dir first."""
+def watch_signals(stop_signal: str):
+    """SIGTERM, SIGINT and ``stop_signal`` noted from now on (see pecan.train.lifecycle); the trainer's start
+    hands them to its lifecycle and has an immediate exit on a second signal release out_dir first."""
     from pecan.train.lifecycle import StopSignals
 
-    signals = StopSignals(stop_signal).install()
-    trainer.lifecycle.attach(signals)
-    signals.on_abort.append(lambda: trainer.lock is not None and trainer.lock.release())
-    return signals
+    return StopSignals(stop_signal).install()
 
 
 def main(argv=None, prog: str | None = None) -> int:
@@ -136,10 +133,9 @@ def main(argv=None, prog: str | None = None) -> int:
             from pecan.synthetic.cache import ensure_from_config  # only demo configs load the generator
 
             ensure_from_config(config)
-        trainer = Trainer(config, env, device)
-        trainer.force_unlock = args.force_unlock
-        signals = watch_signals(trainer, config.train.stop_signal)
-        trainer.setup()  # trainer is bound first, so a failed start still releases the out_dir lock
+        signals = watch_signals(config.train.stop_signal)
+        # A failed start releases what it took (the out_dir lock first of all) before its error reaches us.
+        trainer = Trainer.from_config(config, env, device, force_unlock=args.force_unlock, signals=signals)
         if trainer.start_epoch >= config.train.epochs and env.is_main:
             print(finished_line(config), flush=True)
         trainer.fit()

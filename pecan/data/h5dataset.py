@@ -60,6 +60,7 @@ class H5PoseDataset(ProcessLocal, torch.utils.data.Dataset):
         if self.mode.packed:
             raise ValueError(f"io_mode {io_mode!r} is not an HDF5 level ({', '.join(io_modes.H5_LEVELS)})")
         self.table = SampleTable.from_frame(index)
+        self.skipped_at_build = 0  # bad samples are skipped as they are read, and counted there
         self.pose_group, self.crystal_group = pose_group, crystal_group
         self.pocket_radius, self.edge_cutoff, self.rmsd_threshold = pocket_radius, edge_cutoff, rmsd_threshold
         self.io_mode, self.on_bad_sample, self.augment = io_mode, on_bad_sample, augment

@@ -224,6 +224,7 @@ class PackedDataset(ProcessLocal, torch.utils.data.Dataset):
         if not keep.all():
             self.table = _subset(self.table, keep)
         self.skipped_at_build = int((~keep).sum())
+        self.use_decode_cache = False  # a pack holds decoded arrays: there is nothing to cache
 
     def _locate(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Map each index row to (pack, sample); missing or bad samples error or are counted and dropped."""

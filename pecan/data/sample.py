@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Optional, Protocol, runtime_checkable
 
 import numpy as np
 import pandas as pd
@@ -138,6 +138,21 @@ class SampleTable:
 def passthrough_collate(batch: Any) -> Any:
     """Collate for datasets whose ``__getitems__`` already returns a finished Batch."""
     return batch
+
+
+@runtime_checkable
+class PoseDataset(Protocol):
+    """What the trainer, the samplers and the loaders read of a dataset, whichever reader built it
+    (``H5PoseDataset``, ``PackedDataset``, scoring's ``MemoryPoseDataset``): each declares these in its
+    ``__init__``."""
+
+    table: SampleTable  # one row per sample, in dataset order
+    use_decode_cache: bool  # decoded samples are reused; the trainer turns it off for a model that augments
+    skipped_at_build: int  # bad samples dropped while the dataset was built (under data.on_bad_sample: skip)
+
+    def __len__(self) -> int: ...
+
+    def __getitem__(self, i: int) -> Any: ...
 
 
 class ProcessLocal:

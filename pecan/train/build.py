@@ -1,143 +1,185 @@
-"""Building one rank's share of a run for the trainer: the data (indexes, packs and staging through the
-loader's job protocol, datasets, samplers, loaders) and the model (registry lookup, then compile and DDP
-applied from outside the model)."""
+"""Building one rank's share of a run for the trainer, as values: the data (``TrainData``: indexes, packs
+and staging through the loader's job protocol, datasets, samplers, loaders), the model (``ModelParts``:
+registry lookup, then compile and DDP applied from outside the model) and the optimiser with its schedule.
+``Trainer.from_config`` calls them in order and hands the values to ``Trainer``."""
 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import Optional
 
+import pandas as pd
 import torch
 
 import model as registry
 from pecan import config as config_module
-from pecan.data.loader import make_dataset, make_loader, make_sampler, prepare_job_data
-from pecan.data.sample import COUNTER_FIELDS
+from pecan.data.loader import BatchLoader, make_dataset, make_loader, make_sampler, prepare_job_data
+from pecan.data.sample import COUNTER_FIELDS, PoseDataset
+from pecan.data.sampler import ShardAwareSampler
+from pecan.data.staging import StageReport
 from pecan.runtime import tracing
 from pecan.runtime.errors import ConfigError
 from pecan.train import checkpoint as ckpt
-from pecan.train.components import apply_compile, wrap_ddp
-from pecan.train.distributed import GradCommClock
+from pecan.train.components import apply_compile, cosine_schedule, wrap_ddp
+from pecan.train.distributed import DistEnv, GradCommClock
 from pecan.train.metrics import resolve_pos_weight
-
-if TYPE_CHECKING:
-    from pecan.train.trainer import Trainer
 
 log = logging.getLogger(__name__)
 
 
-def build_data(trainer: Trainer) -> None:
-    """Indexes, packs and staging through the loader's job protocol, then per-rank loaders."""
-    data = trainer.config.data
-    workers = trainer.threads.num_workers
+@dataclass
+class TrainData:
+    """One rank's data: the two split indexes, their datasets, samplers and loaders, what staging did, the
+    loss's positive-class weight and the bad samples dropped before training (indexes and datasets)."""
+
+    train_frame: pd.DataFrame
+    val_frame: pd.DataFrame
+    train_set: PoseDataset
+    val_set: PoseDataset
+    train_sampler: ShardAwareSampler
+    val_sampler: ShardAwareSampler
+    train_loader: BatchLoader
+    val_loader: BatchLoader
+    staging: Optional[StageReport]
+    pos_weight: float
+    skipped_at_start: int
+
+    def close(self) -> None:
+        """Stop the loaders' persistent workers."""
+        self.train_loader.close()
+        self.val_loader.close()
+
+
+@dataclass
+class ModelParts:
+    """The model as training uses it: the bare module (weights, checkpoints), the module trained (compiled
+    and DDP-wrapped as configured), the module evaluated (compiled, never DDP) and the gradient-wait clock
+    (DDP on CPU only)."""
+
+    raw_model: torch.nn.Module
+    model: torch.nn.Module
+    eval_model: torch.nn.Module
+    grad_clock: Optional[GradCommClock]
+
+
+def build_data(config, env: DistEnv, workers: int, device: torch.device, progress: str) -> TrainData:
+    """Indexes, packs and staging through the loader's job protocol, then per-rank loaders; ``progress``: the
+    progress display of index and pack building."""
+    data = config.data
     with tracing.span("pecan.setup", "index"):
         job = prepare_job_data(
-            data,
-            rank=trainer.env.rank,
-            local_rank=trainer.env.local_rank,
-            processes=max(workers, 1),
-            progress=trainer.show_progress,
+            data, rank=env.rank, local_rank=env.local_rank, processes=max(workers, 1), progress=progress
         )
-    trainer.train_frame, trainer.val_frame, trainer.staging = job.train_frame, job.val_frame, job.staging
-    packs = job.packs
-    if len(trainer.val_frame) == 0:
+    if len(job.val_frame) == 0:
         raise config_module.ConfigError(
             "the validation split is empty: set data.val_fraction > 0 or data.val_csvs / data.val_fns"
         )
     try:
-        trainer.pos_weight = resolve_pos_weight(
-            trainer.config.train.pos_weight, trainer.train_frame["label"].to_numpy()
-        )
+        pos_weight = resolve_pos_weight(config.train.pos_weight, job.train_frame["label"].to_numpy())
     except ValueError as err:
         raise config_module.ConfigError(str(err)) from err
-    trainer.train_set = make_dataset(data, trainer.train_frame, packs)
-    if registry.augments_inputs(trainer.config.model) and getattr(trainer.train_set, "use_decode_cache", False):
+    train_set = make_dataset(data, job.train_frame, job.packs)
+    if registry.augments_inputs(config.model) and train_set.use_decode_cache:
         # The model transforms its inputs randomly in training: decoded samples must not be reused.
-        trainer.train_set.use_decode_cache = False
-        log.info("decode cache off: model %s augments its inputs", trainer.config.model.name)
-    trainer.val_set = make_dataset(data, trainer.val_frame, packs, augment=False)
-    build_loaders(trainer)
-    frames, datasets = (trainer.train_frame, trainer.val_frame), (trainer.train_set, trainer.val_set)
-    trainer.skipped_at_start = sum(int(frame.attrs.get("skipped", 0)) for frame in frames)
-    trainer.skipped_at_start += sum(getattr(d, "skipped_at_build", 0) for d in datasets)
-    if trainer.env.is_main:
-        log_data(trainer)
+        train_set.use_decode_cache = False
+        log.info("decode cache off: model %s augments its inputs", config.model.name)
+    val_set = make_dataset(data, job.val_frame, job.packs, augment=False)
+    train_sampler, val_sampler, train_loader, val_loader = build_loaders(
+        config, env, train_set, val_set, workers, device
+    )
+    skipped = sum(int(frame.attrs.get("skipped", 0)) for frame in (job.train_frame, job.val_frame))
+    built = TrainData(
+        train_frame=job.train_frame,
+        val_frame=job.val_frame,
+        train_set=train_set,
+        val_set=val_set,
+        train_sampler=train_sampler,
+        val_sampler=val_sampler,
+        train_loader=train_loader,
+        val_loader=val_loader,
+        staging=job.staging,
+        pos_weight=pos_weight,
+        skipped_at_start=skipped + train_set.skipped_at_build + val_set.skipped_at_build,
+    )
+    if env.is_main:
+        log_data(config, built, workers)
+    return built
 
 
-def build_loaders(trainer: Trainer) -> None:
-    """The per-rank samplers and loaders of the two splits (workers traced and timed)."""
-    data, workers, seed = trainer.config.data, trainer.threads.num_workers, trainer.config.train.seed
-    trainer.train_sampler = make_sampler(
-        trainer.train_set, data, train=True, rank=trainer.env.rank, world_size=trainer.env.world_size, seed=seed
-    )
-    val_sampler = make_sampler(
-        trainer.val_set, data, train=False, rank=trainer.env.rank, world_size=trainer.env.world_size, seed=seed
-    )
-    trace_dir = config_module.trace_dir(trainer.config) if tracing.is_enabled() else None
-    worker_init = tracing.WorkerInit(trace_dir, trainer.env.rank, data.data_dir if trainer.config.trace.posix else None)
-    pin = trainer.device.type == "cuda"
+def build_loaders(config, env: DistEnv, train_set, val_set, workers: int, device: torch.device) -> tuple:
+    """The per-rank samplers and loaders of the two splits (workers traced and timed): (train sampler, val
+    sampler, train loader, val loader)."""
+    data, seed = config.data, config.train.seed
+    train_sampler = make_sampler(train_set, data, train=True, rank=env.rank, world_size=env.world_size, seed=seed)
+    val_sampler = make_sampler(val_set, data, train=False, rank=env.rank, world_size=env.world_size, seed=seed)
+    trace_dir = config_module.trace_dir(config) if tracing.is_enabled() else None
+    worker_init = tracing.WorkerInit(trace_dir, env.rank, data.data_dir if config.trace.posix else None)
+    pin = device.type == "cuda"
     busy = COUNTER_FIELDS.index("worker_busy_ns")
-    trainer.train_loader = make_loader(
-        tracing.BusyDataset(trainer.train_set, busy),
-        trainer.train_sampler,
-        data.batch_size,
-        workers,
-        worker_init,
-        pin,
-        seed=seed,
+    train_loader = make_loader(
+        tracing.BusyDataset(train_set, busy), train_sampler, data.batch_size, workers, worker_init, pin, seed=seed
     )
-    trainer.val_loader = make_loader(
-        tracing.BusyDataset(trainer.val_set, busy), val_sampler, data.batch_size, workers, worker_init, pin
+    val_loader = make_loader(
+        tracing.BusyDataset(val_set, busy), val_sampler, data.batch_size, workers, worker_init, pin
     )
+    return train_sampler, val_sampler, train_loader, val_loader
 
 
-def log_data(trainer: Trainer) -> None:
+def log_data(config, data: TrainData, workers: int) -> None:
     """Rank 0's lines about the data: sizes, io_mode, workers, samples skipped, the loss weight."""
-    data, workers = trainer.config.data, trainer.threads.num_workers
     log.info(
         "data: %d training and %d validation samples (%d / %d complexes), io_mode %s, %d workers/rank",
-        len(trainer.train_set),
-        len(trainer.val_set),
-        trainer.train_frame["pdbid"].nunique(),
-        trainer.val_frame["pdbid"].nunique(),
-        data.io_mode,
+        len(data.train_set),
+        len(data.val_set),
+        data.train_frame["pdbid"].nunique(),
+        data.val_frame["pdbid"].nunique(),
+        config.data.io_mode,
         workers,
     )
-    if trainer.skipped_at_start:
-        log.warning("%d bad sample(s) skipped before training (on_bad_sample: skip)", trainer.skipped_at_start)
-    log.info(
-        "loss: positive-class weight %.4g (train.pos_weight %s)",
-        trainer.pos_weight,
-        trainer.config.train.pos_weight,
-    )
+    if data.skipped_at_start:
+        log.warning("%d bad sample(s) skipped before training (on_bad_sample: skip)", data.skipped_at_start)
+    log.info("loss: positive-class weight %.4g (train.pos_weight %s)", data.pos_weight, config.train.pos_weight)
 
 
-def build_model(trainer: Trainer) -> None:
+def build_model(config, env: DistEnv, device: torch.device) -> ModelParts:
     """Registry lookup, then compile and DDP applied from outside the model."""
-    torch.manual_seed(trainer.config.train.seed)
-    trainer.raw_model = registry.build_model(
-        trainer.config.model.name, trainer.config.model, nn_type=trainer.config.model.nn_type
-    ).to(trainer.device)
-    if trainer.config.train.init_from:
-        load_initial_weights(trainer.raw_model, trainer.config.train.init_from, trainer.config)
-    compiled = apply_compile(trainer.raw_model, trainer.config.train.compile)
-    trainer.model = wrap_ddp(compiled, trainer.env, trainer.device)
-    # Evaluation runs the module DDP wraps, not DDP: DDP's forward syncs buffers, a collective that a rank
-    # with no validation batch never joins (a hang until the collective timeout).
-    trainer.eval_model = compiled
-    trainer.grad_clock = None
-    if trainer.env.is_distributed and trainer.device.type == "cpu":
-        trainer.grad_clock = GradCommClock()
-        trainer.model.register_comm_hook(None, trainer.grad_clock.hook)
-    if trainer.env.is_main:
-        count = sum(p.numel() for p in trainer.raw_model.parameters())
+    torch.manual_seed(config.train.seed)
+    raw_model = registry.build_model(config.model.name, config.model, nn_type=config.model.nn_type).to(device)
+    if config.train.init_from:
+        load_initial_weights(raw_model, config.train.init_from, config)
+    compiled = apply_compile(raw_model, config.train.compile)
+    wrapped = wrap_ddp(compiled, env, device)
+    grad_clock = None
+    if env.is_distributed and device.type == "cpu":
+        grad_clock = GradCommClock()
+        wrapped.register_comm_hook(None, grad_clock.hook)
+    if env.is_main:
+        count = sum(p.numel() for p in raw_model.parameters())
         log.info(
             "model: %s, %d parameters, amp %s, compile %s",
-            type(trainer.raw_model).__name__,
+            type(raw_model).__name__,
             count,
-            trainer.config.train.amp,
-            trainer.config.train.compile,
+            config.train.amp,
+            config.train.compile,
         )
+    # Evaluation runs the module DDP wraps, not DDP: DDP's forward syncs buffers, a collective that a rank
+    # with no validation batch never joins (a hang until the collective timeout).
+    return ModelParts(raw_model=raw_model, model=wrapped, eval_model=compiled, grad_clock=grad_clock)
+
+
+def steps_per_epoch(train_loader, train_config) -> int:
+    """Optimizer steps in one epoch on every rank (the loader's batches, capped by train.max_steps_per_epoch)."""
+    steps = len(train_loader)
+    cap = train_config.max_steps_per_epoch
+    return min(steps, cap) if cap else steps
+
+
+def build_optimizer(raw_model: torch.nn.Module, train_config, steps: int):
+    """AdamW with warm-up + cosine decay over the whole run (``steps`` per epoch): (optimizer, scheduler)."""
+    optimizer = torch.optim.AdamW(raw_model.parameters(), lr=train_config.lr, weight_decay=train_config.weight_decay)
+    schedule = cosine_schedule(steps * train_config.epochs, train_config.warmup_steps)
+    return optimizer, torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
 
 
 def load_initial_weights(model: torch.nn.Module, path: str, config) -> None:

@@ -1,6 +1,10 @@
 """What a run writes about itself in out_dir: epochs.jsonl (one record per epoch, restored from the
 checkpoint when a kill lost one), runs.jsonl (one record per start: code, config, threads, tracing) and the
-end-of-run summary table and plots. Every write error names the path and the errno."""
+end-of-run summary table and plots. Every write error names the path and the errno.
+
+The epoch record takes two steps: ``gather_epoch`` runs the epoch's collectives once, before the checkpoint,
+and ``epoch_record`` formats the record from what they returned, without a collective, so the trainer formats
+it before the checkpoint (the copy the checkpoint carries) and again with the checkpoint's time."""
 
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ import logging
 import platform
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +24,7 @@ from pecan import report
 from pecan.data.sample import COUNTER_FIELDS, counters_to_dict
 from pecan.runtime import tracing
 from pecan.runtime.fileio import named_write_errors, write_text
+from pecan.train.components import weights_in_sync
 from pecan.train.distributed import all_reduce_sum, gather_varlen
 from pecan.train.timing import cuda_peak_mb, peak_rss_mb
 
@@ -126,9 +132,43 @@ def run_info(config, env, device: torch.device, threads, resumed_from, start_epo
     }
 
 
-def reduce_counts(trainer, io_counts: np.ndarray) -> dict[str, int]:
-    """This epoch's I/O counters summed over ranks."""
-    return counters_to_dict(all_reduce_sum(torch.from_numpy(io_counts.copy()), trainer.env, what="io_counts"))
+@dataclass
+class GatheredEpoch:
+    """What the epoch's collectives returned (``gather_epoch``, once per epoch, before the checkpoint)."""
+
+    counts: dict[str, int]  # the I/O counters summed over ranks
+    ranks: list[dict[str, float]]  # every rank's figures (report.RANK_FIGURES), by name, in rank order
+    in_sync: dict[str, Any]  # the weight check: weights_checksum, ranks_in_sync
+
+
+def rank_figures(trainer, phases: dict[str, float], io_counts: np.ndarray) -> dict[str, float]:
+    """This rank's figures of the epoch so far, by name (report.RANK_FIGURES)."""
+    phase_values = {p: phases.get(p, 0.0) for p in report.PHASES}
+    return {
+        **phase_values,
+        "step_s": sum(phase_values[p] for p in ("forward_s", "backward_s", "optimizer_s")),
+        "worker_busy_s": float(io_counts[COUNTER_FIELDS.index("worker_busy_ns")]) / 1e9,
+        "peak_rss_mb": peak_rss_mb(),
+        "cuda_peak_mb": cuda_peak_mb(trainer.device),
+        "cpu_share": trainer.reporter.cpu_share(),
+    }
+
+
+def gather_figures(figures: dict[str, float], env, device) -> list[dict[str, float]]:
+    """Every rank's ``figures`` (one all-gather); each rank builds the same names, so the names of this
+    rank's figures name every rank's values."""
+    names = list(figures)
+    row = torch.tensor([[figures[name] for name in names]], dtype=torch.float64, device=device)
+    return [dict(zip(names, values)) for values in gather_varlen(row, env, what="epoch_report").cpu().tolist()]
+
+
+def gather_epoch(trainer, phases: dict[str, float], io_counts: np.ndarray) -> GatheredEpoch:
+    """The epoch's collectives, all of them and once: the weight check (a disagreement stops the run before
+    the checkpoint), the I/O counters summed over ranks and every rank's figures."""
+    in_sync = weights_in_sync(trainer.raw_model, trainer.env, trainer.device)
+    counts = counters_to_dict(all_reduce_sum(torch.from_numpy(io_counts.copy()), trainer.env, what="io_counts"))
+    ranks = gather_figures(rank_figures(trainer, phases, io_counts), trainer.env, trainer.device)
+    return GatheredEpoch(counts, ranks, in_sync)
 
 
 def epoch_record(
@@ -138,25 +178,16 @@ def epoch_record(
     phases: dict[str, float],
     train: dict[str, float],
     metrics: dict[str, float],
-    io_counts: np.ndarray,
+    gathered: GatheredEpoch,
 ) -> dict[str, Any]:
-    """The epochs.jsonl record (fields in report.REQUIRED_FIELDS and more)."""
-    counts = reduce_counts(trainer, io_counts)
+    """The epochs.jsonl record (fields in report.REQUIRED_FIELDS and more) from what ``gather_epoch``
+    returned; no collective, so it is formatted again once the checkpoint's time is known. The checkpoint
+    comes after the gather: its per-rank time is this rank's, which every rank spends in it (rank 0 writing,
+    the others waiting at its barrier)."""
+    counts = gathered.counts
     phase_values = {p: phases.get(p, 0.0) for p in report.PHASES}
-    own = [
-        *phase_values.values(),
-        sum(phase_values[p] for p in ("forward_s", "backward_s", "optimizer_s")),
-        io_counts[COUNTER_FIELDS.index("worker_busy_ns")] / 1e9,
-        peak_rss_mb(),
-        cuda_peak_mb(trainer.device),
-        trainer.reporter.cpu_share(),
-    ]
-    per_rank = (
-        gather_varlen(torch.tensor([own], dtype=torch.float64, device=trainer.device), trainer.env, what="epoch_report")
-        .cpu()
-        .tolist()
-    )
-    record = {
+    per_rank = [{**row, "checkpoint_s": phase_values["checkpoint_s"]} for row in gathered.ranks]
+    return {
         "epoch": epoch + 1,
         "wall_s": wall,
         "samples": train["samples"],
@@ -185,5 +216,5 @@ def epoch_record(
         "tracing": tracing.is_enabled(),
         "completed": epoch + 1 == trainer.config.train.epochs,
         "config_digest": trainer.config.digest(),
+        **gathered.in_sync,
     }
-    return record

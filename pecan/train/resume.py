@@ -4,6 +4,7 @@ mid-epoch), checkpoints/mid_epoch.pt, and the stop marker in epochs.jsonl."""
 from __future__ import annotations
 
 import logging
+from typing import Optional
 
 import torch
 
@@ -16,9 +17,10 @@ from pecan.train.lifecycle import MID_EPOCH, Position, RunStopped, stop_record
 log = logging.getLogger(__name__)
 
 
-def maybe_resume(trainer) -> None:
+def maybe_resume(trainer) -> Optional[str]:
     """Load train.resume's checkpoint (auto: the newest intact one) into ``trainer``: model, optimiser,
-    schedule, RNG, records and, for a mid-epoch checkpoint, the position in the epoch."""
+    schedule, RNG, records and, for a mid-epoch checkpoint, the position in the epoch (its
+    ``load_state_dict``). Returns the checkpoint's path, or None when the run starts fresh."""
     try:
         path, state = ckpt.choose_resume(
             trainer.config.train.resume, trainer.out_dir, warn=False, map_location=trainer.device
@@ -26,7 +28,7 @@ def maybe_resume(trainer) -> None:
     except ValueError as err:
         raise config_module.ConfigError(f"train.resume: {err}") from err
     if path is None:
-        return
+        return None
     try:
         trainer.load_state_dict(state)
     except (RuntimeError, KeyError, ValueError) as err:
@@ -38,7 +40,7 @@ def maybe_resume(trainer) -> None:
         at = f", step {trainer.position.done} of epoch {trainer.position.epoch + 1}" if trainer.position else ""
         log.info("resumed from %s after epoch %d%s", path, trainer.start_epoch, at)
         trainer.files.restore_missing(trainer.records, trainer.start_epoch)
-    trainer.resumed_from = str(path)
+    return str(path)
 
 
 def warn_changed_data(state: dict, train_frame, path) -> None:

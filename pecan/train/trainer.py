@@ -1,8 +1,10 @@
-"""The training loop: data, model, AMP, compile, DDP, evaluation, checkpoints and epoch reports (the data and
-model are built by build.py, the epoch record by records.py)."""
+"""The training loop: data, model, AMP, compile, DDP, evaluation, checkpoints and epoch reports. A trainer is
+built from values (``build.TrainData``, ``build.ModelParts``, the optimiser); ``Trainer.from_config`` builds
+them in a start's order. The epoch record is records.py's."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import logging
@@ -28,14 +30,15 @@ from pecan.scoring.evaluate import score_share
 from pecan.scoring.settings import sample_settings, split_record, training_data_record
 from pecan.train import build, resume
 from pecan.train import checkpoint as ckpt
-from pecan.train.components import amp_context, check_same_config, cosine_schedule, seed_everything, weights_in_sync
-from pecan.train.distributed import DistEnv, all_reduce_sum, barrier, gather_varlen
-from pecan.train.lifecycle import Lifecycle, Position, carried_totals
+from pecan.train.build import ModelParts, TrainData
+from pecan.train.components import amp_context, check_same_config, seed_everything
+from pecan.train.display import EpochReporter
+from pecan.train.distributed import DistEnv, ThreadPlan, all_reduce_sum, barrier, gather_varlen
+from pecan.train.lifecycle import Lifecycle, Position, StopSignals, carried_totals
 from pecan.train.metrics import BestSelector, classification_report
 from pecan.train.ranking import with_ranking_loss
-from pecan.train.records import RunFiles, epoch_record, run_info
-from pecan.train.reporting import EpochReporter
-from pecan.train.run_dir import claim_out_dir
+from pecan.train.records import RunFiles, epoch_record, gather_epoch, run_info
+from pecan.train.run_dir import RunLock, claim_out_dir
 from pecan.train.sync import OutputSync
 from pecan.train.threads import size_threads
 from pecan.train.timing import PhaseTimer, timed_backward, timed_fetch
@@ -47,87 +50,130 @@ log = logging.getLogger(__name__)
 
 
 class Trainer:
-    """Owns one rank's share of a run: build, then ``fit``."""
+    """Owns one rank's share of a run: built from values (``from_config`` builds them), then ``fit``."""
 
-    def __init__(self, config: Config, env: DistEnv, device: torch.device) -> None:
+    def __init__(
+        self,
+        config: Config,
+        env: DistEnv,
+        device: torch.device,
+        data: TrainData,
+        parts: ModelParts,
+        optimizer: torch.optim.Optimizer,
+        scheduler: torch.optim.lr_scheduler.LRScheduler,
+        *,
+        threads: ThreadPlan,
+        reporter: Optional[EpochReporter] = None,
+        lifecycle: Optional[Lifecycle] = None,
+        lock: Optional[RunLock] = None,
+        output_sync: Optional[OutputSync] = None,
+    ) -> None:
         self.config, self.env, self.device = config, env, device
         self.out_dir = Path(config.train.out_dir)
         self.files = RunFiles(self.out_dir)
-        self.reporter = EpochReporter(config, env, self.out_dir, device)
+        self.threads = threads
+        self.reporter = reporter if reporter is not None else EpochReporter(config, env, self.out_dir, device)
         self.show_progress = self.reporter.mode
+        self.lifecycle = (
+            lifecycle if lifecycle is not None else Lifecycle(config.train, env.is_main, env.is_distributed)
+        )
+        # The data (build.TrainData).
+        self.train_frame, self.val_frame = data.train_frame, data.val_frame
+        self.train_set, self.val_set = data.train_set, data.val_set
+        self.train_sampler, self.val_sampler = data.train_sampler, data.val_sampler
+        self.train_loader, self.val_loader = data.train_loader, data.val_loader
+        self.staging, self.pos_weight, self.skipped_at_start = data.staging, data.pos_weight, data.skipped_at_start
+        # The model (build.ModelParts) and its optimiser.
+        self.raw_model, self.model, self.eval_model = parts.raw_model, parts.model, parts.eval_model
+        self.grad_clock = parts.grad_clock
+        self.optimizer, self.scheduler = optimizer, scheduler
+        # What close() releases: the out_dir lock (rank 0) and the output sync (local rank 0, train.sync_dir).
+        self.lock, self.output_sync = lock, output_sync
+        # Where the run is: a resume (maybe_resume, load_state_dict) restores these.
         self.start_epoch, self.step, self.best_auc = 0, 0, -math.inf
-        self.selector = BestSelector(config.train.select_on)
-        self.last_batch = None
-        self.staging = None
-        self.output_sync: Optional[OutputSync] = None
-        self.records: list[dict[str, Any]] = []  # every epoch record so far; checkpoints carry them
-        self.lock = None
-        self.nonfinite_steps = 0
-        self.lifecycle = Lifecycle(config.train, env.is_main, env.is_distributed)
-        self.position: Optional[Position] = None  # where a mid-epoch checkpoint resumes
-        self.force_unlock = False
         self.epochs_done, self.last_metrics = 0, {}
+        self.selector = BestSelector(config.train.select_on)
+        self.records: list[dict[str, Any]] = []  # every epoch record so far; checkpoints carry them
+        self.position: Optional[Position] = None  # where a mid-epoch checkpoint resumes
+        self.resumed_from: Optional[str] = None  # the checkpoint this start resumed from
+        self.nonfinite_steps = 0
+        self.last_batch = None  # the last good batch, replayed by a rank whose batch was all bad
+        self._training_data: Optional[dict[str, Any]] = None  # training_data(), computed once
 
     # ------------------------------------------------------------------ build
 
-    def setup(self) -> "Trainer":
-        """Build data, model and optimiser, then resume if asked."""
-        check_same_config(self.config, self.env)  # before the lock: a refused start writes nothing
-        self.claim_out_dir()
-        seed_everything(self.config.train.seed, self.config.train.deterministic)
-        self.threads = size_threads(self.config, self.env)
-        if self.config.train.sync_dir and self.env.local_rank == 0:
-            self.output_sync = OutputSync(
-                self.out_dir, Path(self.config.train.sync_dir), self.config.train.sync_every_minutes
-            ).start()
-        self.build_data()
-        with tracing.span("pecan.setup", "model"):
-            self.build_model()
-        self.build_optimizer()
-        with tracing.span("checkpoint", "restart"):
-            self.maybe_resume()
-        if self.env.is_main:
-            # Only a start that succeeded replaces config.yaml: it must agree with the checkpoints.
-            with named_write_errors(self.out_dir / "config.yaml"):
-                config_module.save(self.config, self.out_dir / "config.yaml")
-            self.files.append_run(
-                run_info(
-                    self.config,
-                    self.env,
-                    self.device,
-                    self.threads,
-                    getattr(self, "resumed_from", None),
-                    self.start_epoch,
-                )
+    @classmethod
+    def from_config(
+        cls,
+        config: Config,
+        env: DistEnv,
+        device: torch.device,
+        force_unlock: bool = False,
+        signals: Optional[StopSignals] = None,
+    ) -> "Trainer":
+        """Start a run, in this order: the ranks' configs compared, out_dir locked, seeds, threads, the output
+        sync, data, model, optimiser, resume (train.resume), then config.yaml and runs.jsonl. ``signals``
+        (installed before) reach the lifecycle and release the lock on an immediate exit. A start that
+        fails releases what it took (loader workers, the sync, the lock) before the error goes on."""
+        train, out_dir = config.train, Path(config.train.out_dir)
+        lifecycle = Lifecycle(train, env.is_main, env.is_distributed)
+        lifecycle.attach(signals)
+        check_same_config(config, env)  # before the lock: a refused start writes nothing
+        with contextlib.ExitStack() as undo:
+            lock = claim_out_dir(out_dir, env.is_main, train.lock_stale_minutes, force_unlock)
+            if lock is not None:
+                undo.callback(lock.release)
+                if signals is not None:
+                    signals.on_abort.append(lock.release)
+            seed_everything(train.seed, train.deterministic)
+            threads = size_threads(config, env)
+            output_sync = None
+            if train.sync_dir and env.local_rank == 0:
+                output_sync = OutputSync(out_dir, Path(train.sync_dir), train.sync_every_minutes).start()
+                undo.callback(output_sync.close)
+            reporter = EpochReporter(config, env, out_dir, device)
+            data = build.build_data(config, env, threads.num_workers, device, reporter.mode)
+            undo.callback(data.close)
+            with tracing.span("pecan.setup", "model"):
+                parts = build.build_model(config, env, device)
+            steps = build.steps_per_epoch(data.train_loader, train)
+            optimizer, scheduler = build.build_optimizer(parts.raw_model, train, steps)
+            trainer = cls(
+                config,
+                env,
+                device,
+                data,
+                parts,
+                optimizer,
+                scheduler,
+                threads=threads,
+                reporter=reporter,
+                lifecycle=lifecycle,
+                lock=lock,
+                output_sync=output_sync,
             )
-        return self
+            undo.pop_all()
+            undo.callback(trainer.close)
+            with tracing.span("checkpoint", "restart"):
+                trainer.maybe_resume()
+            trainer.record_start()
+            undo.pop_all()
+        return trainer
 
-    def claim_out_dir(self) -> None:
-        """Rank 0 locks out_dir (see run_dir.claim_out_dir); a refusal stops every rank."""
-        self.lock = claim_out_dir(
-            self.out_dir, self.env.is_main, self.config.train.lock_stale_minutes, self.force_unlock
+    def record_start(self) -> None:
+        """Rank 0 writes config.yaml and this start's runs.jsonl line. Only a start that succeeded replaces
+        config.yaml: it must agree with the checkpoints."""
+        if not self.env.is_main:
+            return
+        with named_write_errors(self.out_dir / "config.yaml"):
+            config_module.save(self.config, self.out_dir / "config.yaml")
+        self.files.append_run(
+            run_info(self.config, self.env, self.device, self.threads, self.resumed_from, self.start_epoch)
         )
-
-    def build_data(self) -> None:
-        """Indexes, packs and staging through the loader's job protocol, then per-rank loaders (build.py)."""
-        build.build_data(self)
-
-    def build_model(self) -> None:
-        """Registry lookup, then compile and DDP applied from outside the model (build.py)."""
-        build.build_model(self)
 
     def steps_per_epoch(self) -> int:
         """Optimizer steps in one epoch on every rank."""
-        steps = len(self.train_loader)
-        cap = self.config.train.max_steps_per_epoch
-        return min(steps, cap) if cap else steps
-
-    def build_optimizer(self) -> None:
-        """AdamW with warm-up + cosine decay over the whole run."""
-        train = self.config.train
-        self.optimizer = torch.optim.AdamW(self.raw_model.parameters(), lr=train.lr, weight_decay=train.weight_decay)
-        total = self.steps_per_epoch() * train.epochs
-        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, cosine_schedule(total, train.warmup_steps))
+        return build.steps_per_epoch(self.train_loader, self.config.train)
 
     def state_dict(self) -> dict[str, Any]:
         """Everything a checkpoint holds: the one definition of the checkpoint layout (save and resume)."""
@@ -156,7 +202,7 @@ class Trainer:
 
     def training_data(self) -> dict[str, Any]:
         """What this run trains on (synthetic or real, index digest, docking-score property), computed once."""
-        if getattr(self, "_training_data", None) is None:
+        if self._training_data is None:
             self._training_data = training_data_record(self.config, self.train_frame)
         return self._training_data
 
@@ -175,7 +221,7 @@ class Trainer:
 
     def maybe_resume(self) -> None:
         """Continue from a checkpoint (train.resume) with model, optimiser, schedule, RNG state and records."""
-        resume.maybe_resume(self)
+        self.resumed_from = resume.maybe_resume(self)
 
     # ------------------------------------------------------------------ loop
 
@@ -201,22 +247,16 @@ class Trainer:
             train = self.train_epoch(epoch, timer, io_counts)
         with timer.span("eval_s"):
             metrics = self.evaluate(io_counts)
+        gathered = gather_epoch(self, timer.totals(), io_counts)  # the epoch's collectives, once
+        self.epochs_done, self.last_metrics = epoch + 1, metrics
         # The record is complete but for the checkpoint's own time; the checkpoint carries it, so an epoch it
         # claims never lacks its record (resume restores a record the kill below would lose).
-        in_sync = weights_in_sync(self.raw_model, self.env, self.device)
-        self.epochs_done, self.last_metrics = epoch + 1, metrics
         self.records.append(
-            {
-                **epoch_record(self, epoch, time.perf_counter() - start, timer.totals(), train, metrics, io_counts),
-                **in_sync,
-            }
+            epoch_record(self, epoch, time.perf_counter() - start, timer.totals(), train, metrics, gathered)
         )
         with timer.span("checkpoint_s"):
             self.save_checkpoints(metrics)
-        record = {
-            **epoch_record(self, epoch, time.perf_counter() - start, timer.totals(), train, metrics, io_counts),
-            **in_sync,
-        }
+        record = epoch_record(self, epoch, time.perf_counter() - start, timer.totals(), train, metrics, gathered)
         if self.staging is not None and epoch == self.start_epoch:
             record.update(self.staging.record())
         self.records[-1] = record
@@ -375,9 +415,8 @@ class Trainer:
     def close(self) -> None:
         """Stop loader workers (persistent workers otherwise outlive the run), sync out_dir a last time,
         then release it (the lock is never synced)."""
-        for loader in (getattr(self, "train_loader", None), getattr(self, "val_loader", None)):
-            if loader is not None:
-                loader.close()
+        self.train_loader.close()
+        self.val_loader.close()
         if self.output_sync is not None:
             self.output_sync.close()
             self.output_sync = None

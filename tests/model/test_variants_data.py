@@ -11,9 +11,9 @@ from pecan.data import layout
 from pecan.data.index import DataError
 from pecan.data.loader import make_dataset
 from pecan.data.packed import PACK_VERSION, read_header
+from pecan.train.build import build_data
 from pecan.train.distributed import discover
 from pecan.train.threads import size_threads
-from pecan.train.trainer import Trainer
 from tests.train.helpers import tiny_run
 
 LEVELS = ("reopen", "handle_cache", "hoist", "decode_cache", "packed")
@@ -97,12 +97,11 @@ def test_decode_cache_is_off_only_for_the_augmenting_variant(tmp_path, variant, 
     settings = ["data.io_mode=decode_cache", f"model.name={variant}"]
     path, _ = tiny_run(tmp_path, settings={"model": {}})
     config = cfgmod.load(path, settings)
-    trainer = Trainer(config, discover({}), torch.device("cpu"))
-    trainer.threads = size_threads(config, trainer.env)
-    trainer.build_data()
-    assert trainer.train_set.use_decode_cache is cache
-    assert trainer.val_set.use_decode_cache is True
-    trainer.close()
+    env = discover({})
+    data = build_data(config, env, size_threads(config, env).num_workers, torch.device("cpu"), "off")
+    assert data.train_set.use_decode_cache is cache
+    assert data.val_set.use_decode_cache is True
+    data.close()
 
 
 TINY_SETTINGS = {

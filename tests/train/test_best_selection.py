@@ -60,7 +60,7 @@ def test_best_pt_exists_with_one_class_validation(tmp_path, caplog):
         val_dir / "decoys.hdf5", n_complexes=2, n_poses=3, seed=7, prefix="v", crystal=False, rmsds=[3.0, 4.0, 5.0]
     )
     _, config = tiny_run(tmp_path, "train.epochs=2", "data.val_csvs=[]", f"data.val_fns=[{val_dir / 'decoys.hdf5'}]")
-    trainer = Trainer(config, discover({}), torch.device("cpu")).setup()
+    trainer = Trainer.from_config(config, discover({}), torch.device("cpu"))
     try:
         with caplog.at_level(logging.INFO):
             trainer.fit()

@@ -11,7 +11,7 @@ from tests.train.helpers import tiny_run
 
 
 def _setup(config):
-    return Trainer(config, discover({}), torch.device("cpu")).setup()
+    return Trainer.from_config(config, discover({}), torch.device("cpu"))
 
 
 @pytest.fixture(scope="module")

@@ -110,7 +110,7 @@ def test_a_second_signal_during_the_stop_exits_at_once():
 def make_trainer(path, *overrides) -> Trainer:
     from pecan import config as cfgmod
 
-    return Trainer(cfgmod.load(path, list(overrides)), discover({}), torch.device("cpu")).setup()
+    return Trainer.from_config(cfgmod.load(path, list(overrides)), discover({}), torch.device("cpu"))
 
 
 def fit_closed(trainer: Trainer) -> None:

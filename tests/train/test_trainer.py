@@ -1,20 +1,26 @@
 """Single-process trainer: learning, reports, checkpoints, resume, AMP, compile."""
 
+import ast
+import inspect
+import json
 import math
+from pathlib import Path
 
 import pytest
 import torch
 
 from pecan import report
 from pecan.train import checkpoint as ckpt
+from pecan.train import trainer as trainer_module
 from pecan.train.components import amp_context, cosine_schedule
 from pecan.train.distributed import discover
+from pecan.train.run_dir import LOCK_NAME
 from pecan.train.trainer import Trainer
 from tests.train.helpers import tiny_run
 
 
 def run(config):
-    trainer = Trainer(config, discover({}), torch.device("cpu")).setup()
+    trainer = Trainer.from_config(config, discover({}), torch.device("cpu"))
     try:
         return trainer, trainer.fit()
     finally:
@@ -57,7 +63,7 @@ def test_checkpoint_is_safe_and_resumes(tmp_path):
 
     # Same run, stopped after epoch 1 and resumed in a new trainer.
     _, config2 = tiny_run(tmp_path, "train.epochs=2", "train.deterministic=true", f"train.out_dir={tmp_path / 'r2'}")
-    first = Trainer(config2, discover({}), torch.device("cpu")).setup()
+    first = Trainer.from_config(config2, discover({}), torch.device("cpu"))
     first.run_epoch(0)
     first.close()
     second, resumed = run(config2)
@@ -70,7 +76,92 @@ def test_checkpoint_is_safe_and_resumes(tmp_path):
 def test_resume_explicit_missing_path_errors(tmp_path):
     _, config = tiny_run(tmp_path, f"train.resume={tmp_path / 'nope.pt'}")
     with pytest.raises(FileNotFoundError, match="nope.pt"):
-        Trainer(config, discover({}), torch.device("cpu")).setup()
+        Trainer.from_config(config, discover({}), torch.device("cpu"))
+
+
+@pytest.mark.parametrize(
+    "setting, error, message",
+    [
+        ("train.resume={tmp}/nope.pt", FileNotFoundError, "nope.pt"),
+        ("data.val_fraction=0.0", ValueError, "the validation split is empty"),
+    ],
+    ids=["resume", "data"],
+)
+def test_a_failed_start_releases_out_dir(tmp_path, setting, error, message):
+    """A start that fails after taking out_dir (at the resume, or building the data before a trainer
+    exists) releases the lock before the error reaches the caller; the next start takes out_dir."""
+    _, config = tiny_run(tmp_path, setting.format(tmp=tmp_path), f"train.sync_dir={tmp_path / 'shared'}")
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "note.txt").write_text("in out_dir before the start\n")
+    with pytest.raises(error, match=message):
+        Trainer.from_config(config, discover({}), torch.device("cpu"))
+    assert not (tmp_path / "run" / LOCK_NAME).exists()
+    assert (tmp_path / "shared" / "note.txt").exists()  # the output sync was closed: its final sync ran
+
+
+def test_an_epoch_runs_its_collectives_once(tmp_path, monkeypatch):
+    """The epoch record is gathered once (weight check, I/O counters, every rank's figures) and formatted
+    before and after the checkpoint: the checkpoint's copy lacks only the checkpoint's own time."""
+    from pecan.train import components, records
+
+    calls = []
+
+    def counted(function):
+        def call(tensor, env=None, what=""):
+            calls.append(what)
+            return function(tensor, env, what=what)
+
+        return call
+
+    monkeypatch.setattr(records, "gather_varlen", counted(records.gather_varlen))
+    monkeypatch.setattr(records, "all_reduce_sum", counted(records.all_reduce_sum))
+    monkeypatch.setattr(components, "gather_varlen", counted(components.gather_varlen))
+    _, config = tiny_run(tmp_path, "train.epochs=2")
+    trainer = Trainer.from_config(config, discover({}), torch.device("cpu"))
+    try:
+        record = trainer.run_epoch(0)
+    finally:
+        trainer.close()
+    assert sorted(what for what in calls if what in ("weights", "io_counts", "epoch_report")) == [
+        "epoch_report",
+        "io_counts",
+        "weights",
+    ]
+    assert trainer.records == [record] and record["ranks"]["checkpoint_s"] == [record["checkpoint_s"]] != [0.0]
+    (carried,) = json.loads(ckpt.load_checkpoint(tmp_path / "run" / "checkpoints" / "last.pt")["records"])
+    assert (
+        list(carried) == list(record) and carried["checkpoint_s"] == 0.0 and carried["ranks"]["checkpoint_s"] == [0.0]
+    )
+    timed = {"wall_s", "samples_per_s", "data_wait_share", "checkpoint_s", "checkpoint_s_mean", "checkpoint_s_max"}
+    assert {k: v for k, v in carried.items() if k not in timed | {"ranks"}} == {
+        k: v for k, v in record.items() if k not in timed | {"ranks"}
+    }
+
+
+def test_trainer_attributes_are_declared_in_init():
+    """What a trainer holds is what its __init__ declares: no method and no other module of pecan/train
+    assigns an attribute __init__ does not create."""
+    tree = ast.parse(inspect.getsource(trainer_module))
+    (trainer_class,) = [node for node in tree.body if isinstance(node, ast.ClassDef) and node.name == "Trainer"]
+    assigned: dict[str, set[str]] = {}
+    for method in (node for node in trainer_class.body if isinstance(node, ast.FunctionDef)):
+        for node in ast.walk(method):
+            targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+            for target in targets:
+                for part in ast.walk(target) if target is not None else ():
+                    if isinstance(part, ast.Attribute) and getattr(part.value, "id", None) == "self":
+                        assigned.setdefault(method.name, set()).add(part.attr)
+    declared = assigned["__init__"]
+    assert {"train_loader", "raw_model", "optimizer", "resumed_from", "skipped_at_start"} <= declared
+    assert {name: sorted(attrs - declared) for name, attrs in assigned.items() if attrs - declared} == {}
+    outside = []
+    for path in sorted(Path(trainer_module.__file__).parent.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            for target in node.targets if isinstance(node, ast.Assign) else []:
+                if isinstance(target, ast.Attribute) and getattr(target.value, "id", None) == "trainer":
+                    if target.attr not in declared:
+                        outside.append(f"{path.name}: trainer.{target.attr}")
+    assert outside == []
 
 
 def test_bf16_autocast_trains(tmp_path):

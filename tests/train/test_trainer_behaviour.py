@@ -39,7 +39,7 @@ def make_config(data_dir, out_dir, *overrides: str):
 
 
 def trainer_for(data_dir, out_dir, *overrides: str) -> Trainer:
-    return Trainer(make_config(data_dir, out_dir, *overrides), discover({}), torch.device("cpu")).setup()
+    return Trainer.from_config(make_config(data_dir, out_dir, *overrides), discover({}), torch.device("cpu"))
 
 
 class KnownScores(torch.nn.Module):

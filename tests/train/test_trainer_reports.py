@@ -60,9 +60,7 @@ def test_log_file_run_has_lines_not_frames_and_flags_a_starved_rank(tmp_path):
     compact = [line for line in text.splitlines() if line.startswith("epoch   2/2 |")]
     assert compact and "compute " in compact[0] and "ETA 0:00:00" in compact[0] and "CPU share" in compact[0]
     assert "straggler" not in text  # one rank: no rank statistics
-    assert (tmp_path / "run" / "logs" / "rank0.log").read_text().count(
-        "INFO pecan.progress: epoch 1/2: "
-    ) == len(lines)
+    assert (tmp_path / "run" / "logs" / "rank0.log").read_text().count("INFO pecan.progress: epoch 1/2: ") == len(lines)
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     events = EventAccumulator(str(tmp_path / "run" / "tensorboard")).Reload()
