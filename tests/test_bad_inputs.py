@@ -254,6 +254,7 @@ def test_complex_without_pose_group_skipped_in_index_and_packs(tmp_path, data_di
     assert "complex c001 has no pose group" in text
 
 
+@pytest.mark.slow
 def test_non_hdf5_shard_skipped_under_skip(tmp_path, data_dir, caplog, capsys):
     (data_dir / "shard_1.hdf5").write_bytes(b"not an hdf5 file" * 100)
     code, text = run(

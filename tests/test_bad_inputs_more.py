@@ -69,6 +69,7 @@ def test_symlink_matched_by_glob_is_an_error_naming_both(tmp_path, data_dir, cap
 
 
 @pytest.mark.parametrize("how", ["symlink", "cp -p"])
+@pytest.mark.slow
 def test_second_name_dropped_under_skip_and_trains_each_sample_once(tmp_path, data_dir, caplog, capsys, how):
     if how == "symlink":
         os.symlink(data_dir / "shard_0.hdf5", data_dir / "shard_9.hdf5")
@@ -113,6 +114,7 @@ def edit_in_place(shard: Path, change) -> None:
     assert (after.st_size, after.st_mtime_ns) == (before.st_size, before.st_mtime_ns)
 
 
+@pytest.mark.slow
 def test_pack_rebuilt_when_shard_edited_in_place_keeping_size_and_mtime(tmp_path, data_dir, caplog, capsys):
     shard, pose = first_pose(data_dir)
     code, text = run(tmp_path, data_dir, "train.max_steps_per_epoch=1", caplog=caplog, capsys=capsys)
@@ -142,6 +144,7 @@ def test_pack_rebuilt_when_shard_edited_in_place_keeping_size_and_mtime(tmp_path
     assert packed.map_pack(pack)["pos"][packed.map_pack(pack)["atom_offsets"][first], 0] == np.float32(edited_x)
 
 
+@pytest.mark.slow
 def test_derived_index_rederived_when_shard_edited_in_place(tmp_path, data_dir, caplog, capsys):
     shard, pose = first_pose(data_dir)
     code, text = run(tmp_path, data_dir, *derive("train.max_steps_per_epoch=1"), caplog=caplog, capsys=capsys)
@@ -259,6 +262,7 @@ def test_nonfinite_loss_names_the_poses_of_its_batch(tmp_path, data_dir, caplog,
 # ---------------------------------------------------------------------------- labels with one meaning
 
 
+@pytest.mark.slow
 def test_label_contradicting_rmsd_is_an_error_or_a_counted_warning(tmp_path, data_dir, caplog, capsys):
     edit_csv(data_dir, lambda f: f.assign(label=[1] + list(f["label"][1:]), rmsd=[9.5] + list(f["rmsd"][1:])))
     code, text = run(tmp_path, data_dir, caplog=caplog, capsys=capsys)
@@ -353,6 +357,7 @@ GENERATE = (
 )
 
 
+@pytest.mark.slow
 def test_generation_killed_midway_is_redone_never_trained_on(tmp_path, caplog):
     from pecan import config as cfgmod
     from pecan.synthetic.cache import ensure_from_config

@@ -123,6 +123,7 @@ def test_index_csv_with_a_header_column_twice_is_named(tmp_path, data_dir, caplo
 # ---------------------------------------------------------------------------- resume after a fallback
 
 
+@pytest.mark.slow
 def test_resume_from_best_after_a_damaged_last_keeps_each_epoch_once(tmp_path, data_dir, caplog, capsys):
     """best.pt holds epoch 1, last.pt (epoch 3) is damaged: epochs 2 and 3 are trained again, and
     epochs.jsonl reads 1, 2, 3, 4 — the abandoned records are superseded, not kept beside the new ones."""
@@ -140,6 +141,7 @@ def test_resume_from_best_after_a_damaged_last_keeps_each_epoch_once(tmp_path, d
     assert [r["epoch"] for r in records(tmp_path)] == [1, 2, 3, 4]
 
 
+@pytest.mark.slow
 def test_resume_after_the_labels_changed_in_place_says_so(tmp_path, data_dir, caplog, capsys):
     """Labels flipped in the index CSV between two starts of one run: the resumed run warns, naming the
     checkpoint and both digests; an unchanged index resumes without the warning."""

@@ -24,6 +24,7 @@ def test_limiting_stage_is_the_largest_share():
     assert bench_score.limiting({"parse": 1.0, "model": 3.0}) == {"stage": "model", "share": 0.75}
 
 
+@pytest.mark.slow
 def test_a_small_case_runs_end_to_end(trained_run, tmp_path):
     out = tmp_path / "score.json"
     argv = ["--checkpoint", str(trained_run.checkpoint), "--poses", "3", "--work", str(tmp_path / "w")]

@@ -37,6 +37,7 @@ def test_a_failing_rank_fails_the_test_showing_both_outputs():
     assert "ranks [0, 3]" in text and "hello from 0" in text and "hello from 1" in text
 
 
+@pytest.mark.slow
 def test_a_hanging_rank_is_killed_with_its_peer_at_the_timeout():
     code = "import os, time; r = os.environ['RANK']; print('up', r, flush=True); time.sleep(0 if r == '0' else 120)"
     start = time.monotonic()

@@ -4,12 +4,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from pecan import report
 from pecan.synthetic import generate_dataset
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow
 def test_two_epochs_on_generated_data(tmp_path):
     generate_dataset(
         tmp_path / "data",
@@ -64,6 +67,7 @@ def test_two_epochs_on_generated_data(tmp_path):
     assert (tmp_path / "run" / "config.yaml").read_text().count("out_dir") == 1
 
 
+@pytest.mark.slow
 def test_bad_config_exits_with_named_key(tmp_path):
     config = tmp_path / "bad.yaml"
     config.write_text("data: {data_dir: x, batchsize: 3}\n")
@@ -73,6 +77,7 @@ def test_bad_config_exits_with_named_key(tmp_path):
     assert done.returncode == 2 and "data.batchsize" in done.stderr and "bad.yaml" in done.stderr
 
 
+@pytest.mark.slow
 def test_missing_data_exits_with_named_file(tmp_path):
     done = subprocess.run(
         [

@@ -54,6 +54,7 @@ def check_scores(scores: pd.DataFrame, values: dict, config) -> None:
     assert values["accuracy"] == pytest.approx(((scores["score"] > 0.5) == (labels == 1)).mean())
 
 
+@pytest.mark.slow
 def test_predict_end_to_end(trained):
     tmp, config_path, config, checkpoint = trained
     out = tmp / "scores.csv"
@@ -195,6 +196,7 @@ def test_two_rank_predict_equals_one_rank(trained):
     )
 
 
+@pytest.mark.slow
 def test_training_and_scoring_never_import_the_converter():
     code = (
         "import sys, main_app, pecan.train.trainer, pecan.scoring.shards, pecan.data.loader; "

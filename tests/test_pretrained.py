@@ -53,6 +53,7 @@ def test_slim_checkpoint_drops_training_state_and_still_scores(trained_run, tmp_
     assert out.exists()
 
 
+@pytest.mark.slow
 def test_pecan_score_without_a_checkpoint_uses_the_shipped_model(tmp_path):
     """The gnina --score_only of PECAN: docking output in, scored poses out, no checkpoint to find."""
     pytest.importorskip("prolif", reason="needs the convert extra: pip install -e '.[convert]'")

@@ -128,6 +128,7 @@ def test_single_rank_summary_omits_rank_columns():
     assert "straggler" in report.run_summary([record(1, world=2)])
 
 
+@pytest.mark.slow
 def test_overlay_of_two_runs_is_one_png_and_64_ranks_draw_a_heat_map(tmp_path, capsys):
     pytest.importorskip("matplotlib", reason="plots need the .[plots] extra")
     from pecan import plots

@@ -159,6 +159,7 @@ with tracing.span("compute", "after", size=1):
 """
 
 
+@pytest.mark.slow
 def test_event_arguments_keep_their_types_and_nesting(tmp_path):
     from dftracer.python.common import TagType
 

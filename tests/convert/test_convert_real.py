@@ -22,6 +22,7 @@ def converted(tmp_path_factory):
     return summary, tmp / "out"
 
 
+@pytest.mark.slow
 def test_real_complexes_convert(converted):
     summary, out = converted
     assert summary["complexes"] == 2 and summary["poses"] == 10 and summary["skipped_poses"] == 0

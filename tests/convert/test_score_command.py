@@ -40,6 +40,7 @@ def read_sdf(path):
     return [m for m in Chem.SDMolSupplier(str(path), removeHs=False)]
 
 
+@pytest.mark.slow
 def test_one_complex_in_scored_sdf_out(setup):
     tmp, checkpoint, _, shard_scores = setup
     data = prolif_data() / "vina"

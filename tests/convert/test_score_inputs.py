@@ -78,6 +78,7 @@ def test_pose_titles_stay_text(vina, case):
     assert sorted(table["pose"]) == sorted(t.strip() for t in TITLES[case])
 
 
+@pytest.mark.slow
 def test_duplicate_titles_name_every_pose_by_its_record_number(vina):
     tmp = vina[0]
     poses = titled(vina[4], tmp / "dup.sdf", ["LIG", "LIG", "b", "c", "d", "e", "f", "g", "h"])

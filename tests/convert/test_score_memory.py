@@ -36,6 +36,7 @@ def no_disk_scratch(*args, **kwargs):
     raise AssertionError("the in-memory path writes no shard, index, pack or temporary file")
 
 
+@pytest.mark.slow
 def test_in_memory_scores_equal_predict_on_the_shards_and_nothing_else_is_written(shard_path, monkeypatch):
     tmp, checkpoint, manifest, shard_scores = shard_path
     parsed = []

@@ -45,6 +45,7 @@ def score(checkpoint, poses, out, *extra):
     return score_command.main([*argv, "--out", str(out), "--device", "cpu", *extra])
 
 
+@pytest.mark.slow
 def test_checkpoint_records_the_docking_score_property_and_real_data(docking_model):
     _, checkpoint = docking_model
     record = load_checkpoint(checkpoint)["training_data"]
@@ -57,6 +58,7 @@ def test_checkpoint_records_the_docking_score_property_and_real_data(docking_mod
     }
 
 
+@pytest.mark.slow
 def test_score_reads_the_property_from_the_checkpoint(docking_model):
     tmp, checkpoint = docking_model
     poses = tmp / "prolif" / "vina_scored.sdf"

@@ -211,6 +211,7 @@ def test_missing_data_dataset_named(tmp_path):
         make_dataset(cfg, frame)
 
 
+@pytest.mark.slow
 def test_pack_shards_script(tiny_dataset, tmp_path):
     import subprocess
     import sys

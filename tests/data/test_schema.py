@@ -87,6 +87,7 @@ def test_contract_imports_no_file_readers_and_no_torch():
     assert not loaded & {"pandas", "h5py", "torch", "torch_geometric"}
 
 
+@pytest.mark.slow
 def test_models_import_only_the_contract_of_pecan():
     loaded = imported_after("import model.egnn, model.sgcnn, model.ggcnn, model.cnn3d")
     assert "h5py" not in loaded
@@ -99,6 +100,7 @@ def test_graph_builder_imports_no_pandas_and_no_index():
     assert not loaded & {"pandas", "h5py", "pecan.data.index"}
 
 
+@pytest.mark.slow
 def test_no_hidden_import_cycles():
     # Each pair was a cycle hidden by function-local imports: the lower module now imports none of the upper.
     # pecan.config.checks is inside the config package, so importing it loads the package's __init__; the

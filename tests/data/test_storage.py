@@ -106,6 +106,7 @@ def test_env_vars_read_once_in_config(tmp_path, monkeypatch):
 # ---------------------------------------------------------------------------- read-only data, for real
 
 
+@pytest.mark.slow
 def test_train_from_read_only_data_uses_user_cache_and_reuses_it(tmp_path, shards, mounts, caplog):
     data_dir, paths = shards
     ro = mounts.read_only(data_dir, tmp_path / "ro")

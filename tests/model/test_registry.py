@@ -78,6 +78,7 @@ def test_importing_registry_does_not_import_variants():
     assert run_fresh(code) == "[]"
 
 
+@pytest.mark.slow
 def test_building_a_variant_imports_only_that_variant():
     code = (
         "import sys, types, model\n"

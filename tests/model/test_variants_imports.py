@@ -28,6 +28,7 @@ def run_fresh(code: str) -> str:
     return done.stdout.strip()
 
 
+@pytest.mark.slow
 def test_every_variant_runs_when_torch_scatter_and_torch_sparse_cannot_be_imported():
     code = (
         BLOCK_EXTENSIONS
@@ -55,6 +56,7 @@ print(sorted(n for n in sys.modules if n.startswith(('torch_scatter', 'torch_spa
 
 
 @pytest.mark.parametrize("variant", sorted(VARIANT_MODULES))
+@pytest.mark.slow
 def test_only_the_selected_variant_is_imported(variant):
     code = f"""
 import sys

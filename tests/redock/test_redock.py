@@ -53,6 +53,7 @@ def docked(tmp_path_factory):
     return summary, tmp / "out"
 
 
+@pytest.mark.slow
 def test_poses_carry_the_vina_score_and_start_away_from_the_crystal(docked):
     summary, out = docked
     assert summary["complexes"] == 1 and summary["failed"] == 1 and summary["reused"] == 0
@@ -91,6 +92,7 @@ def test_converter_accepts_the_manifest(docked, tmp_path):
         assert row["label"] == int(row["rmsd"] < 2.0)
 
 
+@pytest.mark.slow
 def test_rerun_skips_finished_complexes_and_redocks_changed_ones(docked):
     _, out = docked
     manifest = _manifest(out.parent)
@@ -128,6 +130,7 @@ def test_command_line(docked, tmp_path, capsys):
     assert code == 0 and "1 already finished" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_a_search_past_the_timeout_is_a_recorded_failure_and_the_next_run_redocks_it(tmp_path):
     # Vina's search runs in a child process killed at --timeout; the complex is a failed record, not a hang.
     manifest = _manifest(tmp_path)
@@ -159,6 +162,7 @@ def test_a_crystal_ligand_collapsed_to_one_point_fails_at_once(tmp_path):
     assert record["seconds"] < 30
 
 
+@pytest.mark.slow
 def test_a_rerun_lists_every_finished_complex_before_it_docks_anything(docked, monkeypatch):
     """The tables of a rerun start complete: a converter reading manifest.csv meanwhile never sees only the
     complexes this run has visited so far."""

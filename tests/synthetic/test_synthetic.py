@@ -267,6 +267,7 @@ def test_dataset_is_current(tmp_path):
     assert not synthetic.dataset_is_current(tmp_path, seed=6, **TINY)
 
 
+@pytest.mark.slow
 def test_training_path_does_not_import_the_generator():
     """The simulator is a tool beside the trainer: importing the app and its data path must not load it."""
     code = (

@@ -93,6 +93,7 @@ SECOND_SIGNAL = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_a_second_signal_during_the_stop_exits_at_once():
     done = subprocess.run(
         [sys.executable, "-c", SECOND_SIGNAL, "0.5"],

@@ -104,6 +104,7 @@ def final_weights(out_dir) -> dict:
     return ckpt.load_checkpoint(out_dir / "run" / "checkpoints" / "last.pt")["model"]
 
 
+@pytest.mark.slow
 def test_resume_with_dropout_and_augmentation_equals_full_run(data_dir, tmp_path):
     settings = ("model.dropout=0.3", "data.augment=true", "train.deterministic=true", "train.epochs=2")
     full = trainer_for(data_dir, tmp_path / "full", *settings)

@@ -35,6 +35,7 @@ def run_to_file(tmp_path: Path, config: Path, *settings: str, pin: bool = False)
 
 
 @pytest.mark.skipif(shutil.which("taskset") is None, reason="needs taskset to pin the run to one core")
+@pytest.mark.slow
 def test_log_file_run_has_lines_not_frames_and_flags_a_starved_rank(tmp_path):
     path, _ = tiny_run(tmp_path)
     text = run_to_file(
@@ -70,6 +71,7 @@ def test_log_file_run_has_lines_not_frames_and_flags_a_starved_rank(tmp_path):
     assert "_hparams_/experiment" in events.summary_metadata  # the hparams with the final metrics
 
 
+@pytest.mark.slow
 def test_full_report_of_one_rank_has_no_rank_statistics(tmp_path):
     path, _ = tiny_run(tmp_path)
     text = run_to_file(tmp_path, path, "train.progress=lines", "train.epochs=1", "train.intra_op_threads=1")
@@ -78,6 +80,7 @@ def test_full_report_of_one_rank_has_no_rank_statistics(tmp_path):
     assert "1 intra-op threads (CPU share" in text
 
 
+@pytest.mark.slow
 def test_resume_with_changed_settings_names_the_keys_and_both_values(tmp_path):
     path, _ = tiny_run(tmp_path)
     run_to_file(tmp_path, path, "train.epochs=1", "train.progress=off")
