@@ -263,3 +263,36 @@ def test_data_path_table_states_the_measured_hdf5_calls(synthetic_index):
     add_radii(next(directory.glob("*.hdf5")))
     for mode, (_, with_radii) in HDF5_CALLS.items():
         assert steady_calls(frame, mode)[1] == with_radii, mode
+
+
+CODE_PATH = re.compile(r"`((?:pecan|model|tests|benchmarks|scripts|configs|docs)/[\w./-]*)`")
+MODULE_PATH = re.compile(r"`((?:pecan|model)(?:\.\w+)+)`")
+
+
+def stale_references(page):
+    """Paths (``pecan/x.py``, ``model/``) and dotted modules (``pecan.data.layout``) that a page names in code
+    spans but the repository does not have: a module moved or renamed without its docs."""
+    text = page.read_text()
+    missing = [p for p in CODE_PATH.findall(text) if "*" not in p and not (ROOT / p.rstrip("/")).exists()]
+    for dotted in MODULE_PATH.findall(text):
+        parts = dotted.split(".")
+        # the longest prefix that is a module or package; the rest may be a name inside it
+        found = any(
+            (ROOT / "/".join(parts[:k])).with_suffix(".py").exists() or (ROOT / "/".join(parts[:k])).is_dir()
+            for k in range(len(parts), 0, -1)
+            if k >= 2 or parts[0] == "model"
+        )
+        if not found:
+            missing.append(dotted)
+    return missing
+
+
+@pytest.mark.parametrize("name", ["architecture.md", "extending.md", "testing.md", "scoring.md", "reports.md"])
+def test_every_module_a_design_page_names_exists(name):
+    assert not stale_references(ROOT / "docs" / name), f"docs/{name} names what does not exist"
+
+
+def test_stale_reference_check_catches_a_moved_module(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text("`pecan/data/layout.py` `pecan/format_gone.py` `pecan.data.layout.write_shard` `pecan.gone.x`")
+    assert stale_references(page) == ["pecan/format_gone.py", "pecan.gone.x"]
