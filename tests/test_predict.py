@@ -166,7 +166,7 @@ def test_pos_weight_auto_and_in_the_loss(tmp_path):
         resolve_pos_weight("auto", labels * 0)
     trainer = Trainer(config, discover({}), torch.device("cpu")).setup()
     try:
-        expected = resolve_pos_weight("auto", trainer.train_frame["label"].to_numpy())
+        expected = resolve_pos_weight("auto", trainer.train_index["label"].to_numpy())
         assert trainer.pos_weight == pytest.approx(expected) and expected != 1.0
         batch, _ = next(iter(trainer.train_loader))
         with torch.no_grad():

@@ -55,15 +55,15 @@ def crystal_candidates(crystal_group: str) -> list[str]:
     return paths
 
 
-def sample_path(pdbid: str, poseid: str, is_crystal: bool, pose_group: str, crystal_group: str) -> str:
+def sample_path(complex_id: str, pose_id: str, is_crystal: bool, pose_group: str, crystal_group: str) -> str:
     """HDF5 path of the group that holds one sample's ``data`` dataset.
 
-    Crystal rows carry the crystal group's own name as poseid, so the path is derivable without a lookup.
+    Crystal rows carry the crystal group's own name as pose_id, so the path is derivable without a lookup.
     """
     if is_crystal:
         parent = crystal_group.rpartition("/")[0]
-        return f"{pdbid}/{parent}/{poseid}" if parent else f"{pdbid}/{poseid}"
-    return f"{pdbid}/{pose_group}/{poseid}"
+        return f"{complex_id}/{parent}/{pose_id}" if parent else f"{complex_id}/{pose_id}"
+    return f"{complex_id}/{pose_group}/{pose_id}"
 
 
 def element_vdw(features: np.ndarray) -> np.ndarray:
@@ -84,12 +84,12 @@ def feature_layout() -> dict:
 
 
 def complex_samples(complex_group, pose_group: str, crystal_group: str, use_crystal: bool = True):
-    """Yield (poseid, is_crystal, group) for every docked pose of an open complex group, then its crystal
+    """Yield (pose_id, is_crystal, group) for every docked pose of an open complex group, then its crystal
     pose (the configured group or its sibling name) when ``use_crystal``. A complex without the pose group
     yields only its crystal; callers decide whether that is an error."""
     poses = complex_group.get(pose_group)
-    for poseid in poses if poses is not None else ():
-        yield poseid, False, poses[poseid]
+    for pose_id in poses if poses is not None else ():
+        yield pose_id, False, poses[pose_id]
     if use_crystal:
         for candidate in crystal_candidates(crystal_group):
             group = complex_group.get(candidate)
@@ -176,7 +176,7 @@ class ShardSample:
 class ShardComplex:
     """One complex to write: its docked poses, its crystal pose if any, and its affinity (NaN: none)."""
 
-    pdbid: str
+    complex_id: str
     poses: list[ShardSample]
     crystal: Optional[ShardSample] = None
     affinity: float = math.nan
@@ -209,7 +209,7 @@ def write_shard(
     with atomic_path(Path(path)) as temporary, h5py.File(temporary, "w") as h5:
         h5.attrs.update(attrs or {})
         for item in complexes:
-            group = h5.create_group(item.pdbid)
+            group = h5.create_group(item.complex_id)
             if not math.isnan(item.affinity):
                 group.attrs["affinity"] = item.affinity
             docking = group.create_group(pose_group)

@@ -21,13 +21,13 @@ import torch
 
 from pecan.config import Config, ConfigError
 from pecan.data.index import IndexSettings, build_index
-from pecan.data.loader import load_split_frames, make_dataset, make_loader, make_sampler, prepare_job_data
+from pecan.data.loader import load_split_indexes, make_dataset, make_loader, make_sampler, prepare_job_data
 from pecan.runtime.errors import DataError, expected_error_code
 from pecan.runtime.fileio import json_text, write_csv, write_text
 from pecan.runtime.progress import resolve_mode
 from pecan.scoring.checkpoint import build_scoring_model, read_checkpoint, scoring_config
 from pecan.scoring.evaluate import score_share
-from pecan.scoring.report import split_metrics, summary_lines
+from pecan.scoring.figures import split_metrics, summary_lines
 from pecan.scoring.settings import assign_splits, warn_if_synthetic
 from pecan.train.distributed import DistEnv, barrier, gather_varlen
 
@@ -36,9 +36,9 @@ log = logging.getLogger(__name__)
 SCORE_COLUMNS = ("complex", "pose", "split", "score", "rank", "docking_score", "rmsd", "label")
 
 
-def _scoring_frames(config: Config, progress: bool) -> tuple[pd.DataFrame, pd.DataFrame]:
-    frame = scoring_frame(config, progress)
-    return frame, frame.iloc[:0]
+def _scoring_indexes(config: Config, progress: bool) -> tuple[pd.DataFrame, pd.DataFrame]:
+    index = scoring_index(config, progress)
+    return index, index.iloc[:0]
 
 
 def scores_test_inputs(config: Config) -> bool:
@@ -46,13 +46,13 @@ def scores_test_inputs(config: Config) -> bool:
     return bool(config.data.test_csvs or config.data.test_fns)
 
 
-def scoring_frame(config: Config, progress: bool) -> pd.DataFrame:
+def scoring_index(config: Config, progress: bool) -> pd.DataFrame:
     """Docked poses of data.test_csvs/test_fns when set, else of the training and validation sources."""
     data = config.data
     if scores_test_inputs(config):
         # Crystal poses are not scored, and new poses need no label.
         settings = IndexSettings.from_data(data, use_crystal=False, labels_optional=True)
-        frame = build_index(
+        index = build_index(
             data.test_csvs,
             data.test_fns,
             data.data_dir,
@@ -62,15 +62,15 @@ def scoring_frame(config: Config, progress: bool) -> pd.DataFrame:
             index_dir=data.index_dir,
         )
     else:
-        frame = pd.concat(load_split_frames(data, progress), ignore_index=True)
-    frame = frame[frame["is_crystal"] == 0].reset_index(drop=True)
-    check_unique_poses(frame)
-    return frame
+        index = pd.concat(load_split_indexes(data, progress), ignore_index=True)
+    index = index[index["is_crystal"] == 0].reset_index(drop=True)
+    check_unique_poses(index)
+    return index
 
 
-def check_unique_poses(frame: pd.DataFrame) -> None:
+def check_unique_poses(index: pd.DataFrame) -> None:
     """A (complex, pose) pair in two inputs would get two scores under one name: DataError naming both."""
-    duplicated = frame[frame.duplicated(["pdbid", "poseid"], keep=False)]
+    duplicated = index[index.duplicated(["pdbid", "poseid"], keep=False)]
     if duplicated.empty:
         return
     first = duplicated.iloc[0]
@@ -84,18 +84,18 @@ def check_unique_poses(frame: pd.DataFrame) -> None:
     )
 
 
-def score_table(dataset, frame: pd.DataFrame, logits: np.ndarray, ids: np.ndarray) -> pd.DataFrame:
+def scored_poses(dataset, index: pd.DataFrame, logits: np.ndarray, ids: np.ndarray) -> pd.DataFrame:
     """scores.csv rows: probability, rank within complex (1 = best), docking score, rmsd and label."""
     table = dataset.table
     scores = pd.DataFrame(
         {
-            "complex": table.pdbid[ids],
-            "pose": table.poseid[ids],
+            "complex": table.complex_id[ids],
+            "pose": table.pose_id[ids],
             "score": 1.0 / (1.0 + np.exp(-logits.astype(np.float64))),
             "logit": logits,
         }
     )
-    known = frame[["pdbid", "poseid", "score", "rmsd", "label"]].rename(
+    known = index[["pdbid", "poseid", "score", "rmsd", "label"]].rename(
         columns={"pdbid": "complex", "poseid": "pose", "score": "docking_score"}
     )
     scores = scores.merge(known, on=["complex", "pose"], how="left", validate="one_to_one")
@@ -126,14 +126,14 @@ def run_predict(
         rank=env.rank,
         local_rank=env.local_rank,
         progress=progress,
-        build_frames=lambda: _scoring_frames(config, progress),
+        build_indexes=lambda: _scoring_indexes(config, progress),
     )
-    frame = job.train_frame
-    if frame.empty:
+    index = job.train_index
+    if index.empty:
         raise ConfigError("no docked poses to score in the configured data")
     if env.is_main:
-        warn_if_synthetic(state, path, frame["shard"].unique())
-    dataset = make_dataset(config.data, frame, job.packs, augment=False)
+        warn_if_synthetic(state, path, index["shard"].unique())
+    dataset = make_dataset(config.data, index, job.packs, augment=False)
     sampler = make_sampler(
         dataset, config.data, train=False, rank=env.rank, world_size=env.world_size, seed=config.train.seed
     )
@@ -146,7 +146,7 @@ def run_predict(
     logits, ids = gather_varlen(logits, env).cpu().numpy(), gather_varlen(ids, env).cpu().numpy()
     values: dict[str, Any] = {}
     if env.is_main:
-        scores = score_table(dataset, frame, logits, ids)
+        scores = scored_poses(dataset, index, logits, ids)
         from_test = set(scores["complex"]) if scores_test_inputs(config) else set()
         scores["split"] = assign_splits(scores["complex"], state.get("complexes"), from_test)
         values = {**split_metrics(scores), "checkpoint": str(checkpoint), "scores": str(out)}

@@ -173,7 +173,7 @@ class _Ligand:
 class SyntheticComplex:
     """One generated complex: crystal and docked poses with their attributes."""
 
-    pdbid: str
+    complex_id: str
     affinity: float
     crystal: np.ndarray  # (n_atoms, 22) float32
     crystal_attrs: dict
@@ -183,7 +183,7 @@ class SyntheticComplex:
 
     def pose_id(self, k):
         """Name of docked pose k."""
-        return f"{self.pdbid}_pose{k:03d}"
+        return f"{self.complex_id}_pose{k:03d}"
 
 
 # ---------------------------------------------------------------- geometry helpers

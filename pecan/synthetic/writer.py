@@ -23,7 +23,7 @@ def _shard_complex(record, with_crystal):
     """A generated complex in the shard writer's terms (pecan.data.layout.write_shard)."""
     poses = [layout.ShardSample(record.pose_id(k), record.poses[k], attrs) for k, attrs in enumerate(record.pose_attrs)]
     crystal = layout.ShardSample(CRYSTAL_POSE_ID, record.crystal, record.crystal_attrs) if with_crystal else None
-    return layout.ShardComplex(record.pdbid, poses, crystal, record.affinity)
+    return layout.ShardComplex(record.complex_id, poses, crystal, record.affinity)
 
 
 def _index_rows(shard_name, record, with_crystal):
@@ -33,7 +33,7 @@ def _index_rows(shard_name, record, with_crystal):
     for pose_id, attrs, is_crystal in poses:
         values = {
             "shard": shard_name,
-            "pdbid": record.pdbid,
+            "pdbid": record.complex_id,
             "poseid": pose_id,
             "affinity": record.affinity,
             "is_crystal": is_crystal,

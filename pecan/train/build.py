@@ -38,26 +38,26 @@ def build_data(trainer: Trainer) -> None:
             processes=max(workers, 1),
             progress=trainer.show_progress,
         )
-    trainer.train_frame, trainer.val_frame, trainer.staging = job.train_frame, job.val_frame, job.staging
+    trainer.train_index, trainer.val_index, trainer.staging = job.train_index, job.val_index, job.staging
     packs = job.packs
-    if len(trainer.val_frame) == 0:
+    if len(trainer.val_index) == 0:
         raise config_module.ConfigError(
             "the validation split is empty: set data.val_fraction > 0 or data.val_csvs / data.val_fns"
         )
     try:
         trainer.pos_weight = resolve_pos_weight(
-            trainer.config.train.pos_weight, trainer.train_frame["label"].to_numpy()
+            trainer.config.train.pos_weight, trainer.train_index["label"].to_numpy()
         )
     except ValueError as err:
         raise config_module.ConfigError(str(err)) from err
-    trainer.train_set = make_dataset(data, trainer.train_frame, packs)
+    trainer.train_set = make_dataset(data, trainer.train_index, packs)
     if registry.augments_inputs(trainer.config.model) and getattr(trainer.train_set, "use_decode_cache", False):
         # The model transforms its inputs randomly in training: decoded samples must not be reused.
         trainer.train_set.use_decode_cache = False
         log.info("decode cache off: model %s augments its inputs", trainer.config.model.name)
-    trainer.val_set = make_dataset(data, trainer.val_frame, packs, augment=False)
+    trainer.val_set = make_dataset(data, trainer.val_index, packs, augment=False)
     build_loaders(trainer)
-    frames, datasets = (trainer.train_frame, trainer.val_frame), (trainer.train_set, trainer.val_set)
+    frames, datasets = (trainer.train_index, trainer.val_index), (trainer.train_set, trainer.val_set)
     trainer.skipped_at_start = sum(int(frame.attrs.get("skipped", 0)) for frame in frames)
     trainer.skipped_at_start += sum(getattr(d, "skipped_at_build", 0) for d in datasets)
     if trainer.env.is_main:
@@ -98,8 +98,8 @@ def log_data(trainer: Trainer) -> None:
         "data: %d training and %d validation samples (%d / %d complexes), io_mode %s, %d workers/rank",
         len(trainer.train_set),
         len(trainer.val_set),
-        trainer.train_frame["pdbid"].nunique(),
-        trainer.val_frame["pdbid"].nunique(),
+        trainer.train_index["pdbid"].nunique(),
+        trainer.val_index["pdbid"].nunique(),
         data.io_mode,
         workers,
     )

@@ -191,7 +191,7 @@ def test_rerun_with_fewer_shards_removes_the_old_ones(tmp_path):
 
 def test_shards_read_back_identically_through_hdf5_and_packed_paths(tmp_path):
     from pecan import config as cfgmod
-    from pecan.data.loader import load_split_frames, make_dataset
+    from pecan.data.loader import load_split_indexes, make_dataset
 
     crystal = st.ligand(ASYMMETRIC)
     poses = [st.moved(crystal, st.rotation((0, 0, 1), 10.0 * k), (0.4 * k, 0, 0)) for k in range(4)]
@@ -199,7 +199,7 @@ def test_shards_read_back_identically_through_hdf5_and_packed_paths(tmp_path):
     config = cfgmod.load(
         None, [f"data.data_dir={tmp_path / 'out'}", f"data.cache_dir={tmp_path / 'cache'}", "data.val_fraction=0.0"]
     )
-    frame, _ = load_split_frames(config.data)
+    frame, _ = load_split_indexes(config.data)
     assert len(frame) == 5
     h5_batch = make_dataset(config.data, frame, io_mode="handle_cache").__getitems__(list(range(len(frame))))
     packed_batch = make_dataset(config.data, frame, io_mode="packed").__getitems__(list(range(len(frame))))
