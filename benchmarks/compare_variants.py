@@ -39,7 +39,7 @@ def top1_chance(config_path: str, overrides: list[str]) -> float:
     config = config_module.load(ROOT / config_path, overrides)
     _, val = load_split_indexes(config.data)
     docked = val[~val["is_crystal"].astype(bool)]
-    share = docked.groupby("pdbid")["label"].mean()
+    share = docked.groupby("complex_id")["label"].mean()
     return float(share[share > 0].mean())
 
 

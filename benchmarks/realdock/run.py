@@ -98,11 +98,11 @@ def peer_table(args: argparse.Namespace) -> tuple[pd.DataFrame | None, tuple[str
     if args.peer_scores is None:
         return None, ()
     pairs = dict(item.split("=", 1) for item in args.peer_columns.split(",") if item)
-    table = pd.read_csv(args.peer_scores, dtype={"complex_id": str, "pose": str}, keep_default_na=False)
-    missing = [c for c in ("complex_id", "pose", *pairs) if c not in table.columns]
+    table = pd.read_csv(args.peer_scores, dtype={"complex_id": str, "pose_id": str}, keep_default_na=False)
+    missing = [c for c in ("complex_id", "pose_id", *pairs) if c not in table.columns]
     if missing:
         raise SystemExit(f"error: {args.peer_scores} has no column(s) {', '.join(missing)}")
-    table = table.rename(columns={"complex_id": "complex", **pairs})[["complex", "pose", *pairs.values()]]
+    table = table.rename(columns={"complex_id": "complex_id", **pairs})[["complex_id", "pose_id", *pairs.values()]]
     return table, tuple(pairs.values())
 
 
@@ -110,8 +110,8 @@ def with_peers(scores: pd.DataFrame, peers: pd.DataFrame | None) -> pd.DataFrame
     """The fold's scores with every peer's score of the same pose; a pose without one is an error."""
     if peers is None:
         return scores
-    keyed = scores.astype({"complex": str, "pose": str})
-    merged = keyed.merge(peers, on=["complex", "pose"], how="left", validate="one_to_one")
+    keyed = scores.astype({"complex_id": str, "pose_id": str})
+    merged = keyed.merge(peers, on=["complex_id", "pose_id"], how="left", validate="one_to_one")
     lacking = merged[peers.columns[2:]].isna().any(axis=1)
     if lacking.any():
         first = merged[lacking].iloc[0]
@@ -122,8 +122,8 @@ def with_peers(scores: pd.DataFrame, peers: pd.DataFrame | None) -> pd.DataFrame
 
 
 # Ids stay text (a complex 1e66 is not the number 1e+66); empty numeric cells are missing values.
-ID_COLUMNS = {"pdbid": str, "poseid": str, "shard": str}
-NUMERIC_MISSING = {c: [""] for c in ("rmsd", "label", "score", "docking_score")}
+ID_COLUMNS = {"complex_id": str, "pose_id": str, "shard": str}
+NUMERIC_MISSING = {c: [""] for c in ("rmsd", "label", "pecan_score", "docking_score")}
 
 AMINO_ACIDS = frozenset(
     "ALA ARG ASN ASP CYS GLN GLU GLY HIS HID HIE HIP ILE LEU LYS MET PHE PRO SER THR TRP TYR VAL CYX ASH GLH LYN "
@@ -212,13 +212,13 @@ def fold_csvs(
     the held-out complexes' count; the held-out poses come from ``test_index`` when given (another pose source
     of the same complexes)."""
     fold_dir.mkdir(parents=True, exist_ok=True)
-    held_out = index["pdbid"].map(families) == family
+    held_out = index["complex_id"].map(families) == family
     source = index if test_index is None else test_index
-    tested = source[source["pdbid"].map(families) == family]
+    tested = source[source["complex_id"].map(families) == family]
     train, test = fold_dir / f"{tag}_train.csv", fold_dir / f"{tag}_test.csv"
     index[~held_out].to_csv(train, index=False)
     tested.to_csv(test, index=False)
-    return train, test, tested["pdbid"].nunique()
+    return train, test, tested["complex_id"].nunique()
 
 
 def run_fold(
@@ -258,17 +258,19 @@ def run_fold(
             stderr=subprocess.STDOUT,
             cwd=ROOT,
         )
-    return pd.read_csv(scores, dtype={"complex": str, "pose": str}, keep_default_na=False, na_values=NUMERIC_MISSING)
+    return pd.read_csv(
+        scores, dtype={"complex_id": str, "pose_id": str}, keep_default_na=False, na_values=NUMERIC_MISSING
+    )
 
 
 def ensemble(runs: list[pd.DataFrame]) -> pd.DataFrame:
     """The first run's table with ``score`` replaced by the mean of every run's score of the same pose."""
-    keys = ["complex", "pose"]
-    poses = [set(zip(run["complex"], run["pose"])) for run in runs]
+    keys = ["complex_id", "pose_id"]
+    poses = [set(zip(run["complex_id"], run["pose_id"])) for run in runs]
     if any(p != poses[0] or len(run) != len(p) for p, run in zip(poses, runs)):
         raise ValueError("the seeds' score tables do not hold the same poses (each once)")
-    scores = pd.concat([run[keys + ["score"]] for run in runs]).groupby(keys, sort=False)["score"].mean()
-    return runs[0].drop(columns="score").merge(scores.reset_index(), on=keys, how="left", validate="one_to_one")
+    scores = pd.concat([run[keys + ["pecan_score"]] for run in runs]).groupby(keys, sort=False)["pecan_score"].mean()
+    return runs[0].drop(columns="pecan_score").merge(scores.reset_index(), on=keys, how="left", validate="one_to_one")
 
 
 def seed_spread(per_seed: dict[str, list[pd.DataFrame]], n_boot: int) -> dict:

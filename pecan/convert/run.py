@@ -21,7 +21,7 @@ from pecan.runtime.progress import Progress
 
 log = logging.getLogger(__name__)
 
-FAILURE_COLUMNS = ("complex", "pose", "reason")
+FAILURE_COLUMNS = ("complex_id", "pose_id", "reason")
 
 
 @dataclass(frozen=True)
@@ -187,7 +187,7 @@ def convert(
         "poses": sum(r["poses"] for r in records),
         "positives": sum(r["positives"] for r in records),
         "skipped_complexes": sum(r["entries"] - r["complexes"] for r in records),
-        "skipped_poses": int((failures["pose"] != "").sum()) if len(failures) else 0,
+        "skipped_poses": int((failures["pose_id"] != "").sum()) if len(failures) else 0,
         "shards": len(shards),
         "reused_shards": sum(r["reused"] for r in records),
         "index": str(index_path) if shards else None,

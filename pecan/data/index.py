@@ -202,14 +202,14 @@ def index_from_csvs(csvs: list[str], data_dir: str, settings: IndexSettings) -> 
 
 def split_by_complex(index: pd.DataFrame, val_fraction: float, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Seeded complex-level split: every pose of a complex lands on the same side."""
-    complexes = np.array(sorted(index["pdbid"].unique()))
+    complexes = np.array(sorted(index["complex_id"].unique()))
     rng = np.random.default_rng(seed)
     rng.shuffle(complexes)
     n_val = int(round(len(complexes) * val_fraction))
     if val_fraction > 0 and len(complexes) > 1:
         n_val = min(max(n_val, 1), len(complexes) - 1)
     val_ids = set(complexes[:n_val])
-    is_val = index["pdbid"].isin(val_ids)
+    is_val = index["complex_id"].isin(val_ids)
     train, val = index[~is_val].reset_index(drop=True), index[is_val].reset_index(drop=True)
     val.attrs["skipped"] = 0  # the count of dropped rows belongs to the index once, not to both halves
     return train, val

@@ -105,12 +105,12 @@ def _pose_row(shard: Path, complex_id: str, pose_id: str, group, affinity: float
     where = f"shard {shard}, pose {complex_id}/{pose_id}"
     row = {
         "shard": str(shard),
-        "pdbid": complex_id,
-        "poseid": pose_id,
+        "complex_id": complex_id,
+        "pose_id": pose_id,
         "label": layout.scalar(attrs, "label", where),
         "rmsd": layout.scalar(attrs, "rmsd", where),
         "affinity": affinity,
-        "score": layout.scalar(attrs, "score", where),
+        "docking_score": layout.scalar(attrs, "score", where),
         "is_crystal": is_crystal,
     }
     for name in layout.INTERACTION_ATTRS:

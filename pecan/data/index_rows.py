@@ -26,7 +26,7 @@ LABEL_SOURCES = ("auto", "stored", "rmsd")
 
 def _first_pose(index: pd.DataFrame, bad: pd.Series) -> str:
     row = index[bad].iloc[0]
-    return f"pose {row['pdbid']}/{row['poseid']} in shard {row['shard']}"
+    return f"pose {row['complex_id']}/{row['pose_id']} in shard {row['shard']}"
 
 
 def assign_labels(
@@ -83,7 +83,7 @@ def normalise(
     if missing:
         raise DataError(f"{source}: index is missing required column(s) {', '.join(missing)}")
     index = index.copy()
-    for column in ("label", "rmsd", "affinity", "score"):
+    for column in ("label", "rmsd", "affinity", "docking_score"):
         if column not in index.columns:
             index[column] = np.nan
         index[column] = pd.to_numeric(index[column], errors="coerce")
@@ -91,14 +91,14 @@ def normalise(
         index[column] = pd.to_numeric(index[column], errors="coerce").fillna(0.0) if column in index else 0.0
     # Kept as read (not truncated to int): validate_index requires 0 or 1.
     index["is_crystal"] = pd.to_numeric(index["is_crystal"], errors="coerce").fillna(0) if "is_crystal" in index else 0
-    index["pdbid"] = index["pdbid"].astype(str)
-    index["poseid"] = index["poseid"].astype(str)
+    index["complex_id"] = index["complex_id"].astype(str)
+    index["pose_id"] = index["pose_id"].astype(str)
     index["label"] = assign_labels(index, rmsd_threshold, source, label_source, label_conflict)
     unlabeled = index[index["label"].isna()]
     if len(unlabeled) and not labels_optional:
         row = unlabeled.iloc[0]
         raise DataError(
-            f"{source}: pose {row['pdbid']}/{row['poseid']} in shard {row['shard']} has neither a "
+            f"{source}: pose {row['complex_id']}/{row['pose_id']} in shard {row['shard']} has neither a "
             f"label nor an rmsd ({len(unlabeled)} such rows)"
         )
     if (
@@ -153,7 +153,7 @@ def read_index_csv(path: str | os.PathLike, data_dir: str, rmsd_threshold: float
         # Ids are text whatever they spell: pandas would read a complex "NA" or a pose "None" as missing.
         index = pd.read_csv(
             path,
-            dtype={"pdbid": str, "poseid": str, "shard": str},
+            dtype={"complex_id": str, "pose_id": str, "shard": str},
             keep_default_na=False,
             na_values={column: MISSING_NUMBERS for column in NUMERIC_COLUMNS},
         )

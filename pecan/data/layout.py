@@ -36,8 +36,18 @@ INTERACTION_ATTRS = schema.POSE_FEATURES
 POSE_FEATURE_LIMIT = 1e4
 POSE_ATTRS = ("rmsd", "score", "label") + INTERACTION_ATTRS
 
-INDEX_COLUMNS = ("shard", "pdbid", "poseid", "label", "rmsd", "affinity", "score", *INTERACTION_ATTRS, "is_crystal")
-REQUIRED_INDEX_COLUMNS = ("shard", "pdbid", "poseid")
+INDEX_COLUMNS = (
+    "shard",
+    "complex_id",
+    "pose_id",
+    "label",
+    "rmsd",
+    "affinity",
+    "score",
+    *INTERACTION_ATTRS,
+    "is_crystal",
+)
+REQUIRED_INDEX_COLUMNS = ("shard", "complex_id", "pose_id")
 # An index CSV must also say which poses are crystal structures and give the interaction counts: a missing
 # is_crystal would count every crystal pose as docked, a missing count would feed the model 0s.
 REQUIRED_CSV_COLUMNS = (*REQUIRED_INDEX_COLUMNS, "is_crystal", *INTERACTION_ATTRS)

@@ -39,7 +39,7 @@ def load_split_indexes(cfg: DataConfig, progress: bool = False) -> tuple[pd.Data
     if cfg.val_csvs or cfg.val_fns:
         prefix = f"{cfg.index_prefix}_val"
         val = build_index(cfg.val_csvs, cfg.val_fns, cfg.data_dir, settings, index_prefix=prefix, **options)
-        shared = set(train["pdbid"]) & set(val["pdbid"])
+        shared = set(train["complex_id"]) & set(val["complex_id"])
         if shared:
             log.warning(
                 "%d complex(es) appear in both training and validation data (e.g. %s): "

@@ -60,12 +60,12 @@ def docking_features(index: pd.DataFrame) -> np.ndarray:
     """Per-pose docking-score inputs, float32 [S, 3]: the score in units of 10 kcal/mol, its gap to the best
     (lowest) score among its complex's docked poses in units of 5 kcal/mol (what top-1 depends on), and a flag
     for a missing score (crystal poses, shards without scores), whose other two entries are 0."""
-    if "score" not in index.columns:
+    if "docking_score" not in index.columns:
         return missing_docking_features(len(index))
     out = np.zeros((len(index), DOCKING_FEATURES), dtype=np.float32)
-    score = pd.to_numeric(index["score"], errors="coerce").astype(float)
+    score = pd.to_numeric(index["docking_score"], errors="coerce").astype(float)
     present = np.isfinite(score.to_numpy())
-    best = score.groupby(index["pdbid"].to_numpy()).transform("min").to_numpy()
+    best = score.groupby(index["complex_id"].to_numpy()).transform("min").to_numpy()
     out[:, 0] = np.where(present, score.to_numpy() / 10.0, 0.0)
     out[:, 1] = np.where(present, np.clip((score.to_numpy() - best) / 5.0, 0.0, 4.0), 0.0)
     out[:, 2] = (~present).astype(np.float32)
@@ -97,12 +97,12 @@ class SampleTable:
     def from_index(cls, index: pd.DataFrame) -> "SampleTable":
         """Flatten an index DataFrame."""
         shard_codes, shards = pd.factorize(index["shard"])
-        complex_codes, _ = pd.factorize(index["pdbid"])
+        complex_codes, _ = pd.factorize(index["complex_id"])
         return cls(
             shards=[str(s) for s in shards],
             shard_id=shard_codes.astype(np.int32),
-            complex_id=index["pdbid"].to_numpy(dtype=object),
-            pose_id=index["poseid"].to_numpy(dtype=object),
+            complex_id=index["complex_id"].to_numpy(dtype=object),
+            pose_id=index["pose_id"].to_numpy(dtype=object),
             is_crystal=index["is_crystal"].to_numpy().astype(bool),
             label=index["label"].to_numpy().astype(np.float32),
             pose_features=index[list(layout.INTERACTION_ATTRS)].to_numpy().astype(np.float32),

@@ -21,7 +21,7 @@ from pecan.runtime.errors import DataError
 log = logging.getLogger(__name__)
 
 NUMERIC_COLUMNS = ("label", "rmsd", "affinity", "score", "is_crystal", *layout.INTERACTION_ATTRS)
-KEY = ["shard", "pdbid", "poseid"]
+KEY = ["shard", "complex_id", "pose_id"]
 # Cells of a numeric column read as missing (pandas' own spellings); id columns keep every cell as text.
 MISSING_NUMBERS = ("", "NA", "N/A", "n/a", "NaN", "nan", "-NaN", "-nan", "null", "NULL", "None", "#N/A", "<NA>")
 # A CSV's first data row is line 2 (line 1 is the header).
@@ -73,7 +73,7 @@ def _raise_first(index: pd.DataFrame, bad: pd.Series, path, column: str, problem
 def _where(index: pd.DataFrame, rows: np.ndarray, source: str) -> str:
     first = index.iloc[int(rows[0])]
     line = f"line {int(first['_line'])}, " if "_line" in index.columns and not pd.isna(first["_line"]) else ""
-    return f"{source}: {line}shard {first['shard']}, pose {first['pdbid']}/{first['poseid']}"
+    return f"{source}: {line}shard {first['shard']}, pose {first['complex_id']}/{first['pose_id']}"
 
 
 def _plain(value):
@@ -123,7 +123,7 @@ def validate_index(
         "index %s: %d samples of %d complexes%s",
         source,
         len(index),
-        index["pdbid"].nunique(),
+        index["complex_id"].nunique(),
         f" ({skipped} bad row(s) dropped)" if skipped else "",
     )
     return index

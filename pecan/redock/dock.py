@@ -201,7 +201,7 @@ def _dock(job: DockJob) -> dict:
     write_poses(job.poses_path, poses)
     return {
         "poses": len(poses),
-        "best_score": float(scores.min()),
+        "best_docking_score": float(scores.min()),
         "box_center": list(box.center),
         "box_size": list(box.size),
         "start_rmsd_to_crystal": prepare.start_rmsd(start, crystal),

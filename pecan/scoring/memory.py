@@ -53,12 +53,12 @@ def converted_index(converted: list, data, source: str = "pecan score") -> tuple
             attrs = sample.attrs
             row = {
                 "shard": f"{source} (in memory)",
-                "pdbid": item.complex_id,
-                "poseid": sample.pose_id,
+                "complex_id": item.complex_id,
+                "pose_id": sample.pose_id,
                 "label": layout.scalar(attrs, "label"),
                 "rmsd": layout.scalar(attrs, "rmsd"),
                 "affinity": item.affinity,
-                "score": layout.scalar(attrs, "score"),
+                "docking_score": layout.scalar(attrs, "score"),
                 "is_crystal": 0,
             }
             row.update({name: layout.scalar(attrs, name) for name in layout.INTERACTION_ATTRS})

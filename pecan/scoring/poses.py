@@ -170,8 +170,8 @@ def convert_rows(rows: pd.DataFrame, records: list, options, base: Path) -> list
     for entry, parsed in zip(manifest_entries(rows, base), records):
         item = convert_complex(entry, options, records=parsed)
         for failure in item.failures:
-            pose = failure["pose"]
-            log.warning("not scored: complex %s pose %s: %s", failure["complex"], pose or "(all)", failure["reason"])
+            pose = failure["pose_id"]
+            log.warning("not scored: complex %s pose %s: %s", failure["complex_id"], pose or "(all)", failure["reason"])
             skipped += bool(pose)
         if item.poses:
             converted.append(item)
@@ -239,7 +239,7 @@ def score_poses(args: ScoreRequest, clock: Optional[StageClock] = None) -> int:
             converted = convert_rows(rows, records, options, Path(args.manifest or ".").resolve().parent)
         warn_if_synthetic(state, Path(args.checkpoint), [])
         scores = score_converted(converted, config, model, device, clock)
-        scores["split"] = assign_splits(scores["complex"], state.get("complexes"), set(scores["complex"]))
+        scores["split"] = assign_splits(scores["complex_id"], state.get("complexes"), set(scores["complex_id"]))
         values = {**split_metrics(scores), "checkpoint": str(args.checkpoint), "scores": str(paths["the scores CSV"])}
         with clock.timed("write"):
             write_outputs(scores, values, paths["the scores CSV"], state)

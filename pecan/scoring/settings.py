@@ -114,7 +114,7 @@ def check_settings(trained: dict[str, Any], given: dict[str, Any], allowed: Iter
 
 def split_record(train_index: pd.DataFrame, val_index: pd.DataFrame) -> dict[str, list[str]]:
     """The complexes a run trained and validated on (stored in its checkpoints)."""
-    return {"train": sorted(set(train_index["pdbid"])), "val": sorted(set(val_index["pdbid"]))}
+    return {"train": sorted(set(train_index["complex_id"])), "val": sorted(set(val_index["complex_id"]))}
 
 
 def assign_splits(complexes: pd.Series, record: dict | None, from_test: Iterable[str]) -> np.ndarray:
@@ -160,7 +160,7 @@ def index_digest(index: pd.DataFrame) -> str:
     """A hash of the poses a run trained on: complex, pose and label of every row, in sorted order."""
     import hashlib
 
-    rows = sorted(f"{c}\t{p}\t{lab}" for c, p, lab in zip(index["pdbid"], index["poseid"], index["label"]))
+    rows = sorted(f"{c}\t{p}\t{lab}" for c, p, lab in zip(index["complex_id"], index["pose_id"], index["label"]))
     return hashlib.sha256("\n".join(rows).encode()).hexdigest()[:16]
 
 
@@ -178,7 +178,7 @@ def training_data_record(config, train_index: pd.DataFrame) -> dict[str, Any]:
         "kind": "synthetic" if synthetic else "real",
         "index_digest": index_digest(train_index),
         "poses": int(len(train_index)),
-        "complexes": int(train_index["pdbid"].nunique()),
+        "complexes": int(train_index["complex_id"].nunique()),
         "docking_score": {
             "property": properties[0] if len(properties) == 1 else "",
             "properties": properties,

@@ -70,15 +70,15 @@ def scoring_index(config: Config, progress: bool) -> pd.DataFrame:
 
 def check_unique_poses(index: pd.DataFrame) -> None:
     """A (complex, pose) pair in two inputs would get two scores under one name: DataError naming both."""
-    duplicated = index[index.duplicated(["pdbid", "poseid"], keep=False)]
+    duplicated = index[index.duplicated(["complex_id", "pose_id"], keep=False)]
     if duplicated.empty:
         return
     first = duplicated.iloc[0]
-    copies = duplicated[(duplicated["pdbid"] == first["pdbid"]) & (duplicated["poseid"] == first["poseid"])]
+    copies = duplicated[(duplicated["complex_id"] == first["complex_id"]) & (duplicated["pose_id"] == first["pose_id"])]
     shards = [str(s) for s in copies["shard"]] if "shard" in copies else ["?", "?"]
-    pairs = len(duplicated.drop_duplicates(["pdbid", "poseid"]))
+    pairs = len(duplicated.drop_duplicates(["complex_id", "pose_id"]))
     raise DataError(
-        f"complex {first['pdbid']} pose {first['poseid']} is in more than one input: {shards[0]} and "
+        f"complex {first['complex_id']} pose {first['pose_id']} is in more than one input: {shards[0]} and "
         f"{shards[1]} ({pairs} duplicated (complex, pose) pair(s)); score the inputs separately or "
         f"drop the copies"
     )
@@ -95,8 +95,8 @@ def scored_poses(dataset, index: pd.DataFrame, logits: np.ndarray, ids: np.ndarr
             "logit": logits,
         }
     )
-    known = index[["pdbid", "poseid", "score", "rmsd", "label"]].rename(
-        columns={"pdbid": "complex", "poseid": "pose", "score": "docking_score"}
+    known = index[["complex_id", "pose_id", "score", "rmsd", "label"]].rename(
+        columns={"complex_id": "complex", "pose_id": "pose", "score": "docking_score"}
     )
     scores = scores.merge(known, on=["complex", "pose"], how="left", validate="one_to_one")
     scores["split"] = ""

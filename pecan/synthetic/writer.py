@@ -33,8 +33,8 @@ def _index_rows(shard_name, record, with_crystal):
     for pose_id, attrs, is_crystal in poses:
         values = {
             "shard": shard_name,
-            "pdbid": record.complex_id,
-            "poseid": pose_id,
+            "complex_id": record.complex_id,
+            "pose_id": pose_id,
             "affinity": record.affinity,
             "is_crystal": is_crystal,
             **attrs,

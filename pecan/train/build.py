@@ -98,8 +98,8 @@ def log_data(trainer: Trainer) -> None:
         "data: %d training and %d validation samples (%d / %d complexes), io_mode %s, %d workers/rank",
         len(trainer.train_set),
         len(trainer.val_set),
-        trainer.train_index["pdbid"].nunique(),
-        trainer.val_index["pdbid"].nunique(),
+        trainer.train_index["complex_id"].nunique(),
+        trainer.val_index["complex_id"].nunique(),
         data.io_mode,
         workers,
     )
