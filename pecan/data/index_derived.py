@@ -67,7 +67,7 @@ def write_derived_index(
 
     def write(directory: Path) -> Path:
         path = directory / f"{prefix}_all.csv"
-        fileio.write_csv(out, path)
+        layout.write_index_csv(out, path)
         # The sidecar is written last: a CSV without a matching sidecar is never reused.
         fileio.write_text(_sidecar(path), fileio.json_text(key or {}))
         return path

@@ -1,6 +1,11 @@
 """Index rows: labels under data.label_source, optional columns filled, and rows read from an index CSV
-(found in data_dir or the working directory, read strictly, its shards resolved). Derived rows
-(pecan.data.index_derived) are normalised here too."""
+(found in data_dir or the working directory, read strictly, its shards resolved) or written to one. Derived
+rows (pecan.data.index_derived) are normalised here too.
+
+Index CSVs are read here (``read_index_csv``, ``read_index_rows``) and written by ``layout.write_index_csv``.
+Three of their columns go by the shard format's names on disk and by the code's (``complex_id``, ``pose_id``,
+``docking_score``) in memory (``layout.INDEX_CSV_NAMES``), translated by ``layout.from_csv_names`` and
+``layout.to_csv_names`` and nowhere else."""
 
 from __future__ import annotations
 
@@ -14,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from pecan.data import layout, locations
-from pecan.data.validation import FIRST_DATA_LINE, MISSING_NUMBERS, NUMERIC_COLUMNS, check_csv_cells, check_header
+from pecan.data.validation import FIRST_DATA_LINE, MISSING_NUMBERS, NUMERIC_CSV_COLUMNS, check_csv_cells, check_header
 from pecan.runtime.errors import DataError, IndexUnreadable
 
 log = logging.getLogger(__name__)
@@ -83,7 +88,7 @@ def normalise(
     if missing:
         raise DataError(f"{source}: index is missing required column(s) {', '.join(missing)}")
     index = index.copy()
-    for column in ("label", "rmsd", "affinity", "docking_score"):
+    for column in layout.OPTIONAL_INDEX_COLUMNS:
         if column not in index.columns:
             index[column] = np.nan
         index[column] = pd.to_numeric(index[column], errors="coerce")
@@ -141,22 +146,34 @@ def shard_path(base: Path, name: str) -> str:
     return str(locations.absolute(os.path.normpath(base / name)))
 
 
+def _read_cells(path: Path) -> pd.DataFrame:
+    # Ids are text whatever they spell: pandas would read a complex "NA" or a pose "None" as missing.
+    return pd.read_csv(
+        path,
+        dtype={column: str for column in layout.csv_names(layout.REQUIRED_INDEX_COLUMNS)},
+        keep_default_na=False,
+        na_values={column: MISSING_NUMBERS for column in NUMERIC_CSV_COLUMNS},
+    )
+
+
+def read_index_rows(path: str | os.PathLike) -> pd.DataFrame:
+    """An index CSV's rows as written, under the names code uses: ids as text, an empty or NA number
+    missing, no check, label or shard resolved (for tools that regroup index CSVs; training and scoring read
+    them with read_index_csv)."""
+    return layout.from_csv_names(_read_cells(Path(path)), path)
+
+
 def read_index_csv(path: str | os.PathLike, data_dir: str, rmsd_threshold: float, **labels: Any) -> pd.DataFrame:
     """Read one index CSV (resolve_index_csv); shard paths resolve against ``data_dir`` (else the CSV's
     directory). ``labels``: normalise's keywords that decide labels (labels_optional, label_source,
-    label_conflict)."""
+    label_conflict). The CSV's cells are checked under its own column names, the rows returned under the
+    names code uses."""
     path = resolve_index_csv(path, data_dir)
 
     try:
         if path.exists() and not path.is_file():
             raise IsADirectoryError(f"[Errno 21] not a regular file: '{path}'")
-        # Ids are text whatever they spell: pandas would read a complex "NA" or a pose "None" as missing.
-        index = pd.read_csv(
-            path,
-            dtype={"complex_id": str, "pose_id": str, "shard": str},
-            keep_default_na=False,
-            na_values={column: MISSING_NUMBERS for column in NUMERIC_COLUMNS},
-        )
+        index = _read_cells(path)
         check_header(pd.read_csv(path, header=None, nrows=1, dtype=str, keep_default_na=False).iloc[0], path)
     except OSError as err:
         raise IndexUnreadable(f"cannot read index CSV {path}: {err}") from err
@@ -164,6 +181,7 @@ def read_index_csv(path: str | os.PathLike, data_dir: str, rmsd_threshold: float
         raise DataError(f"index CSV {path} is not a valid CSV: {err}") from err
     log.info("reading index CSV %s", path)
     check_csv_cells(index, path)
+    index = layout.from_csv_names(index, path)
     index["_line"] = np.arange(len(index)) + FIRST_DATA_LINE
     index = normalise(index, rmsd_threshold, str(path), **labels)
     base = Path(data_dir) if data_dir else path.parent

@@ -1,16 +1,20 @@
 """Shard layout (LLNL FAST/PECAN ML-HDF): group names, columns, attribute names, the walk over a shard's
-samples, and the one shard writer (used by the converter and the synthetic generator)."""
+samples, and the one shard writer (used by the converter and the synthetic generator); the index CSV's
+column names, their translation to the names code uses, and the one index CSV writer."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Optional
+from typing import TYPE_CHECKING, Iterable, Optional
 
 import numpy as np
 
 from pecan.data import schema
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 N_COLUMNS = 22
 COORD_COLUMNS = slice(0, 3)
@@ -36,21 +40,61 @@ INTERACTION_ATTRS = schema.POSE_FEATURES
 POSE_FEATURE_LIMIT = 1e4
 POSE_ATTRS = ("rmsd", "score", "label") + INTERACTION_ATTRS
 
-INDEX_COLUMNS = (
-    "shard",
-    "complex_id",
-    "pose_id",
-    "label",
-    "rmsd",
-    "affinity",
-    "score",
-    *INTERACTION_ATTRS,
-    "is_crystal",
-)
+# The index's columns as code names them. The index CSV (the shard format's, LLNL FAST compatible: see
+# docs/shard-format.md) names three of them otherwise: from_csv_names and to_csv_names below translate
+# between the two where index CSVs are read (pecan.data.index_rows) and written (write_index_csv), and
+# nothing else does.
 REQUIRED_INDEX_COLUMNS = ("shard", "complex_id", "pose_id")
+OPTIONAL_INDEX_COLUMNS = ("label", "rmsd", "affinity", "docking_score")
+INDEX_COLUMNS = (*REQUIRED_INDEX_COLUMNS, *OPTIONAL_INDEX_COLUMNS, *INTERACTION_ATTRS, "is_crystal")
+INDEX_CSV_NAMES = {"complex_id": "pdbid", "pose_id": "poseid", "docking_score": "score"}
+
+
+def csv_names(columns) -> tuple[str, ...]:
+    """The index CSV's names of index columns (unchanged where the CSV and the code agree)."""
+    return tuple(INDEX_CSV_NAMES.get(c, c) for c in columns)
+
+
+INDEX_CSV_COLUMNS = csv_names(INDEX_COLUMNS)
 # An index CSV must also say which poses are crystal structures and give the interaction counts: a missing
 # is_crystal would count every crystal pose as docked, a missing count would feed the model 0s.
-REQUIRED_CSV_COLUMNS = (*REQUIRED_INDEX_COLUMNS, "is_crystal", *INTERACTION_ATTRS)
+REQUIRED_CSV_COLUMNS = csv_names((*REQUIRED_INDEX_COLUMNS, "is_crystal", *INTERACTION_ATTRS))
+
+
+def from_csv_names(rows: pd.DataFrame, source: str | Path) -> pd.DataFrame:
+    """An index CSV's rows (a DataFrame) under the names code uses. A CSV that also has a column under the
+    code's name keeps one copy when both hold the same cells; when they differ it is a DataError naming both
+    (never a silent pick)."""
+    renames = {csv: code for code, csv in INDEX_CSV_NAMES.items() if csv in rows.columns}
+    for csv, code in renames.items():
+        if code not in rows.columns:
+            continue
+        if not rows[code].astype(str).equals(rows[csv].astype(str)):
+            from pecan.runtime.errors import DataError
+
+            raise DataError(
+                f"index CSV {source}: columns {csv!r} and {code!r} differ, but {code!r} is what PECAN calls the "
+                f"index CSV's {csv!r} column; drop or rename one"
+            )
+        rows = rows.drop(columns=[code])
+    return rows.rename(columns=renames)
+
+
+def to_csv_names(index: pd.DataFrame) -> pd.DataFrame:
+    """An index (a DataFrame) under the index CSV's column names, to write."""
+    return index.rename(columns=INDEX_CSV_NAMES)
+
+
+def write_index_csv(index: pd.DataFrame | Iterable[dict], path: str | Path) -> Path:
+    """Write an index (a DataFrame, or rows of the code's columns) as an index CSV, atomically: the one writer
+    of index CSVs (the converter, the derived index, the synthetic generator, the benchmarks)."""
+    import pandas as pd
+
+    from pecan.runtime.fileio import write_csv
+
+    frame = index if isinstance(index, pd.DataFrame) else pd.DataFrame(list(index), columns=list(INDEX_COLUMNS))
+    return write_csv(to_csv_names(frame), path)
+
 
 SHARD_SUFFIXES = (".hdf5", ".hdf", ".h5")
 

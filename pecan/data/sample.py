@@ -85,12 +85,12 @@ class SampleTable:
 
     shards: list[str]
     shard_id: np.ndarray  # int32 [S]
-    complex_id: np.ndarray  # object [S]
+    complex_id: np.ndarray  # object [S], the complex's id
     pose_id: np.ndarray  # object [S]
     is_crystal: np.ndarray  # bool [S]
     label: np.ndarray  # float32 [S]
     pose_features: np.ndarray  # float32 [S, 5]
-    complex_code: np.ndarray  # int64 [S]
+    complex_code: np.ndarray  # int64 [S], the complex as a number within this table (batch field complex_code)
     docking_features: Optional[np.ndarray] = None  # float32 [S, 3], see docking_features(); None: all missing
 
     @classmethod

@@ -86,7 +86,14 @@ FIELDS: tuple[Field, ...] = (
         "sample",
         "docking score inputs (model.use_docking_score); all-missing without a score column",
     ),
-    Field("complex_code", "int64", "graph", (), "sample", "complex of the pose (top-1 success groups by it)"),
+    Field(
+        "complex_code",
+        "int64",
+        "graph",
+        (),
+        "sample",
+        "the pose's complex as a number within its index (top-1 success and the ranking loss group by it)",
+    ),
     Field("sample_id", "int64", "graph", (), "sample", "row of the index"),
 )
 BY_NAME = {f.name: f for f in FIELDS}

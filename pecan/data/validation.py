@@ -20,7 +20,9 @@ from pecan.runtime.errors import DataError
 
 log = logging.getLogger(__name__)
 
-NUMERIC_COLUMNS = ("label", "rmsd", "affinity", "score", "is_crystal", *layout.INTERACTION_ATTRS)
+# The numeric columns of an index CSV, under the CSV's own names (the cells are checked before its rows are
+# renamed to the code's names, so errors name the column as the file spells it).
+NUMERIC_CSV_COLUMNS = layout.csv_names((*layout.OPTIONAL_INDEX_COLUMNS, "is_crystal", *layout.INTERACTION_ATTRS))
 KEY = ["shard", "complex_id", "pose_id"]
 # Cells of a numeric column read as missing (pandas' own spellings); id columns keep every cell as text.
 MISSING_NUMBERS = ("", "NA", "N/A", "n/a", "NaN", "nan", "-NaN", "-nan", "null", "NULL", "None", "#N/A", "<NA>")
@@ -29,7 +31,8 @@ FIRST_DATA_LINE = 2
 
 
 def check_csv_cells(index: pd.DataFrame, path: str | Path) -> None:
-    """Required columns present, ids non-empty, numeric columns numeric; errors name file, line, column."""
+    """Required columns present, ids non-empty, numeric columns numeric, under the CSV's own column names;
+    errors name file, line, column."""
     missing = [c for c in layout.REQUIRED_CSV_COLUMNS if c not in index.columns]
     if missing:
         raise DataError(
@@ -39,10 +42,10 @@ def check_csv_cells(index: pd.DataFrame, path: str | Path) -> None:
         )
     if index.empty:
         raise DataError(f"index CSV {path}: no rows")
-    for column in layout.REQUIRED_INDEX_COLUMNS:
+    for column in layout.csv_names(layout.REQUIRED_INDEX_COLUMNS):
         empty = index[column].isna() | (index[column].astype(str).str.strip() == "")
         _raise_first(index, empty, path, column, "is empty")
-    for column in NUMERIC_COLUMNS:
+    for column in NUMERIC_CSV_COLUMNS:
         if column not in index.columns:
             continue
         numeric = pd.to_numeric(index[column], errors="coerce")
@@ -84,7 +87,7 @@ def _plain(value):
 def validate_index(
     index: pd.DataFrame, source: str, on_bad_sample: str = "error", labels_optional: bool = False
 ) -> pd.DataFrame:
-    """Labels 0/1 (or empty when ``labels_optional``), rmsd >= 0, no duplicate (shard, complex_id, pose_id): errors
+    """Labels 0/1 (or empty when ``labels_optional``), rmsd >= 0, no duplicate (shard, complex, pose): errors
     naming the first offender, or those rows dropped with a count under skip; logs the sample and complex
     counts."""
     label_ok = index["label"].isin([0, 1]) | (index["label"].isna() if labels_optional else False)
@@ -95,7 +98,7 @@ def validate_index(
         *_pose_feature_checks(index),
         (
             index.duplicated(KEY, keep="first"),
-            "duplicate sample (same shard, complex_id and pose_id as an earlier row)",
+            "duplicate sample (same shard, complex and pose as an earlier row)",
             None,
         ),
     ]

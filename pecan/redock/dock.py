@@ -19,6 +19,8 @@ from pecan.redock import prepare
 from pecan.runtime.errors import RedockError
 
 SCORE_PROPERTY = "docking_score"
+OLD_RECORD_KEYS = {"best_score": "best_docking_score"}
+"""Keys of a record written before their rename (old -> today's), read under today's names."""
 
 
 @dataclass(frozen=True)
@@ -89,6 +91,9 @@ def finished(job: DockJob) -> dict | None:
         return None
     if record.get("key") != job.key or record.get("status") != "ok" or not job.poses_path.exists():
         return None
+    for old, new in OLD_RECORD_KEYS.items():
+        if old in record and new not in record:
+            record[new] = record.pop(old)
     return record
 
 

@@ -17,18 +17,6 @@ import pandas as pd
 from pecan.runtime.errors import DataError
 from pecan.runtime.fileio import atomic_path
 
-TEXT_COLUMNS = ("complex_id", "pose_id", "split")
-
-
-def read_scores(path: Path) -> pd.DataFrame:
-    """A scores CSV with its ids as the text written (never numbers, never missing); empty numeric cells
-    are NaN."""
-    frame = pd.read_csv(path, dtype={c: str for c in TEXT_COLUMNS}, keep_default_na=False)
-    for column in frame.columns:
-        if column not in TEXT_COLUMNS:
-            frame[column] = pd.to_numeric(frame[column].replace("", math.nan), errors="coerce")
-    return frame
-
 
 def _scored_records(row, scores: pd.DataFrame, mols: Optional[list] = None) -> list:
     """(rank, mol) of one manifest row's scored poses, with their SD properties set; a scored pose whose

@@ -28,12 +28,11 @@ from pecan.runtime.progress import resolve_mode
 from pecan.scoring.checkpoint import build_scoring_model, read_checkpoint, scoring_config
 from pecan.scoring.evaluate import score_share
 from pecan.scoring.figures import split_metrics, summary_lines
+from pecan.scoring.scores_csv import SCORE_COLUMNS
 from pecan.scoring.settings import assign_splits, warn_if_synthetic
 from pecan.train.distributed import DistEnv, barrier, gather_varlen
 
 log = logging.getLogger(__name__)
-
-SCORE_COLUMNS = ("complex", "pose", "split", "score", "rank", "docking_score", "rmsd", "label")
 
 
 def _scoring_indexes(config: Config, progress: bool) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -84,24 +83,24 @@ def check_unique_poses(index: pd.DataFrame) -> None:
     )
 
 
-def scored_poses(dataset, index: pd.DataFrame, logits: np.ndarray, ids: np.ndarray) -> pd.DataFrame:
-    """scores.csv rows: probability, rank within complex (1 = best), docking score, rmsd and label."""
+def scored_poses(dataset, poses: pd.DataFrame, logits: np.ndarray, ids: np.ndarray) -> pd.DataFrame:
+    """scores.csv rows of the scored ``poses`` (their index): PECAN's score (the probability of near-native)
+    and rank within the complex (1 = best), the docking score, rmsd and label; the logit beside them."""
     table = dataset.table
     scores = pd.DataFrame(
         {
-            "complex": table.complex_id[ids],
-            "pose": table.pose_id[ids],
-            "score": 1.0 / (1.0 + np.exp(-logits.astype(np.float64))),
+            "complex_id": table.complex_id[ids],
+            "pose_id": table.pose_id[ids],
+            "pecan_score": 1.0 / (1.0 + np.exp(-logits.astype(np.float64))),
             "logit": logits,
         }
     )
-    known = index[["complex_id", "pose_id", "score", "rmsd", "label"]].rename(
-        columns={"complex_id": "complex", "pose_id": "pose", "score": "docking_score"}
-    )
-    scores = scores.merge(known, on=["complex", "pose"], how="left", validate="one_to_one")
+    known = poses[["complex_id", "pose_id", "docking_score", "rmsd", "label"]]
+    scores = scores.merge(known, on=["complex_id", "pose_id"], how="left", validate="one_to_one")
     scores["split"] = ""
-    scores["rank"] = scores.groupby("complex")["score"].rank(ascending=False, method="first").astype(int)
-    scores = scores.sort_values(["complex", "rank"]).reset_index(drop=True)
+    ranks = scores.groupby("complex_id")["pecan_score"].rank(ascending=False, method="first")
+    scores["pecan_rank"] = ranks.astype(int)
+    scores = scores.sort_values(["complex_id", "pecan_rank"]).reset_index(drop=True)
     return scores[[*SCORE_COLUMNS, "logit"]]
 
 
@@ -128,12 +127,12 @@ def run_predict(
         progress=progress,
         build_indexes=lambda: _scoring_indexes(config, progress),
     )
-    index = job.train_index
-    if index.empty:
+    poses = job.train_index  # the job protocol's first index: here, every pose to score
+    if poses.empty:
         raise ConfigError("no docked poses to score in the configured data")
     if env.is_main:
-        warn_if_synthetic(state, path, index["shard"].unique())
-    dataset = make_dataset(config.data, index, job.packs, augment=False)
+        warn_if_synthetic(state, path, poses["shard"].unique())
+    dataset = make_dataset(config.data, poses, job.packs, augment=False)
     sampler = make_sampler(
         dataset, config.data, train=False, rank=env.rank, world_size=env.world_size, seed=config.train.seed
     )
@@ -146,9 +145,9 @@ def run_predict(
     logits, ids = gather_varlen(logits, env).cpu().numpy(), gather_varlen(ids, env).cpu().numpy()
     values: dict[str, Any] = {}
     if env.is_main:
-        scores = scored_poses(dataset, index, logits, ids)
-        from_test = set(scores["complex"]) if scores_test_inputs(config) else set()
-        scores["split"] = assign_splits(scores["complex"], state.get("complexes"), from_test)
+        scores = scored_poses(dataset, poses, logits, ids)
+        from_test = set(scores["complex_id"]) if scores_test_inputs(config) else set()
+        scores["split"] = assign_splits(scores["complex_id"], state.get("complexes"), from_test)
         values = {**split_metrics(scores), "checkpoint": str(checkpoint), "scores": str(out)}
         write_outputs(scores, values, Path(out), state)
     barrier()
