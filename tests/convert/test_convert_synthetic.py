@@ -66,7 +66,7 @@ def test_layout_matches_shard_format(tmp_path):
         xtal = group[layout.DEFAULT_CRYSTAL_GROUP]
         assert float(xtal.attrs["rmsd"]) == 0 and int(xtal.attrs["label"]) == 1
     index = pd.read_csv(tmp_path / "out" / "t_all.csv")
-    assert list(index.columns) == list(layout.INDEX_COLUMNS)
+    assert list(index.columns) == list(layout.INDEX_CSV_COLUMNS)
     assert sorted(index["poseid"]) == ["cplx_pose1", "cplx_pose2", "pdbbind"]
 
 
@@ -145,7 +145,7 @@ def test_failures_listed_not_raised(tmp_path):
     ]
     summary = convert(st.manifest(tmp_path / "m.csv", rows), tmp_path / "out", Options(), progress=False)
     failures = pd.read_csv(tmp_path / "out" / "failures.csv", keep_default_na=False)
-    reasons = {(r.complex, r.pose): r.reason for r in failures.itertuples()}
+    reasons = {(r.complex_id, r.pose_id): r.reason for r in failures.itertuples()}
     assert "graph" in reasons[("ok", "wrong_molecule")] or "heavy atoms" in reasons[("ok", "wrong_molecule")]
     assert "no receptor atoms within 8.0 A" in reasons[("ok", "far_away")]
     assert "not found" in reasons[("no_receptor", "")]

@@ -149,7 +149,7 @@ def test_pack_invalidated_when_shard_changes(setup, tmp_path):
     rebuilt = prepare_packs(cfg, [frame])
     dataset = make_dataset(cfg, frame, rebuilt)
     reference = make_dataset(cfg, frame, io_mode="hoist")
-    row = int(np.flatnonzero((frame["pdbid"] == "c000") & (frame["poseid"] == "c000_pose0"))[0])
+    row = int(np.flatnonzero((frame["complex_id"] == "c000") & (frame["pose_id"] == "c000_pose0"))[0])
     assert torch.equal(dataset.__getitems__([row]).pos, reference.__getitems__([row]).pos)
 
 
@@ -193,7 +193,7 @@ def test_bad_samples_error_or_skip(tmp_path):
         if mode == "hoist":
             from pecan.data.loader import WireBatch
 
-            bad_rows = frame.index[frame["poseid"].isin(["c000_pose1", "c000_pose2"])].tolist()
+            bad_rows = frame.index[frame["pose_id"].isin(["c000_pose1", "c000_pose2"])].tolist()
             empty = dataset.__getitems__(bad_rows)
             assert empty.num_graphs == 0 and counters_to_dict(empty.io_counts)["skipped"] == 2
             assert WireBatch(empty).unpack().num_graphs == 0
@@ -202,7 +202,7 @@ def test_bad_samples_error_or_skip(tmp_path):
 def test_index_row_naming_missing_pose(setup, tmp_path):
     cfg, frame, packs = setup
     broken = frame.copy()
-    broken.loc[3, "poseid"] = "no_such_pose"
+    broken.loc[3, "pose_id"] = "no_such_pose"
     with pytest.raises(DataError, match="no_such_pose"):
         make_dataset(cfg, broken, packs, io_mode="hoist").__getitems__([3])
     with pytest.raises(DataError, match="no_such_pose"):

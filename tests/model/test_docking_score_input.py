@@ -14,15 +14,15 @@ from tests.model.test_egnn import make_batch
 
 
 def test_features_are_hand_computed_per_complex():
-    frame = pd.DataFrame({"pdbid": ["a", "a", "a", "b"], "score": [-9.0, -7.0, np.nan, -5.0]})
+    frame = pd.DataFrame({"complex_id": ["a", "a", "a", "b"], "docking_score": [-9.0, -7.0, np.nan, -5.0]})
     expected = np.array([[-0.9, 0.0, 0.0], [-0.7, 0.4, 0.0], [0.0, 0.0, 1.0], [-0.5, 0.0, 0.0]], np.float32)
     np.testing.assert_allclose(docking_features(frame), expected, atol=1e-6)
-    gap = docking_features(pd.DataFrame({"pdbid": ["a", "a"], "score": [-30.0, 0.0]}))
+    gap = docking_features(pd.DataFrame({"complex_id": ["a", "a"], "docking_score": [-30.0, 0.0]}))
     assert gap[1, 1] == 4.0  # the gap to the best score is clipped at 20 kcal/mol
 
 
 def test_an_index_without_scores_marks_every_pose_missing():
-    features = docking_features(pd.DataFrame({"pdbid": ["a", "b"]}))
+    features = docking_features(pd.DataFrame({"complex_id": ["a", "b"]}))
     assert features.tolist() == [[0.0, 0.0, 1.0], [0.0, 0.0, 1.0]]
 
 
@@ -66,11 +66,11 @@ def test_sample_table_reads_the_index_score_column():
     frame = pd.DataFrame(
         {
             "shard": ["s"] * 2,
-            "pdbid": ["a", "a"],
-            "poseid": ["p1", "p2"],
+            "complex_id": ["a", "a"],
+            "pose_id": ["p1", "p2"],
             "is_crystal": [0, 0],
             "label": [1, 0],
-            "score": [-8.0, -6.0],
+            "docking_score": [-8.0, -6.0],
             "num_hbonds": 0,
             "hpbond": 0,
             "habond": 0,

@@ -75,9 +75,9 @@ def test_wrong_length_radii_name_the_pose(tmp_path):
     from pecan.data.loader import load_split_indexes
 
     train, val = load_split_indexes(config.data)
-    frame = train if pdbid in set(train["pdbid"]) else val
+    frame = train if pdbid in set(train["complex_id"]) else val
     dataset = make_dataset(config.data, frame, io_mode="handle_cache")
-    row = int(np.flatnonzero((frame["pdbid"] == pdbid).to_numpy() & (frame["poseid"] == poseid).to_numpy())[0])
+    row = int(np.flatnonzero((frame["complex_id"] == pdbid).to_numpy() & (frame["pose_id"] == poseid).to_numpy())[0])
     with pytest.raises(DataError, match=f"{poseid}.*'van_der_waals' has 3 values"):
         dataset[row]
 
