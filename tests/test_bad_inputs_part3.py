@@ -166,7 +166,8 @@ def strict_json(text: str):
 def test_files_written_as_json_hold_null_never_bare_nan(tmp_path):
     import numpy as np
 
-    from pecan import predict, report
+    from pecan import report
+    from pecan.scoring import shards as predict
 
     record = {"epoch": 1, "val_auc": float("nan"), "per_rank": [1.0, float("inf"), np.float32("nan")]}
     report.append_record(tmp_path / "epochs.jsonl", record)

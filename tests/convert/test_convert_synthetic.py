@@ -154,6 +154,25 @@ def test_failures_listed_not_raised(tmp_path):
     assert summary["skipped_poses"] == 3  # two of "ok" and the unparsable record of bad_poses
 
 
+def test_failures_of_a_shard_finished_before_the_rename_keep_their_complex_and_pose(tmp_path):
+    import json
+
+    crystal = st.ligand(ASYMMETRIC)
+    far = st.moved(crystal, translation=(0, 40.0, 0))
+    manifest = one_complex(tmp_path, [crystal, far], crystal, names=["good", "far_away"])
+    convert(manifest, tmp_path / "out", Options(), progress=False)
+    sidecar = tmp_path / "out" / ".converted_0000.done.json"
+    record = json.loads(sidecar.read_text())
+    renamed = {"complex_id": "complex", "pose_id": "pose"}  # the failure rows' keys before the rename
+    record["failures"] = [{renamed.get(k, k): v for k, v in f.items()} for f in record["failures"]]
+    sidecar.write_text(json.dumps(record))
+    summary = convert(manifest, tmp_path / "out", Options(), progress=False)
+    assert summary["reused_shards"] == 1 and summary["skipped_poses"] == 1
+    failures = pd.read_csv(tmp_path / "out" / "failures.csv", keep_default_na=False)
+    assert list(failures.columns) == ["complex_id", "pose_id", "reason"]
+    assert failures[["complex_id", "pose_id"]].values.tolist() == [["cplx", "far_away"]]
+
+
 def test_rerun_reuses_complete_shards_and_redoes_changed_ones(tmp_path):
     crystal = st.ligand(ASYMMETRIC)
     manifest = one_complex(tmp_path, [crystal, st.moved(crystal, translation=(0, 0, 1.5))], crystal)
