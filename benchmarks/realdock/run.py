@@ -119,7 +119,7 @@ def with_peers(scores: pd.DataFrame, peers: pd.DataFrame | None) -> pd.DataFrame
     if lacking.any():
         first = merged[lacking].iloc[0]
         raise SystemExit(
-            f"error: {int(lacking.sum())} pose(s) have no peer score, e.g. {first['complex']}/{first['pose']}"
+            f"error: {int(lacking.sum())} pose(s) have no peer score, e.g. {first['complex_id']}/{first['pose_id']}"
         )
     return merged
 

@@ -35,7 +35,7 @@ def top1_success(logits: np.ndarray, labels: np.ndarray, complex_ids: np.ndarray
 
 def first_native_rank(scores: np.ndarray, labels: np.ndarray, complex_ids: np.ndarray) -> pd.Series:
     """Per complex with a near-native pose: the rank (1 = best score) of its best-ranked near-native pose.
-    Ties are broken by order of appearance, as scores.csv's rank column does."""
+    Ties are broken by order of appearance, as scores.csv's pecan_rank column does."""
     frame = pd.DataFrame(
         {
             "score": np.asarray(scores, dtype=np.float64),
