@@ -84,7 +84,7 @@ FIELDS: tuple[Field, ...] = (
         "graph",
         (N_DOCKING_FEATURES,),
         "sample",
-        "docking score inputs (model.use_docking_score); all-missing without a score column",
+        "docking score inputs (model.use_docking_score); all-missing without a docking_score column",
     ),
     Field(
         "complex_code",

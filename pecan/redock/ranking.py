@@ -36,7 +36,7 @@ def bootstrap_interval(values: np.ndarray, draws: np.ndarray, level: float = 0.9
 
 def complex_table(scores: pd.DataFrame, peers: tuple[str, ...] = ()) -> pd.DataFrame:
     """One row per complex: model and docking-score top-1/top-3 hits and the ceiling. ``scores`` has columns
-    complex, score (higher = more likely near-native), docking_score (lower = better), label, and one column
+    complex_id, pecan_score (higher = more likely near-native), docking_score (lower = better), label, and one column
     per name in ``peers``: another ranker's score of the same poses (higher = better), e.g. GNINA's CNN."""
     columns = {
         "model_top1": top_k_hits(scores, "pecan_score", 1),
