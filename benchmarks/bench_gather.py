@@ -21,7 +21,7 @@ import torch
 
 from pecan.config import DataConfig
 from pecan.data import packed
-from pecan.data.loader import load_split_frames, prepare_packs
+from pecan.data.loader import load_split_indexes, prepare_packs
 from pecan.synthetic import ensure_dataset
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -128,8 +128,8 @@ def gathers(args) -> None:
     """views and grouped comparisons on one packed data set."""
     ensure_dataset(args.data, n_shards=10, complexes_per_shard=40, pocket_atoms=(420, 560), seed=2, progress=False)
     cfg = DataConfig(data_dir=args.data, train_csvs=["index.csv"], val_fraction=0.0)
-    frame, _ = load_split_frames(cfg)
-    dataset = packed.PackedDataset(frame, prepare_packs(cfg, [frame]))
+    index, _ = load_split_indexes(cfg)
+    dataset = packed.PackedDataset(index, prepare_packs(cfg, [index]))
     views = [packed.map_pack(p) for p in dataset.pack_paths]
     memmaps = [memmap_pack(p) for p in dataset.pack_paths]
     rng = np.random.default_rng(0)

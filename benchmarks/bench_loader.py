@@ -29,7 +29,7 @@ import numpy as np
 import torch
 
 from pecan.config import DataConfig
-from pecan.data.loader import load_split_frames, make_dataset, make_loader, prepare_packs
+from pecan.data.loader import load_split_indexes, make_dataset, make_loader, prepare_packs
 from pecan.data.packed import PackedDataset
 from pecan.data.sample import COUNTER_FIELDS, counters_to_dict
 from pecan.report import io_ratios
@@ -92,11 +92,11 @@ def ensure_data(args) -> DataConfig:
     return DataConfig(data_dir=args.data, train_csvs=["index.csv"], val_fraction=0.0)
 
 
-def build(level: str, cfg: DataConfig, frame, packs):
+def build(level: str, cfg: DataConfig, index, packs):
     """The dataset of one level (in_ram: the packed gather over arrays read whole into memory)."""
     if level == "in_ram":
-        return PackedDataset(frame, packs, in_memory=True)
-    return make_dataset(cfg, frame, packs, io_mode=level)
+        return PackedDataset(index, packs, in_memory=True)
+    return make_dataset(cfg, index, packs, io_mode=level)
 
 
 def one_pass(loader) -> tuple[float, int, np.ndarray]:
@@ -110,13 +110,13 @@ def one_pass(loader) -> tuple[float, int, np.ndarray]:
     return time.perf_counter() - start, samples, counts
 
 
-def measure(args, cfg, frame, packs, subset: list[int]) -> list[dict]:
+def measure(args, cfg, index, packs, subset: list[int]) -> list[dict]:
     """Round-robin timed passes over persistent loaders, one per level and worker count."""
     results = []
     for workers in args.workers:
         loaders, warmup = {}, {}
         for level in args.levels:
-            dataset = build(level, cfg, frame, packs)
+            dataset = build(level, cfg, index, packs)
             loaders[level] = make_loader(dataset, subset, args.batch_size, workers)
             seconds, samples, counts = one_pass(loaders[level])
             warmup[level] = counters_to_dict(torch.from_numpy(counts))
@@ -177,12 +177,12 @@ def table(results: list[dict]) -> str:
 def strace_child(args) -> None:
     """Run in a child under strace: warm up, then serve ``child_samples`` samples in the main process."""
     cfg = DataConfig(data_dir=args.data, train_csvs=["index.csv"], val_fraction=0.0)
-    frame, _ = load_split_frames(cfg)
-    packs = prepare_packs(cfg, [frame])
-    dataset = build(args.strace_child, cfg, frame, packs)
+    index, _ = load_split_indexes(cfg)
+    packs = prepare_packs(cfg, [index])
+    dataset = build(args.strace_child, cfg, index, packs)
     dataset.__getitems__([0])
     rng = np.random.default_rng(1)
-    order = rng.choice(len(frame), size=args.child_samples, replace=False)
+    order = rng.choice(len(index), size=args.child_samples, replace=False)
     for start in range(0, len(order), args.batch_size):
         dataset.__getitems__(order[start : start + args.batch_size].tolist())
 
@@ -294,27 +294,27 @@ def main(argv=None) -> int:
         strace_child(args)
         return 0
     cfg = ensure_data(args)
-    frame, _ = load_split_frames(cfg)
+    index, _ = load_split_indexes(cfg)
     start = time.perf_counter()
-    packs = prepare_packs(cfg, [frame], processes=os.cpu_count() or 1, progress=True)
+    packs = prepare_packs(cfg, [index], processes=os.cpu_count() or 1, progress=True)
     pack_seconds = time.perf_counter() - start
     print(
-        f"{len(frame)} samples in {frame['shard'].nunique()} shards; packs ready in {pack_seconds:.1f}s "
+        f"{len(index)} samples in {index['shard'].nunique()} shards; packs ready in {pack_seconds:.1f}s "
         f"(0 if they existed)",
         flush=True,
     )
-    subset = np.random.default_rng(0).choice(len(frame), size=min(args.samples, len(frame)), replace=False)
+    subset = np.random.default_rng(0).choice(len(index), size=min(args.samples, len(index)), replace=False)
     everything = {
-        "samples_total": len(frame),
-        "shards": int(frame["shard"].nunique()),
+        "samples_total": len(index),
+        "shards": int(index["shard"].nunique()),
         "subset": len(subset),
         "batch_size": args.batch_size,
         "pack_seconds": pack_seconds,
     }
     if "loader" in args.stages:
-        everything["results"] = measure(args, cfg, frame, packs, subset.tolist())
+        everything["results"] = measure(args, cfg, index, packs, subset.tolist())
         print(table(everything["results"]), flush=True)
-    args.samples_total = len(frame)
+    args.samples_total = len(index)
     if "strace" in args.stages:
         everything["strace_openat_per_sample"] = strace_stage(args)
     if "trainer" in args.stages:

@@ -86,13 +86,13 @@ def account(run_dir: Path) -> dict:
 def in_process(work: Path, repeats: int) -> dict:
     """Interleaved passes over the data set's batches with events on and off; the cost of one event."""
     from pecan.config import DataConfig
-    from pecan.data.loader import load_split_frames, make_dataset
+    from pecan.data.loader import load_split_indexes, make_dataset
     from pecan.data.sample import COUNTER_FIELDS
     from pecan.runtime import tracing
 
     cfg = DataConfig(data_dir=str(work / "data"), train_csvs=["index.csv"], val_fraction=0.0, io_mode="reopen")
     dataset = tracing.BusyDataset(
-        make_dataset(cfg, load_split_frames(cfg)[0], augment=False), COUNTER_FIELDS.index("worker_busy_ns")
+        make_dataset(cfg, load_split_indexes(cfg)[0], augment=False), COUNTER_FIELDS.index("worker_busy_ns")
     )
     tracing.setup(True, tempfile.mkdtemp(prefix="pecan-bench-trace-"), 0)
     tracing.set_context(epoch=1, step=1)

@@ -34,12 +34,12 @@ CONFIGS = {
 
 def top1_chance(config_path: str, overrides: list[str]) -> float:
     """Expected top-1 success of a random ranking on the held-out docked poses."""
-    from pecan.data.loader import load_split_frames
+    from pecan.data.loader import load_split_indexes
 
     config = config_module.load(ROOT / config_path, overrides)
-    _, val = load_split_frames(config.data)
+    _, val = load_split_indexes(config.data)
     docked = val[~val["is_crystal"].astype(bool)]
-    share = docked.groupby("pdbid")["label"].mean()
+    share = docked.groupby("complex_id")["label"].mean()
     return float(share[share > 0].mean())
 
 

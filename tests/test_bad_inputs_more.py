@@ -33,7 +33,7 @@ from tests.test_bad_inputs import ROOT, derive, edit_csv, first_pose, records, r
 # 2 shards x 3 complexes x (3 poses + crystal); val_fraction 0.34 holds 2 of the 6 complexes out.
 SAMPLES_PER_COMPLEX = 4
 COMPLEXES = ["c000", "c001", "c002", "c100", "c101", "c102"]
-TRAIN_COMPLEXES = set(split_by_complex(pd.DataFrame({"pdbid": COMPLEXES}), 0.34, 0)[0]["pdbid"])
+TRAIN_COMPLEXES = set(split_by_complex(pd.DataFrame({"complex_id": COMPLEXES}), 0.34, 0)[0]["complex_id"])
 CLEAN_TRAIN_SAMPLES = SAMPLES_PER_COMPLEX * len(TRAIN_COMPLEXES)
 
 

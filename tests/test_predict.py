@@ -39,19 +39,19 @@ def predict_cli(config_path, checkpoint, out) -> list[str]:
 def check_scores(scores: pd.DataFrame, values: dict, config) -> None:
     """Columns, ranks and that the metrics JSON is what the CSV says."""
     assert list(scores.columns) == list(SCORE_COLUMNS)
-    for _, group in scores.groupby("complex"):
-        assert sorted(group["rank"]) == list(range(1, len(group) + 1))
-        assert group.sort_values("rank")["score"].is_monotonic_decreasing
-    assert ((scores["score"] > 0) & (scores["score"] < 1)).all()
+    for _, group in scores.groupby("complex_id"):
+        assert sorted(group["pecan_rank"]) == list(range(1, len(group) + 1))
+        assert group.sort_values("pecan_rank")["pecan_score"].is_monotonic_decreasing
+    assert ((scores["pecan_score"] > 0) & (scores["pecan_score"] < 1)).all()
     assert list(scores["label"]) == list((scores["rmsd"] < config.data.rmsd_threshold).astype(int))
     labels = scores["label"].to_numpy()
     assert values["poses"] == len(scores) and values["labeled"]
-    assert values["auc"] == pytest.approx(roc_auc(scores["score"].to_numpy(), labels))
+    assert values["auc"] == pytest.approx(roc_auc(scores["pecan_score"].to_numpy(), labels))
     assert values["top1"] == pytest.approx(
-        top1_success(scores["score"].to_numpy(), labels, scores["complex"].to_numpy())
+        top1_success(scores["pecan_score"].to_numpy(), labels, scores["complex_id"].to_numpy())
     )
     assert values["docking_auc"] == pytest.approx(roc_auc(-scores["docking_score"].to_numpy(), labels))
-    assert values["accuracy"] == pytest.approx(((scores["score"] > 0.5) == (labels == 1)).mean())
+    assert values["accuracy"] == pytest.approx(((scores["pecan_score"] > 0.5) == (labels == 1)).mean())
 
 
 @pytest.mark.slow
@@ -62,7 +62,7 @@ def test_predict_end_to_end(trained):
     scores = pd.read_csv(out)
     values = json.loads(metrics_path(out).read_text())
     # every docked pose of the training and validation data, and no crystal pose
-    assert len(scores) == 2 * 4 * 6 and not scores["pose"].isin(["pdbbind"]).any()
+    assert len(scores) == 2 * 4 * 6 and not scores["pose_id"].isin(["pdbbind"]).any()
     check_scores(scores, values, config)
     assert f"model AUC {values['auc']:.3f}" in done.stdout and "docking score AUC" in done.stdout
 
@@ -77,7 +77,7 @@ def test_predict_test_source_only(trained):
     test_config = cfgmod.load(config_path, [f"data.test_fns=[{tmp / 'test' / 'held_out.hdf5'}]"])
     run_predict(test_config, discover({}), torch.device("cpu"), str(checkpoint), str(out))
     scores = pd.read_csv(out)
-    assert len(scores) == 12 and scores["complex"].str.startswith("t9").all()
+    assert len(scores) == 12 and scores["complex_id"].str.startswith("t9").all()
     check_scores(scores, json.loads(metrics_path(out).read_text()), config)
 
 
@@ -104,9 +104,9 @@ def test_predict_scores_poses_without_a_known_answer(trained, io_mode):
     )
     scores = pd.read_csv(out)
     assert len(scores) == 6 and scores["label"].isna().all() and scores["rmsd"].isna().all()
-    assert ((scores["score"] > 0) & (scores["score"] < 1)).all()
-    for _, group in scores.groupby("complex"):
-        assert sorted(group["rank"]) == [1, 2, 3]
+    assert ((scores["pecan_score"] > 0) & (scores["pecan_score"] < 1)).all()
+    for _, group in scores.groupby("complex_id"):
+        assert sorted(group["pecan_rank"]) == [1, 2, 3]
     assert values["labeled"] is False and "auc" not in values
     with pytest.raises(DataError, match="neither a label nor an rmsd"):
         build_index(
@@ -167,7 +167,7 @@ def test_pos_weight_auto_and_in_the_loss(tmp_path):
         resolve_pos_weight("auto", labels * 0)
     trainer = Trainer.from_config(config, discover({}), torch.device("cpu"))
     try:
-        expected = resolve_pos_weight("auto", trainer.train_frame["label"].to_numpy())
+        expected = resolve_pos_weight("auto", trainer.train_index["label"].to_numpy())
         assert trainer.pos_weight == pytest.approx(expected) and expected != 1.0
         batch, _ = next(iter(trainer.train_loader))
         with torch.no_grad():
@@ -189,8 +189,8 @@ def test_two_rank_predict_equals_one_rank(trained):
     double = tmp / "two.csv"
     run_ranks_ok(predict_cli(config_path, checkpoint, double))
     one, two = pd.read_csv(single), pd.read_csv(double)
-    assert len(two) == len(one) and list(two["pose"]) == list(one["pose"])
-    np.testing.assert_allclose(two["score"], one["score"], rtol=1e-5)
+    assert len(two) == len(one) and list(two["pose_id"]) == list(one["pose_id"])
+    np.testing.assert_allclose(two["pecan_score"], one["pecan_score"], rtol=1e-5)
     assert json.loads(metrics_path(double).read_text())["auc"] == pytest.approx(
         json.loads(metrics_path(single).read_text())["auc"]
     )

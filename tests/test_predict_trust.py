@@ -122,7 +122,7 @@ def test_scoring_ignores_the_run_state_in_out_dir(trained):
     finally:
         lock.release()
     assert sorted(p.relative_to(run_dir) for p in run_dir.rglob("*")) == before
-    np.testing.assert_allclose(pd.read_csv(out)["score"], pd.read_csv(reference)["score"], rtol=1e-6)
+    np.testing.assert_allclose(pd.read_csv(out)["pecan_score"], pd.read_csv(reference)["pecan_score"], rtol=1e-6)
 
 
 def test_duplicate_poses_across_inputs_name_both_shards(trained):
@@ -153,15 +153,15 @@ def test_split_column_and_per_split_metrics(trained, capsys, caplog):
         values = score(config, tmp / "edited.pt", out)
     scores = pd.read_csv(out)
     expected = {c: "train" for c in record["train"]} | {c: "val" for c in record["val"][1:]} | {forgotten: "unseen"}
-    assert dict(zip(scores["complex"], scores["split"])) == expected
+    assert dict(zip(scores["complex_id"], scores["split"])) == expected
     for split in ("train", "val", "unseen"):
         part = scores[scores["split"] == split]
         labels = part["label"].to_numpy()
         got = values["splits"][split]
-        assert got["poses"] == len(part) and got["complexes"] == part["complex"].nunique()
-        assert got["auc"] == pytest.approx(roc_auc(part["score"].to_numpy(), labels), nan_ok=True)
+        assert got["poses"] == len(part) and got["complexes"] == part["complex_id"].nunique()
+        assert got["auc"] == pytest.approx(roc_auc(part["pecan_score"].to_numpy(), labels), nan_ok=True)
         assert got["top3"] == pytest.approx(
-            topk_success(part["score"].to_numpy(), labels, part["complex"].to_numpy(), 3), nan_ok=True
+            topk_success(part["pecan_score"].to_numpy(), labels, part["complex_id"].to_numpy(), 3), nan_ok=True
         )
         assert got["docking_auc"] == pytest.approx(roc_auc(-part["docking_score"].to_numpy(), labels), nan_ok=True)
     assert "6 of the 8 scored complexes were used to train this checkpoint" in caplog.text
@@ -184,9 +184,9 @@ def test_first_native_rank_per_complex(trained):
     out = tmp / "ranks.csv"
     values = score(config, checkpoint, out)
     scores = pd.read_csv(out)
-    for complex_id, group in scores.groupby("complex"):
+    for complex_id, group in scores.groupby("complex_id"):
         natives = group[group["label"] == 1]
         if len(natives):
-            assert values["first_native_rank"][complex_id] == natives["rank"].min()
+            assert values["first_native_rank"][complex_id] == natives["pecan_rank"].min()
         else:
             assert complex_id not in values["first_native_rank"]

@@ -43,10 +43,10 @@ def test_each_variant_trains_and_scores_from_its_checkpoint(tmp_path, variant):
     )
     scores = pd.read_csv(alone)
     assert list(scores.columns) == list(SCORE_COLUMNS) and len(scores) == 2 * 3 * 4
-    assert ((scores["score"] > 0) & (scores["score"] < 1)).all()
+    assert ((scores["pecan_score"] > 0) & (scores["pecan_score"] < 1)).all()
     record = state["complexes"]
-    expected = np.where(scores["complex"].isin(record["train"]), "train", "val")
-    assert scores["complex"].isin(record["train"] + record["val"]).all()
+    expected = np.where(scores["complex_id"].isin(record["train"]), "train", "val")
+    assert scores["complex_id"].isin(record["train"] + record["val"]).all()
     assert list(scores["split"]) == list(expected)
     values = json.loads(metrics_path(alone).read_text())
     assert set(values["splits"]) == {"train", "val"}
@@ -55,8 +55,8 @@ def test_each_variant_trains_and_scores_from_its_checkpoint(tmp_path, variant):
     with_yaml = tmp_path / "yaml.csv"
     assert main_app.main([str(config_path), "--predict", str(checkpoint), "--out", str(with_yaml)]) == 0
     other = pd.read_csv(with_yaml)
-    assert list(other["pose"]) == list(scores["pose"])
-    np.testing.assert_allclose(other["score"], scores["score"], rtol=1e-6)
+    assert list(other["pose_id"]) == list(scores["pose_id"])
+    np.testing.assert_allclose(other["pecan_score"], scores["pecan_score"], rtol=1e-6)
 
 
 def test_a_ggcnn_checkpoint_that_stored_edge_types_still_scores_and_resumes(tmp_path, caplog):

@@ -118,11 +118,11 @@ import sys, torch
 sys.path.insert(0, {root!r})
 from pecan.runtime import tracing
 from pecan.config import DataConfig
-from pecan.data.loader import load_split_frames, make_dataset
+from pecan.data.loader import load_split_indexes, make_dataset
 from pecan.data.sample import passthrough_collate
 if __name__ == "__main__":
     cfg = DataConfig(data_dir={data!r}, train_csvs=["index.csv"], val_fraction=0.0, io_mode="hoist")
-    frame, _ = load_split_frames(cfg)
+    frame, _ = load_split_indexes(cfg)
     loader = torch.utils.data.DataLoader(make_dataset(cfg, frame), batch_size=4, num_workers=1,
                                          multiprocessing_context="spawn", collate_fn=passthrough_collate,
                                          worker_init_fn=tracing.WorkerInit({trace!r}, 0))

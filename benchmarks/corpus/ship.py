@@ -25,6 +25,7 @@ ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.realdock.run import convert  # noqa: E402 - after the sys.path line (run as a script)
+from pecan.data.layout import write_index_csv  # noqa: E402 - after the sys.path line (run as a script)
 from pecan.pretrained import CARD, CHECKPOINT, card_text, slim_checkpoint  # noqa: E402
 
 
@@ -68,15 +69,15 @@ def main(argv=None) -> int:
     """Convert, train, slim, write the card."""
     args = parse_args(argv)
     shards = args.work / "shards"
-    frame = convert(args.docked, shards)
+    docked = convert(args.docked, shards)
     index = args.work / "ship_all.csv"
-    frame.to_csv(index, index=False)
+    write_index_csv(docked, index)
     best = train(args, shards, index)
     slim_checkpoint(best, args.out)
     corpus = {
         "manifest": pd.read_csv(HERE / "manifest.csv", dtype=str, keep_default_na=False),
         "excluded": pd.read_csv(HERE / "excluded.csv", dtype=str, keep_default_na=False),
-        "docked": frame,
+        "docked": docked,
     }
     results = json.loads(args.results.read_text()) if args.results else None
     card = args.out.parent / CARD.name

@@ -130,7 +130,7 @@ def read_sdf(path: Path) -> list:
 
 
 def pose_labels(manifest: Path, threshold: float = NEAR_NATIVE) -> pd.DataFrame:
-    """One row per pose record: complex_id, record, pose, rmsd, label and the manifest's score_property
+    """One row per pose record: complex_id, record, pose_id, rmsd, label and the manifest's score_property
     (as docking_score)."""
     base = manifest.resolve().parent
     rows = []
@@ -151,7 +151,7 @@ def pose_labels(manifest: Path, threshold: float = NEAR_NATIVE) -> pd.DataFrame:
                     {
                         "complex_id": entry["complex_id"],
                         "record": index,
-                        "pose": pose.GetProp("_Name") if pose is not None else "",
+                        "pose_id": pose.GetProp("_Name") if pose is not None else "",
                         "rmsd": rmsd,
                         "label": int(rmsd < threshold),
                         "docking_score": docking,
@@ -162,7 +162,8 @@ def pose_labels(manifest: Path, threshold: float = NEAR_NATIVE) -> pd.DataFrame:
 
 def merge(labels: pd.DataFrame, scores: pd.DataFrame) -> pd.DataFrame:
     """Labels joined with the scores on (complex_id, record), restricted to the complexes scored."""
-    scores = scores.drop(columns=[c for c in ("pose", "docking_score") if c in scores.columns])
+    # the scores' own pose titles (pose_id; pose in files written before the rename) repeat the labels'
+    scores = scores.drop(columns=[c for c in ("pose_id", "pose", "docking_score") if c in scores.columns])
     scored = set(scores["complex_id"].astype(str))
     labels = labels[labels["complex_id"].isin(scored)]
     frame = labels.merge(scores, on=["complex_id", "record"], how="left", validate="one_to_one")

@@ -24,7 +24,7 @@ Two score sets are available (``--models``):
   (``crossdock_default2018``), GNINA's default before 1.0 and one member of the ensemble above.
 
 Each member is evaluated once per pose and reused by both sets. Output: one row per SDF record, in file
-order: complex_id, record (0-based), pose (the record's title), cnn_score_<set>, cnn_affinity_<set>
+order: complex_id, record (0-based), pose_id (the record's title), cnn_score_<set>, cnn_affinity_<set>
 (and cnn_variance_default, the ensemble's affinity variance). Timings go to ``<out stem>.timing.json``.
 Finished complexes are kept in ``<out>.parts/`` and skipped when the command is run again.
 """
@@ -89,7 +89,7 @@ def read_manifest(path: Path) -> list[dict]:
 
 
 def columns_for(sets: list[str]) -> list[str]:
-    columns = ["complex_id", "record", "pose"]
+    columns = ["complex_id", "record", "pose_id"]
     for name in sets:
         columns += [f"cnn_score_{name}", f"cnn_affinity_{name}"]
         if name == "default":
@@ -175,7 +175,7 @@ def rows_for(complex_id: str, records, results, sets: list[str]) -> list[dict]:
             values["cnn_variance_default"] = affinities.var(0, unbiased=False)
     rows = []
     for index, (title, _) in enumerate(records):
-        row = {"complex_id": complex_id, "record": index, "pose": title}
+        row = {"complex_id": complex_id, "record": index, "pose_id": title}
         row.update({key: f"{float(tensor[index]):.6f}" for key, tensor in values.items()})
         rows.append(row)
     return rows
@@ -232,7 +232,8 @@ def main(argv: list[str] | None = None) -> int:
         part_json = parts / f"{complex_id}.{tag}.json"
         if part_csv.exists() and part_json.exists() and not args.no_resume:
             with open(part_csv, newline="") as handle:
-                done = list(csv.DictReader(handle))
+                # a part written before the column was named pose_id calls it pose
+                done = [{"pose_id" if k == "pose" else k: v for k, v in r.items()} for r in csv.DictReader(handle)]
             all_rows += done
             timing_per_complex[complex_id] = json.loads(part_json.read_text())
             print(f"[{position}/{len(rows)}] {complex_id}: {len(done)} poses kept from {part_csv}", flush=True)
@@ -270,7 +271,7 @@ def main(argv: list[str] | None = None) -> int:
         best = max(done, key=lambda r: float(r[f"cnn_score_{sets[0]}"]))
         print(
             f"[{position}/{len(rows)}] {complex_id}: {len(records)} poses in {total:.1f} s "
-            f"({total / len(records):.2f} s/pose); best {sets[0]} {best[f'cnn_score_{sets[0]}']} ({best['pose']})",
+            f"({total / len(records):.2f} s/pose); best {sets[0]} {best[f'cnn_score_{sets[0]}']} ({best['pose_id']})",
             flush=True,
         )
 

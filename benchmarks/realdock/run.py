@@ -29,7 +29,10 @@ sys.path.insert(0, str(ROOT))
 from pecan.convert.complexes import Options  # noqa: E402 - after the sys.path line (run as a script)
 from pecan.convert.run import convert as convert_structures  # noqa: E402 - after the sys.path line (run as a script)
 from pecan.convert.run import summary_line  # noqa: E402 - after the sys.path line (run as a script)
+from pecan.data.index_rows import read_index_rows  # noqa: E402 - after the sys.path line (run as a script)
+from pecan.data.layout import write_index_csv  # noqa: E402 - after the sys.path line (run as a script)
 from pecan.redock.ranking import complex_table, summarize  # noqa: E402 - after the sys.path line (run as a script)
+from pecan.scoring.scores_csv import read_scores  # noqa: E402 - after the sys.path line (run as a script)
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -67,7 +70,7 @@ def parse_args(argv=None) -> argparse.Namespace:
         "--peer-scores",
         type=Path,
         default=None,
-        help="per-pose scores of other rankers on the same poses (columns complex_id, pose and the score "
+        help="per-pose scores of other rankers on the same poses (columns complex_id, pose_id and the score "
         "columns; benchmarks/peers/gnina_score.py writes them): ranked beside the model in the same run",
     )
     parser.add_argument(
@@ -98,11 +101,11 @@ def peer_table(args: argparse.Namespace) -> tuple[pd.DataFrame | None, tuple[str
     if args.peer_scores is None:
         return None, ()
     pairs = dict(item.split("=", 1) for item in args.peer_columns.split(",") if item)
-    table = pd.read_csv(args.peer_scores, dtype={"complex_id": str, "pose": str}, keep_default_na=False)
-    missing = [c for c in ("complex_id", "pose", *pairs) if c not in table.columns]
+    table = read_scores(args.peer_scores)  # ids as text; an older file's pose column read as pose_id
+    missing = [c for c in ("complex_id", "pose_id", *pairs) if c not in table.columns]
     if missing:
         raise SystemExit(f"error: {args.peer_scores} has no column(s) {', '.join(missing)}")
-    table = table.rename(columns={"complex_id": "complex", **pairs})[["complex", "pose", *pairs.values()]]
+    table = table.rename(columns=pairs)[["complex_id", "pose_id", *pairs.values()]]
     return table, tuple(pairs.values())
 
 
@@ -110,20 +113,16 @@ def with_peers(scores: pd.DataFrame, peers: pd.DataFrame | None) -> pd.DataFrame
     """The fold's scores with every peer's score of the same pose; a pose without one is an error."""
     if peers is None:
         return scores
-    keyed = scores.astype({"complex": str, "pose": str})
-    merged = keyed.merge(peers, on=["complex", "pose"], how="left", validate="one_to_one")
+    keyed = scores.astype({"complex_id": str, "pose_id": str})
+    merged = keyed.merge(peers, on=["complex_id", "pose_id"], how="left", validate="one_to_one")
     lacking = merged[peers.columns[2:]].isna().any(axis=1)
     if lacking.any():
         first = merged[lacking].iloc[0]
         raise SystemExit(
-            f"error: {int(lacking.sum())} pose(s) have no peer score, e.g. {first['complex']}/{first['pose']}"
+            f"error: {int(lacking.sum())} pose(s) have no peer score, e.g. {first['complex_id']}/{first['pose_id']}"
         )
     return merged
 
-
-# Ids stay text (a complex 1e66 is not the number 1e+66); empty numeric cells are missing values.
-ID_COLUMNS = {"pdbid": str, "poseid": str, "shard": str}
-NUMERIC_MISSING = {c: [""] for c in ("rmsd", "label", "score", "docking_score")}
 
 AMINO_ACIDS = frozenset(
     "ALA ARG ASN ASP CYS GLN GLU GLY HIS HID HIE HIP ILE LEU LYS MET PHE PRO SER THR TRP TYR VAL CYX ASH GLH LYN "
@@ -192,17 +191,17 @@ def convert(docked: Path, shards: Path, only: set[str] | None = None) -> pd.Data
     manifest = pd.read_csv(docked / "manifest.csv", dtype=str, keep_default_na=False)
     if only is not None:
         manifest = manifest[manifest["complex_id"].isin(only)]
-    frames = []
+    indexes = []
     for row in manifest.to_dict("records"):
         out = shards / row["complex_id"]
         index = out / f"{row['complex_id']}_all.csv"
         if not index.exists() and not (out / "attempt.txt").exists():
             convert_one(row, docked, out)
         if index.exists():
-            frame = pd.read_csv(index, dtype=ID_COLUMNS, keep_default_na=False, na_values=NUMERIC_MISSING)
-            frame["shard"] = row["complex_id"] + "/" + frame["shard"]
-            frames.append(frame)
-    return pd.concat(frames, ignore_index=True)
+            rows = read_index_rows(index)  # ids stay text (a complex 1e66 is not the number 1e+66)
+            rows["shard"] = row["complex_id"] + "/" + rows["shard"]
+            indexes.append(rows)
+    return pd.concat(indexes, ignore_index=True)
 
 
 def fold_csvs(
@@ -212,13 +211,13 @@ def fold_csvs(
     the held-out complexes' count; the held-out poses come from ``test_index`` when given (another pose source
     of the same complexes)."""
     fold_dir.mkdir(parents=True, exist_ok=True)
-    held_out = index["pdbid"].map(families) == family
+    held_out = index["complex_id"].map(families) == family
     source = index if test_index is None else test_index
-    tested = source[source["pdbid"].map(families) == family]
+    tested = source[source["complex_id"].map(families) == family]
     train, test = fold_dir / f"{tag}_train.csv", fold_dir / f"{tag}_test.csv"
-    index[~held_out].to_csv(train, index=False)
-    tested.to_csv(test, index=False)
-    return train, test, tested["pdbid"].nunique()
+    write_index_csv(index[~held_out], train)
+    write_index_csv(tested, test)
+    return train, test, tested["complex_id"].nunique()
 
 
 def run_fold(
@@ -258,17 +257,17 @@ def run_fold(
             stderr=subprocess.STDOUT,
             cwd=ROOT,
         )
-    return pd.read_csv(scores, dtype={"complex": str, "pose": str}, keep_default_na=False, na_values=NUMERIC_MISSING)
+    return read_scores(scores)
 
 
 def ensemble(runs: list[pd.DataFrame]) -> pd.DataFrame:
-    """The first run's table with ``score`` replaced by the mean of every run's score of the same pose."""
-    keys = ["complex", "pose"]
-    poses = [set(zip(run["complex"], run["pose"])) for run in runs]
+    """The first run's table with ``pecan_score`` replaced by the mean of every run's score of the same pose."""
+    keys = ["complex_id", "pose_id"]
+    poses = [set(zip(run["complex_id"], run["pose_id"])) for run in runs]
     if any(p != poses[0] or len(run) != len(p) for p, run in zip(poses, runs)):
         raise ValueError("the seeds' score tables do not hold the same poses (each once)")
-    scores = pd.concat([run[keys + ["score"]] for run in runs]).groupby(keys, sort=False)["score"].mean()
-    return runs[0].drop(columns="score").merge(scores.reset_index(), on=keys, how="left", validate="one_to_one")
+    scores = pd.concat([run[keys + ["pecan_score"]] for run in runs]).groupby(keys, sort=False)["pecan_score"].mean()
+    return runs[0].drop(columns="pecan_score").merge(scores.reset_index(), on=keys, how="left", validate="one_to_one")
 
 
 def seed_spread(per_seed: dict[str, list[pd.DataFrame]], n_boot: int) -> dict:

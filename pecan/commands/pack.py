@@ -32,14 +32,14 @@ def main(argv=None, prog: str | None = None) -> int:
     """Index the splits, then pack every shard they use; the exit code of an expected error is its type's."""
     args = parse_args(argv, prog)
     from pecan import config as config_module
-    from pecan.data.loader import load_split_frames, prepare_packs
+    from pecan.data.loader import load_split_indexes, prepare_packs
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
     try:
         config = config_module.load(args.config, args.overrides)
         start = time.perf_counter()
-        frames = load_split_frames(config.data, progress=True)
-        packs = prepare_packs(config.data, list(frames), args.processes, progress=True)
+        indexes = load_split_indexes(config.data, progress=True)
+        packs = prepare_packs(config.data, list(indexes), args.processes, progress=True)
     except Exception as err:  # noqa: BLE001 - an expected error type exits with its code (pecan.runtime.errors.EXIT_CODES)
         if exit_code(err) is None:
             raise

@@ -1,9 +1,9 @@
 """`pecan redock MANIFEST.csv --out DIR`: redock each crystal ligand into its receptor with AutoDock Vina.
 
 Each complex starts from an RDKit ETKDG conformer (never the crystal geometry) and is docked into a box
-around the crystal ligand. Writes DIR/poses/<complex>.sdf (SD property docking_score), DIR/manifest.csv
-for `python scripts/convert_structures.py DIR/manifest.csv --out SHARDS`, DIR/redock.csv (seed, poses, best
-score, seconds per complex) and DIR/failures.csv. A rerun skips finished complexes. Needs the dock extra
+around the crystal ligand. Writes DIR/poses/<complex_id>.sdf (SD property docking_score), DIR/manifest.csv
+for `python scripts/convert_structures.py DIR/manifest.csv --out SHARDS`, DIR/redock.csv (seed, poses,
+best_docking_score, seconds per complex) and DIR/failures.csv. A rerun skips finished complexes. Needs the dock extra
 (pip install -e '.[dock]') and Open Babel's obabel for PDB receptors. See docs/redock.md.
 """
 

@@ -115,7 +115,7 @@ class ComplexConverter:
 
     def fail(self, reason: str, pose: str = "") -> None:
         """Record a failure of the complex (pose empty) or of one pose."""
-        self.result.failures.append({"complex": self.entry.complex_id, "pose": pose, "reason": reason})
+        self.result.failures.append({"complex_id": self.entry.complex_id, "pose_id": pose, "reason": reason})
 
     def run(self) -> ConvertedComplex:
         """Convert; the result has no samples when the complex as a whole failed."""

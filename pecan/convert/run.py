@@ -21,7 +21,9 @@ from pecan.runtime.progress import Progress
 
 log = logging.getLogger(__name__)
 
-FAILURE_COLUMNS = ("complex", "pose", "reason")
+FAILURE_COLUMNS = ("complex_id", "pose_id", "reason")
+# A finished shard's sidecar written before failure rows named their columns complex_id and pose_id.
+OLD_FAILURE_NAMES = {"complex": "complex_id", "pose": "pose_id"}
 
 
 @dataclass(frozen=True)
@@ -166,12 +168,15 @@ def convert(
     jobs = plan(entries, out_dir, prefix, max(per_shard, 1), options)
     remove_stale_shards(out_dir, prefix, jobs)
     records = _run_all(jobs, workers, progress)
-    failures = pd.DataFrame([f for r in records for f in r["failures"]], columns=list(FAILURE_COLUMNS))
+    failures = pd.DataFrame(
+        [{OLD_FAILURE_NAMES.get(k, k): v for k, v in f.items()} for r in records for f in r["failures"]],
+        columns=list(FAILURE_COLUMNS),
+    )
     write_csv(failures, out_dir / "failures.csv")
     shards = [out_dir / r["shard"] for r in records if r["complexes"]]
     index_path = out_dir / f"{prefix}_all.csv"
     if shards:
-        frame = derive_index(
+        index = derive_index(
             shards,
             layout.DEFAULT_POSE_GROUP,
             layout.DEFAULT_CRYSTAL_GROUP,
@@ -180,14 +185,14 @@ def convert(
             on_bad_sample="error",
             labels_optional=labels_optional,
         )
-        frame["shard"] = [Path(s).name for s in frame["shard"]]
-        write_csv(frame, index_path)
+        index["shard"] = [Path(s).name for s in index["shard"]]
+        layout.write_index_csv(index, index_path)
     summary = {
         "complexes": sum(r["complexes"] for r in records),
         "poses": sum(r["poses"] for r in records),
         "positives": sum(r["positives"] for r in records),
         "skipped_complexes": sum(r["entries"] - r["complexes"] for r in records),
-        "skipped_poses": int((failures["pose"] != "").sum()) if len(failures) else 0,
+        "skipped_poses": int((failures["pose_id"] != "").sum()) if len(failures) else 0,
         "shards": len(shards),
         "reused_shards": sum(r["reused"] for r in records),
         "index": str(index_path) if shards else None,

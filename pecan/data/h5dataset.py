@@ -27,8 +27,8 @@ log = logging.getLogger(__name__)
 
 def graph_to_data(graph: AtomGraph, values: dict[str, np.ndarray]) -> Data:
     """One sample as a PyG Data object of the contract's fields (pecan.data.schema): the graph's arrays and the
-    sample's per-graph ``values`` (SampleTable.graph_values)."""
-    return Data(**schema.tensors({**schema.graph_values(graph), **values}, num_graphs=1))
+    sample's per-graph ``values`` (SampleTable.sample_field_values)."""
+    return Data(**schema.tensors({**schema.graph_field_values(graph), **values}, num_graphs=1))
 
 
 def rotate_data(data: Data) -> Data:
@@ -59,7 +59,7 @@ class H5PoseDataset(ProcessLocal, torch.utils.data.Dataset):
         self.mode = io_modes.get(io_mode)
         if self.mode.packed:
             raise ValueError(f"io_mode {io_mode!r} is not an HDF5 level ({', '.join(io_modes.H5_LEVELS)})")
-        self.table = SampleTable.from_frame(index)
+        self.table = SampleTable.from_index(index)
         self.skipped_at_build = 0  # bad samples are skipped as they are read, and counted there
         self.pose_group, self.crystal_group = pose_group, crystal_group
         self.pocket_radius, self.edge_cutoff, self.rmsd_threshold = pocket_radius, edge_cutoff, rmsd_threshold
@@ -111,7 +111,9 @@ class H5PoseDataset(ProcessLocal, torch.utils.data.Dataset):
 
     def _group_path(self, i: int) -> str:
         t = self.table
-        return layout.sample_path(t.pdbid[i], t.poseid[i], bool(t.is_crystal[i]), self.pose_group, self.crystal_group)
+        return layout.sample_path(
+            t.complex_id[i], t.pose_id[i], bool(t.is_crystal[i]), self.pose_group, self.crystal_group
+        )
 
     def _read_attrs(self, group, i: int) -> tuple[float, np.ndarray]:
         """Label and interaction counts from HDF5 attributes (levels reopen and handle_cache)."""
@@ -201,7 +203,7 @@ class H5PoseDataset(ProcessLocal, torch.utils.data.Dataset):
             self.counters.add("skipped")
             return None
         self.counters.add("samples")
-        values = {**self.table.graph_values(np.array([i])), "y": np.array([label]), "pose_features": features}
+        values = {**self.table.sample_field_values(np.array([i])), "y": np.array([label]), "pose_features": features}
         data = graph_to_data(graph, values)
         return rotate_data(data) if self.augment else data
 

@@ -67,13 +67,13 @@ def resolve_shards(patterns: Iterable[str], data_dir: str = "") -> list[Path]:
 # ---------------------------------------------------------------------------- rows
 
 
-def check_both_classes(frame: pd.DataFrame, allow_single_class: bool, source: str = "training data") -> None:
+def check_both_classes(index: pd.DataFrame, allow_single_class: bool, source: str = "training data") -> None:
     """A training index whose labels are all one class trains a constant: an error unless allowed."""
-    classes = sorted(frame["label"].dropna().unique().tolist())
+    classes = sorted(index["label"].dropna().unique().tolist())
     if len(classes) >= 2:
         return
     message = (
-        f"{source}: every one of its {len(frame)} samples has label {classes[0] if classes else '?'}; "
+        f"{source}: every one of its {len(index)} samples has label {classes[0] if classes else '?'}; "
         "a single-class training set cannot learn to tell poses apart (check data.rmsd_threshold and "
         "data.label_source)"
     )
@@ -82,24 +82,24 @@ def check_both_classes(frame: pd.DataFrame, allow_single_class: bool, source: st
     log.warning("%s (allowed by data.allow_single_class)", message)
 
 
-def drop_duplicate_shard_rows(frame: pd.DataFrame, source: str, on_bad_sample: str) -> pd.DataFrame:
+def drop_duplicate_shard_rows(index: pd.DataFrame, source: str, on_bad_sample: str) -> pd.DataFrame:
     """Rows of a shard reached under two names (symlink, copy, another spelling) are an error naming both,
     or under skip dropped (counted in ``attrs["skipped"]``); pecan.data.identity decides sameness."""
     # Compared as the same normalised spelling on both sides (read_index_csv normalises shard paths).
-    shards = [locations.absolute(os.path.normpath(s)) for s in frame["shard"].unique()]
+    shards = [locations.absolute(os.path.normpath(s)) for s in index["shard"].unique()]
     kept = {str(s) for s in identity.distinct_shards(shards, on_bad_sample, source)}
-    drop = ~frame["shard"].map(lambda s: str(locations.absolute(os.path.normpath(s)))).isin(kept)
+    drop = ~index["shard"].map(lambda s: str(locations.absolute(os.path.normpath(s)))).isin(kept)
     if drop.any():
-        skipped = int(frame.attrs.get("skipped", 0)) + int(drop.sum())
-        reasons = [*frame.attrs.get("skip_reasons", []), f"{int(drop.sum())} row(s) of a duplicate shard name"]
-        frame = frame[~drop].reset_index(drop=True)
-        frame.attrs.update(skipped=skipped, skip_reasons=reasons)
-    return frame
+        skipped = int(index.attrs.get("skipped", 0)) + int(drop.sum())
+        reasons = [*index.attrs.get("skip_reasons", []), f"{int(drop.sum())} row(s) of a duplicate shard name"]
+        index = index[~drop].reset_index(drop=True)
+        index.attrs.update(skipped=skipped, skip_reasons=reasons)
+    return index
 
 
-def log_shard_dirs(frame: pd.DataFrame, what: str) -> None:
+def log_shard_dirs(index: pd.DataFrame, what: str) -> None:
     """Name every directory the samples come from, absolute, once."""
-    directories = sorted({str(Path(s).parent) for s in frame["shard"].unique()})
+    directories = sorted({str(Path(s).parent) for s in index["shard"].unique()})
     log.info("%s: shards from %s", what, ", ".join(directories))
 
 
@@ -170,46 +170,46 @@ def build_index(
         saved = find_derived_index(shards[0].parent, index_prefix, index_dir, shards, params)
         if saved is not None:
             try:
-                frame = read_index_csv(saved, data_dir, settings.rmsd_threshold, **settings.labels())
+                index = read_index_csv(saved, data_dir, settings.rmsd_threshold, **settings.labels())
                 log.info("reusing the derived index %s (its shards' content is unchanged)", saved)
-                log_shard_dirs(frame, f"derived index {saved}")
-                return validate_index(frame, str(saved), on_bad_sample, settings.labels_optional)
+                log_shard_dirs(index, f"derived index {saved}")
+                return validate_index(index, str(saved), on_bad_sample, settings.labels_optional)
             except DataError as err:
                 log.warning("%s; deriving the index again", err)
     key = derivation_key(shards, params) if write_csv else None
-    frame = derive_index(shards, progress=progress, **params)
-    frame = validate_index(frame, f"shards {patterns}", on_bad_sample, settings.labels_optional)
-    log_shard_dirs(frame, f"shards {patterns}")
+    index = derive_index(shards, progress=progress, **params)
+    index = validate_index(index, f"shards {patterns}", on_bad_sample, settings.labels_optional)
+    log_shard_dirs(index, f"shards {patterns}")
     if write_csv:
-        write_derived_index(frame, shards[0].parent, index_prefix, data_dir, index_dir, key)
-    return frame
+        write_derived_index(index, shards[0].parent, index_prefix, data_dir, index_dir, key)
+    return index
 
 
 def index_from_csvs(csvs: list[str], data_dir: str, settings: IndexSettings) -> pd.DataFrame:
     """The index of one split's CSVs, validated; IndexUnreadable when one cannot be read at all."""
-    frames = [read_index_csv(p, data_dir, settings.rmsd_threshold, **settings.labels()) for p in csvs]
-    frame = pd.concat(frames, ignore_index=True)
+    indexes = [read_index_csv(p, data_dir, settings.rmsd_threshold, **settings.labels()) for p in csvs]
+    index = pd.concat(indexes, ignore_index=True)
     source = ", ".join(map(str, csvs))
-    frame = drop_duplicate_shard_rows(frame, f"index CSV(s) {source}", settings.on_bad_sample)
+    index = drop_duplicate_shard_rows(index, f"index CSV(s) {source}", settings.on_bad_sample)
     if not settings.use_crystal:  # rows that are neither 0 nor 1 stay, for validate_index to name
-        frame = frame[frame["is_crystal"] != 1].reset_index(drop=True)
-    log_shard_dirs(frame, f"index CSV(s) {source}")
-    return validate_index(frame, source, settings.on_bad_sample, settings.labels_optional)
+        index = index[index["is_crystal"] != 1].reset_index(drop=True)
+    log_shard_dirs(index, f"index CSV(s) {source}")
+    return validate_index(index, source, settings.on_bad_sample, settings.labels_optional)
 
 
 # ---------------------------------------------------------------------------- splits
 
 
-def split_by_complex(frame: pd.DataFrame, val_fraction: float, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+def split_by_complex(index: pd.DataFrame, val_fraction: float, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Seeded complex-level split: every pose of a complex lands on the same side."""
-    complexes = np.array(sorted(frame["pdbid"].unique()))
+    complexes = np.array(sorted(index["complex_id"].unique()))
     rng = np.random.default_rng(seed)
     rng.shuffle(complexes)
     n_val = int(round(len(complexes) * val_fraction))
     if val_fraction > 0 and len(complexes) > 1:
         n_val = min(max(n_val, 1), len(complexes) - 1)
     val_ids = set(complexes[:n_val])
-    is_val = frame["pdbid"].isin(val_ids)
-    train, val = frame[~is_val].reset_index(drop=True), frame[is_val].reset_index(drop=True)
+    is_val = index["complex_id"].isin(val_ids)
+    train, val = index[~is_val].reset_index(drop=True), index[is_val].reset_index(drop=True)
     val.attrs["skipped"] = 0  # the count of dropped rows belongs to the index once, not to both halves
     return train, val

@@ -52,7 +52,7 @@ def _sidecar(csv: Path) -> Path:
 
 
 def write_derived_index(
-    frame: pd.DataFrame,
+    index: pd.DataFrame,
     shard_dir: Path,
     prefix: str,
     data_dir: str = "",
@@ -60,14 +60,14 @@ def write_derived_index(
     key: Optional[dict] = None,
 ) -> Path:
     """Save a derived index (plus a sidecar naming what it was derived from) in the first writable location."""
-    out = frame.copy()
+    out = index.copy()
     if data_dir:
         base = locations.absolute(data_dir)
         out["shard"] = [os.path.relpath(p, base) if Path(p).is_relative_to(base) else p for p in out["shard"]]
 
     def write(directory: Path) -> Path:
         path = directory / f"{prefix}_all.csv"
-        fileio.write_csv(out, path)
+        layout.write_index_csv(out, path)
         # The sidecar is written last: a CSV without a matching sidecar is never reused.
         fileio.write_text(_sidecar(path), fileio.json_text(key or {}))
         return path
@@ -100,17 +100,17 @@ def find_derived_index(
 # ---------------------------------------------------------------------------- deriving from shards
 
 
-def _pose_row(shard: Path, pdbid: str, poseid: str, group, affinity: float, is_crystal: int) -> dict:
+def _pose_row(shard: Path, complex_id: str, pose_id: str, group, affinity: float, is_crystal: int) -> dict:
     attrs = layout.sample_attrs(group)
-    where = f"shard {shard}, pose {pdbid}/{poseid}"
+    where = f"shard {shard}, pose {complex_id}/{pose_id}"
     row = {
         "shard": str(shard),
-        "pdbid": pdbid,
-        "poseid": poseid,
+        "complex_id": complex_id,
+        "pose_id": pose_id,
         "label": layout.scalar(attrs, "label", where),
         "rmsd": layout.scalar(attrs, "rmsd", where),
         "affinity": affinity,
-        "score": layout.scalar(attrs, "score", where),
+        "docking_score": layout.scalar(attrs, "score", where),
         "is_crystal": is_crystal,
     }
     for name in layout.INTERACTION_ATTRS:
@@ -121,15 +121,15 @@ def _pose_row(shard: Path, pdbid: str, poseid: str, group, affinity: float, is_c
 
 
 def _complex_rows(
-    shard: Path, pdbid: str, complex_group, pose_group: str, crystal_group: str, use_crystal: bool
+    shard: Path, complex_id: str, complex_group, pose_group: str, crystal_group: str, use_crystal: bool
 ) -> list[dict]:
-    affinity = layout.scalar(complex_group.attrs, "affinity", f"shard {shard}, complex {pdbid}")
+    affinity = layout.scalar(complex_group.attrs, "affinity", f"shard {shard}, complex {complex_id}")
     poses = complex_group.get(pose_group)
     if poses is None:
-        raise DataError(f"{shard}: complex {pdbid} has no pose group '{pose_group}'")
+        raise DataError(f"{shard}: complex {complex_id} has no pose group '{pose_group}'")
     return [
-        _pose_row(shard, pdbid, poseid, group, affinity, int(is_crystal))
-        for poseid, is_crystal, group in layout.complex_samples(complex_group, pose_group, crystal_group, use_crystal)
+        _pose_row(shard, complex_id, pose_id, group, affinity, int(is_crystal))
+        for pose_id, is_crystal, group in layout.complex_samples(complex_group, pose_group, crystal_group, use_crystal)
     ]
 
 
@@ -151,14 +151,16 @@ def _shard_rows(
             names = list(handle)
         except Exception as err:  # h5py raises KeyError/RuntimeError/OSError for a corrupt file
             raise DataError(f"shard {shard}: cannot list its complexes ({type(err).__name__}: {err})") from err
-        for pdbid in names:
+        for complex_id in names:
             try:
-                rows.extend(_complex_rows(shard, pdbid, handle[pdbid], pose_group, crystal_group, use_crystal))
+                rows.extend(
+                    _complex_rows(shard, complex_id, handle[complex_id], pose_group, crystal_group, use_crystal)
+                )
             except Exception as err:  # noqa: BLE001 - any failure of a corrupt complex must name it
                 named = (
                     err
                     if isinstance(err, DataError)
-                    else DataError(f"shard {shard}, complex {pdbid}: unreadable ({type(err).__name__}: {err})")
+                    else DataError(f"shard {shard}, complex {complex_id}: unreadable ({type(err).__name__}: {err})")
                 )
                 skip_or_raise(named, on_bad_sample, "skipping")
                 skipped += 1
@@ -195,7 +197,7 @@ def derive_index(
         log.warning("skipped %d shard(s) or complex(es) with a bad layout while indexing", skipped)
     if not rows:
         raise DataError(f"no samples found in {len(shards)} shard(s): {', '.join(str(s) for s in shards[:3])}")
-    frame = normalise(
+    index = normalise(
         pd.DataFrame(rows, columns=list(layout.INDEX_COLUMNS)),
         rmsd_threshold,
         f"shards under {Path(shards[0]).parent}",
@@ -203,5 +205,5 @@ def derive_index(
         label_source,
         label_conflict,
     )
-    frame.attrs["skipped"] = skipped
-    return frame
+    index.attrs["skipped"] = skipped
+    return index

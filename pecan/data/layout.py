@@ -1,16 +1,20 @@
 """Shard layout (LLNL FAST/PECAN ML-HDF): group names, columns, attribute names, the walk over a shard's
-samples, and the one shard writer (used by the converter and the synthetic generator)."""
+samples, and the one shard writer (used by the converter and the synthetic generator); the index CSV's
+column names, their translation to the names code uses, and the one index CSV writer."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Optional
+from typing import TYPE_CHECKING, Iterable, Optional
 
 import numpy as np
 
 from pecan.data import schema
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 N_COLUMNS = 22
 COORD_COLUMNS = slice(0, 3)
@@ -36,11 +40,61 @@ INTERACTION_ATTRS = schema.POSE_FEATURES
 POSE_FEATURE_LIMIT = 1e4
 POSE_ATTRS = ("rmsd", "score", "label") + INTERACTION_ATTRS
 
-INDEX_COLUMNS = ("shard", "pdbid", "poseid", "label", "rmsd", "affinity", "score", *INTERACTION_ATTRS, "is_crystal")
-REQUIRED_INDEX_COLUMNS = ("shard", "pdbid", "poseid")
+# The index's columns as code names them. The index CSV (the shard format's, LLNL FAST compatible: see
+# docs/shard-format.md) names three of them otherwise: from_csv_names and to_csv_names below translate
+# between the two where index CSVs are read (pecan.data.index_rows) and written (write_index_csv), and
+# nothing else does.
+REQUIRED_INDEX_COLUMNS = ("shard", "complex_id", "pose_id")
+OPTIONAL_INDEX_COLUMNS = ("label", "rmsd", "affinity", "docking_score")
+INDEX_COLUMNS = (*REQUIRED_INDEX_COLUMNS, *OPTIONAL_INDEX_COLUMNS, *INTERACTION_ATTRS, "is_crystal")
+INDEX_CSV_NAMES = {"complex_id": "pdbid", "pose_id": "poseid", "docking_score": "score"}
+
+
+def csv_names(columns) -> tuple[str, ...]:
+    """The index CSV's names of index columns (unchanged where the CSV and the code agree)."""
+    return tuple(INDEX_CSV_NAMES.get(c, c) for c in columns)
+
+
+INDEX_CSV_COLUMNS = csv_names(INDEX_COLUMNS)
 # An index CSV must also say which poses are crystal structures and give the interaction counts: a missing
 # is_crystal would count every crystal pose as docked, a missing count would feed the model 0s.
-REQUIRED_CSV_COLUMNS = (*REQUIRED_INDEX_COLUMNS, "is_crystal", *INTERACTION_ATTRS)
+REQUIRED_CSV_COLUMNS = csv_names((*REQUIRED_INDEX_COLUMNS, "is_crystal", *INTERACTION_ATTRS))
+
+
+def from_csv_names(rows: pd.DataFrame, source: str | Path) -> pd.DataFrame:
+    """An index CSV's rows (a DataFrame) under the names code uses. A CSV that also has a column under the
+    code's name keeps one copy when both hold the same cells; when they differ it is a DataError naming both
+    (never a silent pick)."""
+    renames = {csv: code for code, csv in INDEX_CSV_NAMES.items() if csv in rows.columns}
+    for csv, code in renames.items():
+        if code not in rows.columns:
+            continue
+        if not rows[code].astype(str).equals(rows[csv].astype(str)):
+            from pecan.runtime.errors import DataError
+
+            raise DataError(
+                f"index CSV {source}: columns {csv!r} and {code!r} differ, but {code!r} is what PECAN calls the "
+                f"index CSV's {csv!r} column; drop or rename one"
+            )
+        rows = rows.drop(columns=[code])
+    return rows.rename(columns=renames)
+
+
+def to_csv_names(index: pd.DataFrame) -> pd.DataFrame:
+    """An index (a DataFrame) under the index CSV's column names, to write."""
+    return index.rename(columns=INDEX_CSV_NAMES)
+
+
+def write_index_csv(index: pd.DataFrame | Iterable[dict], path: str | Path) -> Path:
+    """Write an index (a DataFrame, or rows of the code's columns) as an index CSV, atomically: the one writer
+    of index CSVs (the converter, the derived index, the synthetic generator, the benchmarks)."""
+    import pandas as pd
+
+    from pecan.runtime.fileio import write_csv
+
+    frame = index if isinstance(index, pd.DataFrame) else pd.DataFrame(list(index), columns=list(INDEX_COLUMNS))
+    return write_csv(to_csv_names(frame), path)
+
 
 SHARD_SUFFIXES = (".hdf5", ".hdf", ".h5")
 
@@ -55,15 +109,15 @@ def crystal_candidates(crystal_group: str) -> list[str]:
     return paths
 
 
-def sample_path(pdbid: str, poseid: str, is_crystal: bool, pose_group: str, crystal_group: str) -> str:
+def sample_path(complex_id: str, pose_id: str, is_crystal: bool, pose_group: str, crystal_group: str) -> str:
     """HDF5 path of the group that holds one sample's ``data`` dataset.
 
-    Crystal rows carry the crystal group's own name as poseid, so the path is derivable without a lookup.
+    Crystal rows carry the crystal group's own name as pose_id, so the path is derivable without a lookup.
     """
     if is_crystal:
         parent = crystal_group.rpartition("/")[0]
-        return f"{pdbid}/{parent}/{poseid}" if parent else f"{pdbid}/{poseid}"
-    return f"{pdbid}/{pose_group}/{poseid}"
+        return f"{complex_id}/{parent}/{pose_id}" if parent else f"{complex_id}/{pose_id}"
+    return f"{complex_id}/{pose_group}/{pose_id}"
 
 
 def element_vdw(features: np.ndarray) -> np.ndarray:
@@ -84,12 +138,12 @@ def feature_layout() -> dict:
 
 
 def complex_samples(complex_group, pose_group: str, crystal_group: str, use_crystal: bool = True):
-    """Yield (poseid, is_crystal, group) for every docked pose of an open complex group, then its crystal
+    """Yield (pose_id, is_crystal, group) for every docked pose of an open complex group, then its crystal
     pose (the configured group or its sibling name) when ``use_crystal``. A complex without the pose group
     yields only its crystal; callers decide whether that is an error."""
     poses = complex_group.get(pose_group)
-    for poseid in poses if poses is not None else ():
-        yield poseid, False, poses[poseid]
+    for pose_id in poses if poses is not None else ():
+        yield pose_id, False, poses[pose_id]
     if use_crystal:
         for candidate in crystal_candidates(crystal_group):
             group = complex_group.get(candidate)
@@ -176,7 +230,7 @@ class ShardSample:
 class ShardComplex:
     """One complex to write: its docked poses, its crystal pose if any, and its affinity (NaN: none)."""
 
-    pdbid: str
+    complex_id: str
     poses: list[ShardSample]
     crystal: Optional[ShardSample] = None
     affinity: float = math.nan
@@ -209,7 +263,7 @@ def write_shard(
     with atomic_path(Path(path)) as temporary, h5py.File(temporary, "w") as h5:
         h5.attrs.update(attrs or {})
         for item in complexes:
-            group = h5.create_group(item.pdbid)
+            group = h5.create_group(item.complex_id)
             if not math.isnan(item.affinity):
                 group.attrs["affinity"] = item.affinity
             docking = group.create_group(pose_group)

@@ -32,14 +32,14 @@ from pecan.runtime.keywords import same_named
 log = logging.getLogger(__name__)
 
 
-def load_split_frames(cfg: DataConfig, progress: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
+def load_split_indexes(cfg: DataConfig, progress: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Train and validation indexes: separate CSVs/shard lists, or a seeded complex-level split."""
     settings, options = IndexSettings.from_data(cfg), dict(progress=progress, index_dir=cfg.index_dir)
     train = build_index(cfg.train_csvs, cfg.train_fns, cfg.data_dir, settings, index_prefix=cfg.index_prefix, **options)
     if cfg.val_csvs or cfg.val_fns:
         prefix = f"{cfg.index_prefix}_val"
         val = build_index(cfg.val_csvs, cfg.val_fns, cfg.data_dir, settings, index_prefix=prefix, **options)
-        shared = set(train["pdbid"]) & set(val["pdbid"])
+        shared = set(train["complex_id"]) & set(val["complex_id"])
         if shared:
             log.warning(
                 "%d complex(es) appear in both training and validation data (e.g. %s): "
@@ -56,17 +56,17 @@ def pack_params(cfg: DataConfig) -> PackParams:
     return PackParams(**same_named(cfg, PackParams))
 
 
-def _shards_of(frames: list[pd.DataFrame]) -> list[Path]:
-    return [Path(s) for s in sorted({s for frame in frames for s in frame["shard"]})]
+def _shards_of(indexes: list[pd.DataFrame]) -> list[Path]:
+    return [Path(s) for s in sorted({s for index in indexes for s in index["shard"]})]
 
 
 @tracing.traced("pecan.setup", "packs")
 def prepare_packs(
-    cfg: DataConfig, frames: list[pd.DataFrame], processes: int = 1, progress: bool = False
+    cfg: DataConfig, indexes: list[pd.DataFrame], processes: int = 1, progress: bool = False
 ) -> dict[str, Path]:
-    """Packs of every shard the frames use (shard path -> pack path, None for a shard skipped under
+    """Packs of every shard the indexes use (shard path -> pack path, None for a shard skipped under
     on_bad_sample: skip), validated, built when missing or stale."""
-    shards = _shards_of(frames)
+    shards = _shards_of(indexes)
     paths = ensure_packed(shards, pack_params(cfg), cfg.cache_dir, processes, progress, cfg.on_bad_sample)
     return {str(s): p for s, p in zip(shards, paths)}
 
@@ -88,8 +88,8 @@ def confirm_packs(cfg: DataConfig, packs: dict[str, Path]) -> dict[str, Path]:
 class JobData:
     """What every rank trains from: the split indexes, the pack of each shard, and what staging did."""
 
-    train_frame: pd.DataFrame
-    val_frame: pd.DataFrame
+    train_index: pd.DataFrame
+    val_index: pd.DataFrame
     packs: Optional[dict[str, Path]]
     staging: Optional[StageReport]
 
@@ -109,14 +109,14 @@ def _from_node_leader(value: Any, leader_rank: int) -> Any:
 
 
 def _node_inputs(
-    cfg: DataConfig, frames: tuple[pd.DataFrame, pd.DataFrame], packs: Optional[dict[str, Path]], confirm: bool
+    cfg: DataConfig, indexes: tuple[pd.DataFrame, pd.DataFrame], packs: Optional[dict[str, Path]], confirm: bool
 ) -> tuple[Optional[dict[str, Path]], Optional[StageReport]]:
     """A node leader's share: confirm rank 0's packs on this node, then stage what the job reads."""
     if packs is not None and confirm:
         packs = confirm_packs(cfg, packs)
     if not cfg.stage_dir:
         return packs, None
-    sources = [p for p in packs.values() if p is not None] if packs is not None else _shards_of(list(frames))
+    sources = [p for p in packs.values() if p is not None] if packs is not None else _shards_of(list(indexes))
     report = stage(sources, cfg.stage_dir)
     if packs is not None:
         packs = {shard: None if path is None else Path(report.mapping[str(path)]) for shard, path in packs.items()}
@@ -127,15 +127,15 @@ def _rank0_inputs(
     cfg: DataConfig,
     processes: int,
     progress: bool,
-    build_frames: Optional[Callable[[], tuple[pd.DataFrame, pd.DataFrame]]],
+    build_indexes: Optional[Callable[[], tuple[pd.DataFrame, pd.DataFrame]]],
 ):
-    if build_frames is None:  # training: both classes must be there (data.allow_single_class)
-        frames = load_split_frames(cfg, progress)
-        check_both_classes(frames[0], cfg.allow_single_class)
+    if build_indexes is None:  # training: both classes must be there (data.allow_single_class)
+        indexes = load_split_indexes(cfg, progress)
+        check_both_classes(indexes[0], cfg.allow_single_class)
     else:
-        frames = build_frames()
-    packs = prepare_packs(cfg, list(frames), processes, progress) if io_modes.uses_packs(cfg.io_mode) else None
-    return frames, packs
+        indexes = build_indexes()
+    packs = prepare_packs(cfg, list(indexes), processes, progress) if io_modes.uses_packs(cfg.io_mode) else None
+    return indexes, packs
 
 
 def _attempt(step: Callable[[], Any]) -> Any:
@@ -159,11 +159,11 @@ def prepare_job_data(
     local_rank: int = 0,
     processes: int = 1,
     progress: bool = False,
-    build_frames: Optional[Callable[[], tuple[pd.DataFrame, pd.DataFrame]]] = None,
+    build_indexes: Optional[Callable[[], tuple[pd.DataFrame, pd.DataFrame]]] = None,
 ) -> JobData:
     """Indexes, packs and staging for one rank of a job (collective: every rank calls it).
 
-    ``build_frames`` (run on rank 0 only) gives the two indexes; by default the training and validation
+    ``build_indexes`` (run on rank 0 only) gives the two indexes; by default the training and validation
     split of the data config (scoring passes its own).
 
     Rank 0 builds the indexes and decides each pack's path (the location chain of pecan.data.locations);
@@ -172,11 +172,11 @@ def prepare_job_data(
     """
     decided = None
     if rank == 0:
-        decided = _attempt(lambda: _rank0_inputs(cfg, processes, progress, build_frames))
-    frames, packs = _raise_if_failed(_broadcast(decided))
-    node = _attempt(lambda: _node_inputs(cfg, frames, packs, confirm=rank != 0)) if local_rank == 0 else None
+        decided = _attempt(lambda: _rank0_inputs(cfg, processes, progress, build_indexes))
+    indexes, packs = _raise_if_failed(_broadcast(decided))
+    node = _attempt(lambda: _node_inputs(cfg, indexes, packs, confirm=rank != 0)) if local_rank == 0 else None
     packs, report = _raise_if_failed(_from_node_leader(node, rank - local_rank))
-    train, val = frames
+    train, val = indexes
     if report is not None and packs is None:
         train, val = (f.assign(shard=[report.mapping[s] for s in f["shard"]]) for f in (train, val))
     return JobData(train, val, packs, report)
@@ -184,7 +184,7 @@ def prepare_job_data(
 
 def make_dataset(
     cfg: DataConfig,
-    frame: pd.DataFrame,
+    index: pd.DataFrame,
     packs: Optional[dict[str, Path]] = None,
     augment: Optional[bool] = None,
     io_mode: Optional[str] = None,
@@ -194,13 +194,13 @@ def make_dataset(
     augment = cfg.augment if augment is None else augment
     if io_modes.uses_packs(mode):
         if packs is None:
-            packs = prepare_packs(cfg, [frame])
-        return PackedDataset(frame, packs, on_bad_sample=cfg.on_bad_sample, augment=augment)
+            packs = prepare_packs(cfg, [index])
+        return PackedDataset(index, packs, on_bad_sample=cfg.on_bad_sample, augment=augment)
     from pecan.data.h5dataset import H5PoseDataset  # the packed path never loads the HDF5 dataset module
 
     graph = same_named(cfg, PackParams)  # the graph parameters, the same as a pack's
     return H5PoseDataset(
-        frame, **graph, io_mode=mode, on_bad_sample=cfg.on_bad_sample, augment=augment, decode_cache=cfg.decode_cache
+        index, **graph, io_mode=mode, on_bad_sample=cfg.on_bad_sample, augment=augment, decode_cache=cfg.decode_cache
     )
 
 
@@ -209,7 +209,7 @@ def make_sampler(dataset, cfg: DataConfig, *, train: bool, rank: int, world_size
     return ShardAwareSampler(
         len(dataset),
         shard_ids=dataset.table.shard_id,
-        group_ids=dataset.table.complex_id,
+        complex_codes=dataset.table.complex_code,
         rank=rank,
         world_size=world_size,
         shuffle=train,

@@ -10,7 +10,7 @@ with its radius edges (they never change between epochs):
 
 The header names the source shard's fingerprint (stat record and whole-file hash, pecan.data.identity: a
 shard whose bytes changed invalidates the pack, even with size and mtime kept),
-the graph parameters, and the (pdbid, poseid) key of every sample. Each worker maps each pack once; the
+the graph parameters, and the (complex_id, pose_id) key of every sample. Each worker maps each pack once; the
 page cache shares the bytes between workers and ranks of a node. ``__getitems__`` gathers a whole batch
 with offset arithmetic and builds the PyG Batch directly. Steady state: zero HDF5 calls per sample.
 """
@@ -186,7 +186,7 @@ def gather_batch(packs: list[dict[str, np.ndarray]], pack_ids: np.ndarray, local
 
 def to_batch(arrays: dict, values: dict[str, np.ndarray]) -> Batch:
     """Build the PyG Batch of the contract's fields straight from flat gathered ``arrays`` and the samples'
-    per-graph ``values`` (SampleTable.graph_values), with no per-sample Data objects."""
+    per-graph ``values`` (SampleTable.sample_field_values), with no per-sample Data objects."""
     counts = torch.from_numpy(arrays["atom_counts"])
     fields = schema.tensors({**arrays, **values}, num_graphs=len(counts))
     batch = Batch(
@@ -216,7 +216,7 @@ class PackedDataset(ProcessLocal, torch.utils.data.Dataset):
         augment: bool = False,
         in_memory: bool = False,
     ) -> None:
-        self.table = SampleTable.from_frame(index)
+        self.table = SampleTable.from_index(index)
         self.pack_paths = [Path(pack_paths[s]) if pack_paths.get(s) else None for s in self.table.shards]
         self.on_bad_sample, self.augment, self.in_memory = on_bad_sample, augment, in_memory
         self._start_process_state()
@@ -239,7 +239,7 @@ class PackedDataset(ProcessLocal, torch.utils.data.Dataset):
             lookup = {(p, q): k for k, (p, q, _) in enumerate(header["keys"])}
             bad = {(p, q): message for p, q, message in header["bad"]}
             for i in np.flatnonzero(t.shard_id == shard_id):
-                key = (t.pdbid[i], t.poseid[i])
+                key = (t.complex_id[i], t.pose_id[i])
                 if key in lookup:
                     local[i] = lookup[key]
                     continue
@@ -279,7 +279,7 @@ class PackedDataset(ProcessLocal, torch.utils.data.Dataset):
             arrays = gather_batch(self._mapped(), self.pack_id[idx], self.local_id[idx])
         t = self.table
         with tracing.span("pecan.data", "collate", size=len(idx)):
-            batch = to_batch(arrays, t.graph_values(idx))
+            batch = to_batch(arrays, t.sample_field_values(idx))
         self.counters.add("samples", len(idx))
         self.counters.add("bytes_read", sum(a.nbytes for k, a in arrays.items() if k != "atom_counts"))
         if self.augment:
@@ -295,11 +295,11 @@ def _subset(table: SampleTable, keep: np.ndarray) -> SampleTable:
     return SampleTable(
         shards=table.shards,
         shard_id=table.shard_id[keep],
-        pdbid=table.pdbid[keep],
-        poseid=table.poseid[keep],
+        complex_id=table.complex_id[keep],
+        pose_id=table.pose_id[keep],
         is_crystal=table.is_crystal[keep],
         label=table.label[keep],
         pose_features=table.pose_features[keep],
-        complex_id=table.complex_id[keep],
+        complex_code=table.complex_code[keep],
         docking_features=None if table.docking_features is None else table.docking_features[keep],
     )

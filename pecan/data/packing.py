@@ -35,14 +35,16 @@ log = logging.getLogger(__name__)
 
 
 def _shard_samples(handle, shard: Path, params: PackParams):
-    """Yield (pdbid, poseid, is_crystal, group) for every sample of an open shard. A complex without its pose
+    """Yield (complex_id, pose_id, is_crystal, group) for every sample of an open shard. A complex without its pose
     group holds no samples (indexing skipped or reported it already); its crystal pose is still packed."""
-    for pdbid in handle:
-        complex_group = handle[pdbid]
+    for complex_id in handle:
+        complex_group = handle[complex_id]
         if params.pose_group not in complex_group:
-            log.warning("%s: complex %s has no pose group '%s'", shard, pdbid, params.pose_group)
-        for poseid, is_crystal, group in layout.complex_samples(complex_group, params.pose_group, params.crystal_group):
-            yield pdbid, poseid, is_crystal, group
+            log.warning("%s: complex %s has no pose group '%s'", shard, complex_id, params.pose_group)
+        for pose_id, is_crystal, group in layout.complex_samples(
+            complex_group, params.pose_group, params.crystal_group
+        ):
+            yield complex_id, pose_id, is_crystal, group
 
 
 def _scalars(group, where: str) -> list[float]:
@@ -61,14 +63,14 @@ def _read_shard(shard: Path, params: PackParams):
     keys, bad, graphs, scalars = [], [], [], []
     with handle:
         try:
-            for pdbid, poseid, is_crystal, group in _shard_samples(handle, shard, params):
-                where = f"shard {shard}, pose {pdbid}/{poseid}"
+            for complex_id, pose_id, is_crystal, group in _shard_samples(handle, shard, params):
+                where = f"shard {shard}, pose {complex_id}/{pose_id}"
                 try:
                     graph, values = _read_sample(group, params, where)
                 except DataError as err:
-                    bad.append([pdbid, poseid, str(err)])
+                    bad.append([complex_id, pose_id, str(err)])
                     continue
-                keys.append([pdbid, poseid, int(is_crystal)])
+                keys.append([complex_id, pose_id, int(is_crystal)])
                 graphs.append(graph)
                 scalars.append(values)
         except Exception as err:  # noqa: BLE001 - a corrupt shard's walk fails with KeyError/RuntimeError/...

@@ -56,16 +56,16 @@ def counters_to_dict(values: torch.Tensor) -> dict[str, int]:
 DOCKING_FEATURES = schema.N_DOCKING_FEATURES  # score / 10, gap to the complex's best / 5 in [0, 4], missing flag
 
 
-def docking_features(frame: pd.DataFrame) -> np.ndarray:
+def docking_features(index: pd.DataFrame) -> np.ndarray:
     """Per-pose docking-score inputs, float32 [S, 3]: the score in units of 10 kcal/mol, its gap to the best
     (lowest) score among its complex's docked poses in units of 5 kcal/mol (what top-1 depends on), and a flag
     for a missing score (crystal poses, shards without scores), whose other two entries are 0."""
-    if "score" not in frame.columns:
-        return missing_docking_features(len(frame))
-    out = np.zeros((len(frame), DOCKING_FEATURES), dtype=np.float32)
-    score = pd.to_numeric(frame["score"], errors="coerce").astype(float)
+    if "docking_score" not in index.columns:
+        return missing_docking_features(len(index))
+    out = np.zeros((len(index), DOCKING_FEATURES), dtype=np.float32)
+    score = pd.to_numeric(index["docking_score"], errors="coerce").astype(float)
     present = np.isfinite(score.to_numpy())
-    best = score.groupby(frame["pdbid"].to_numpy()).transform("min").to_numpy()
+    best = score.groupby(index["complex_id"].to_numpy()).transform("min").to_numpy()
     out[:, 0] = np.where(present, score.to_numpy() / 10.0, 0.0)
     out[:, 1] = np.where(present, np.clip((score.to_numpy() - best) / 5.0, 0.0, 4.0), 0.0)
     out[:, 2] = (~present).astype(np.float32)
@@ -85,35 +85,35 @@ class SampleTable:
 
     shards: list[str]
     shard_id: np.ndarray  # int32 [S]
-    pdbid: np.ndarray  # object [S]
-    poseid: np.ndarray  # object [S]
+    complex_id: np.ndarray  # object [S], the complex's id
+    pose_id: np.ndarray  # object [S]
     is_crystal: np.ndarray  # bool [S]
     label: np.ndarray  # float32 [S]
     pose_features: np.ndarray  # float32 [S, 5]
-    complex_id: np.ndarray  # int64 [S]
+    complex_code: np.ndarray  # int64 [S], the complex as a number within this table (batch field complex_code)
     docking_features: Optional[np.ndarray] = None  # float32 [S, 3], see docking_features(); None: all missing
 
     @classmethod
-    def from_frame(cls, frame: pd.DataFrame) -> "SampleTable":
+    def from_index(cls, index: pd.DataFrame) -> "SampleTable":
         """Flatten an index DataFrame."""
-        shard_codes, shards = pd.factorize(frame["shard"])
-        complex_codes, _ = pd.factorize(frame["pdbid"])
+        shard_codes, shards = pd.factorize(index["shard"])
+        complex_codes, _ = pd.factorize(index["complex_id"])
         return cls(
             shards=[str(s) for s in shards],
             shard_id=shard_codes.astype(np.int32),
-            pdbid=frame["pdbid"].to_numpy(dtype=object),
-            poseid=frame["poseid"].to_numpy(dtype=object),
-            is_crystal=frame["is_crystal"].to_numpy().astype(bool),
-            label=frame["label"].to_numpy().astype(np.float32),
-            pose_features=frame[list(layout.INTERACTION_ATTRS)].to_numpy().astype(np.float32),
-            complex_id=complex_codes.astype(np.int64),
-            docking_features=docking_features(frame),
+            complex_id=index["complex_id"].to_numpy(dtype=object),
+            pose_id=index["pose_id"].to_numpy(dtype=object),
+            is_crystal=index["is_crystal"].to_numpy().astype(bool),
+            label=index["label"].to_numpy().astype(np.float32),
+            pose_features=index[list(layout.INTERACTION_ATTRS)].to_numpy().astype(np.float32),
+            complex_code=complex_codes.astype(np.int64),
+            docking_features=docking_features(index),
         )
 
     def __len__(self) -> int:
         return len(self.shard_id)
 
-    def graph_values(self, rows: np.ndarray) -> dict[str, np.ndarray]:
+    def sample_field_values(self, rows: np.ndarray) -> dict[str, np.ndarray]:
         """The contract's "sample" fields (pecan.data.schema) of index rows ``rows``."""
         rows = np.asarray(rows, dtype=np.int64)
         docking = missing_docking_features(len(rows)) if self.docking_features is None else self.docking_features[rows]
@@ -121,13 +121,13 @@ class SampleTable:
             "y": self.label[rows],
             "pose_features": self.pose_features[rows],
             "docking_features": docking,
-            "complex_id": self.complex_id[rows],
+            "complex_code": self.complex_code[rows],
             "sample_id": rows,
         }
 
     def where(self, i: int) -> str:
         """Human-readable location of sample i for error messages."""
-        return f"shard {self.shards[self.shard_id[i]]}, pose {self.pdbid[i]}/{self.poseid[i]}"
+        return f"shard {self.shards[self.shard_id[i]]}, pose {self.complex_id[i]}/{self.pose_id[i]}"
 
     def where_many(self, sample_ids) -> str:
         """The locations of several samples (a batch's ``sample_id`` tensor or a list), for error messages."""

@@ -9,7 +9,7 @@ import numpy as np
 import torch
 
 MODES = ("global", "block", "complex", "balanced")
-GROUPED = ("complex", "balanced")  # modes that order by complex (group_ids)
+GROUPED = ("complex", "balanced")  # modes that order by complex (complex_codes)
 
 
 class ShardAwareSampler(torch.utils.data.Sampler[int]):
@@ -18,7 +18,7 @@ class ShardAwareSampler(torch.utils.data.Sampler[int]):
     ``mode="global"`` is a uniform permutation. ``mode="block"`` shuffles the order of shards and the
     samples inside each shard, then gives each rank a contiguous run, so a rank reads few shards at a
     time (for storage that prefers locality). ``mode="complex"`` does the same with complexes instead of
-    shards (``group_ids``), so a batch holds most poses of one or two complexes: the pairs a per-complex
+    shards (``complex_codes``), so a batch holds most poses of one or two complexes: the pairs a per-complex
     ranking loss needs (with random batches few poses of one complex ever share a batch). ``mode="balanced"``
     is complex mode with the same number of draws from every complex (the mean poses per complex, rounded):
     a complex with many poses is subsampled, one with few is drawn again, so each complex weighs the same in
@@ -31,7 +31,7 @@ class ShardAwareSampler(torch.utils.data.Sampler[int]):
         num_samples: int,
         *,
         shard_ids: Optional[np.ndarray] = None,
-        group_ids: Optional[np.ndarray] = None,
+        complex_codes: Optional[np.ndarray] = None,
         rank: int = 0,
         world_size: int = 1,
         shuffle: bool = True,
@@ -41,10 +41,10 @@ class ShardAwareSampler(torch.utils.data.Sampler[int]):
     ) -> None:
         if mode not in MODES:
             raise ValueError(f"shuffle mode must be one of {', '.join(MODES)}, got {mode!r}")
-        if mode in GROUPED and group_ids is None:
-            raise ValueError(f"shuffle mode {mode!r} needs group_ids (the complex of every sample)")
+        if mode in GROUPED and complex_codes is None:
+            raise ValueError(f"shuffle mode {mode!r} needs complex_codes (the complex of every sample)")
         self.num_samples, self.rank, self.world_size = num_samples, rank, world_size
-        blocks = group_ids if mode in GROUPED else shard_ids
+        blocks = complex_codes if mode in GROUPED else shard_ids
         self.block_ids = np.zeros(num_samples, dtype=np.int64) if blocks is None else np.asarray(blocks)
         self.shuffle, self.mode, self.seed, self.pad = shuffle, mode, seed, pad
         self.epoch = 0

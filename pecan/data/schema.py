@@ -12,7 +12,7 @@ hand-over list changes. Its ``source`` says where the values come from:
 - ``"graph"``: an array the graph builder computes per sample: an attribute of the same name on
   ``pecan.data.graph.AtomGraph``, set in ``build_graph``. The pack writer stores it (as ``stored``) and the
   gather slices it by this table. Bump ``packed.PACK_VERSION`` so that older packs are rebuilt.
-- ``"sample"``: a per-graph value of the index, from ``pecan.data.sample.SampleTable.graph_values`` (the one
+- ``"sample"``: a per-graph value of the index, from ``pecan.data.sample.SampleTable.sample_field_values`` (the one
   place both readers take them from).
 - ``"derived"``: computed from the other fields in ``derive`` below.
 """
@@ -84,9 +84,16 @@ FIELDS: tuple[Field, ...] = (
         "graph",
         (N_DOCKING_FEATURES,),
         "sample",
-        "docking score inputs (model.use_docking_score); all-missing without a score column",
+        "docking score inputs (model.use_docking_score); all-missing without a docking_score column",
     ),
-    Field("complex_id", "int64", "graph", (), "sample", "complex of the pose (top-1 success groups by it)"),
+    Field(
+        "complex_code",
+        "int64",
+        "graph",
+        (),
+        "sample",
+        "the pose's complex as a number within its index (top-1 success and the ranking loss group by it)",
+    ),
     Field("sample_id", "int64", "graph", (), "sample", "row of the index"),
 )
 BY_NAME = {f.name: f for f in FIELDS}
@@ -100,7 +107,7 @@ def graph_arrays(per: str) -> tuple[Field, ...]:
     return tuple(f for f in FIELDS if f.source == "graph" and f.per == per and f.name != "edge_index")
 
 
-def graph_values(graph) -> dict[str, np.ndarray]:
+def graph_field_values(graph) -> dict[str, np.ndarray]:
     """The "graph" fields of one built graph (an object with an attribute per field, e.g. AtomGraph)."""
     return {f.name: getattr(graph, f.name) for f in FIELDS if f.source == "graph"}
 

@@ -135,7 +135,7 @@ that a pose is within 2 A heavy-atom RMSD of the crystal pose. `pecan score --re
 --out S.sdf` uses it when no checkpoint is given.
 
 ## Training data
-- {poses["pdbid"].nunique()} public crystal complexes of `benchmarks/corpus` (PoseBusters benchmark set, Astex
+- {poses["complex_id"].nunique()} public crystal complexes of `benchmarks/corpus` (PoseBusters benchmark set, Astex
   diverse set, CASF-2013 core set; provenance per file in `benchmarks/corpus/sources.csv`), each ligand
   redocked into its own receptor with `pecan redock` (AutoDock Vina, from an RDKit conformer, never the
   crystal geometry): {len(poses)} docked poses, {int(poses["label"].sum())} near-native.

@@ -19,6 +19,8 @@ from pecan.redock import prepare
 from pecan.runtime.errors import RedockError
 
 SCORE_PROPERTY = "docking_score"
+OLD_RECORD_KEYS = {"best_score": "best_docking_score"}
+"""Keys of a record written before their rename (old -> today's), read under today's names."""
 
 
 @dataclass(frozen=True)
@@ -89,6 +91,9 @@ def finished(job: DockJob) -> dict | None:
         return None
     if record.get("key") != job.key or record.get("status") != "ok" or not job.poses_path.exists():
         return None
+    for old, new in OLD_RECORD_KEYS.items():
+        if old in record and new not in record:
+            record[new] = record.pop(old)
     return record
 
 
@@ -201,7 +206,7 @@ def _dock(job: DockJob) -> dict:
     write_poses(job.poses_path, poses)
     return {
         "poses": len(poses),
-        "best_score": float(scores.min()),
+        "best_docking_score": float(scores.min()),
         "box_center": list(box.center),
         "box_size": list(box.size),
         "start_rmsd_to_crystal": prepare.start_rmsd(start, crystal),

@@ -17,12 +17,12 @@ from pecan.train.metrics import roc_auc
 def top_k_hits(frame: pd.DataFrame, score: str, k: int, higher_is_better: bool = True) -> pd.Series:
     """Per complex: 1 when any of its ``k`` best-ranked poses by ``score`` is near-native (ties: file order)."""
     ordered = frame.sort_values(score, ascending=not higher_is_better, kind="stable")
-    return ordered.groupby("complex", sort=True)["label"].apply(lambda labels: int(labels.iloc[:k].max()))
+    return ordered.groupby("complex_id", sort=True)["label"].apply(lambda labels: int(labels.iloc[:k].max()))
 
 
 def ceiling_hits(frame: pd.DataFrame) -> pd.Series:
     """Per complex: 1 when any docked pose is near-native."""
-    return frame.groupby("complex", sort=True)["label"].max().astype(int)
+    return frame.groupby("complex_id", sort=True)["label"].max().astype(int)
 
 
 def bootstrap_interval(values: np.ndarray, draws: np.ndarray, level: float = 0.95) -> list[float]:
@@ -36,11 +36,11 @@ def bootstrap_interval(values: np.ndarray, draws: np.ndarray, level: float = 0.9
 
 def complex_table(scores: pd.DataFrame, peers: tuple[str, ...] = ()) -> pd.DataFrame:
     """One row per complex: model and docking-score top-1/top-3 hits and the ceiling. ``scores`` has columns
-    complex, score (higher = more likely near-native), docking_score (lower = better), label, and one column
+    complex_id, pecan_score (higher = more likely near-native), docking_score (lower = better), label, and one column
     per name in ``peers``: another ranker's score of the same poses (higher = better), e.g. GNINA's CNN."""
     columns = {
-        "model_top1": top_k_hits(scores, "score", 1),
-        "model_top3": top_k_hits(scores, "score", 3),
+        "model_top1": top_k_hits(scores, "pecan_score", 1),
+        "model_top3": top_k_hits(scores, "pecan_score", 3),
         "docking_top1": top_k_hits(scores, "docking_score", 1, higher_is_better=False),
         "docking_top3": top_k_hits(scores, "docking_score", 3, higher_is_better=False),
     }
@@ -48,7 +48,7 @@ def complex_table(scores: pd.DataFrame, peers: tuple[str, ...] = ()) -> pd.DataF
         columns[f"{peer}_top1"] = top_k_hits(scores, peer, 1)
         columns[f"{peer}_top3"] = top_k_hits(scores, peer, 3)
     table = pd.DataFrame({**columns, "ceiling": ceiling_hits(scores)})
-    table.index.name = "complex"
+    table.index.name = "complex_id"
     return table
 
 
@@ -78,7 +78,7 @@ def summarize(scores: pd.DataFrame, n_boot: int = 2000, seed: int = 0, peers: tu
     out["top1_difference"] = _difference(table, "model_top1", "docking_top1", draws)
     out["top3_difference"] = _difference(table, "model_top3", "docking_top3", draws)
     labels = scores["label"].to_numpy().astype(int)
-    out["model_auc"] = roc_auc(scores["score"].to_numpy(), labels)
+    out["model_auc"] = roc_auc(scores["pecan_score"].to_numpy(), labels)
     out["docking_auc"] = roc_auc(-scores["docking_score"].to_numpy(dtype=float), labels)
     for peer in peers:
         out[f"{peer}_auc"] = roc_auc(scores[peer].to_numpy(dtype=float), labels)

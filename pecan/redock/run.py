@@ -26,7 +26,7 @@ TABLE_COLUMNS = (
     "status",
     "seed",
     "poses",
-    "best_score",
+    "best_docking_score",
     "start_rmsd_to_crystal",
     "seconds",
     "reused",

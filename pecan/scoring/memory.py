@@ -2,7 +2,7 @@
 turned into graphs by the data path's own functions, no shard, index or pack written.
 
 The converter (``pecan.convert.complexes.convert_complex``) gives each pose its 22-column atoms, radii and
-attributes, as it would write them to a shard; ``index_frame`` makes the index rows `pecan convert` +
+attributes, as it would write them to a shard; ``converted_index`` makes the index rows `pecan convert` +
 `pecan predict` would derive from that shard (``pecan.data.index_rows.normalise``), and ``MemoryPoseDataset``
 is the HDF5 reader (``pecan.data.h5dataset.H5PoseDataset``: ``build_graph``, the geometry checks, the sample
 fields, ``data.on_bad_sample``) with its shard read replaced by the kept arrays. Scores therefore equal those
@@ -43,7 +43,7 @@ class StageClock:
             self.seconds[stage] += time.perf_counter() - start
 
 
-def index_frame(converted: list, data, source: str = "pecan score") -> tuple[pd.DataFrame, list]:
+def converted_index(converted: list, data, source: str = "pecan score") -> tuple[pd.DataFrame, list]:
     """The index rows of the converted complexes' poses (crystal poses are never scored) and the samples in
     the same order; rows as ``pecan.data.index_derived`` derives them from a converted shard, with labels
     under the data section's rules."""
@@ -53,36 +53,36 @@ def index_frame(converted: list, data, source: str = "pecan score") -> tuple[pd.
             attrs = sample.attrs
             row = {
                 "shard": f"{source} (in memory)",
-                "pdbid": item.complex_id,
-                "poseid": sample.pose_id,
+                "complex_id": item.complex_id,
+                "pose_id": sample.pose_id,
                 "label": layout.scalar(attrs, "label"),
                 "rmsd": layout.scalar(attrs, "rmsd"),
                 "affinity": item.affinity,
-                "score": layout.scalar(attrs, "score"),
+                "docking_score": layout.scalar(attrs, "score"),
                 "is_crystal": 0,
             }
             row.update({name: layout.scalar(attrs, name) for name in layout.INTERACTION_ATTRS})
             rows.append(row)
             samples.append(sample)
-    frame = pd.DataFrame(rows, columns=list(layout.INDEX_COLUMNS))
-    frame = normalise(
-        frame,
+    index = pd.DataFrame(rows, columns=list(layout.INDEX_COLUMNS))
+    index = normalise(
+        index,
         data.rmsd_threshold,
         source,
         labels_optional=True,
         label_source=data.label_source,
         label_conflict=data.label_conflict,
     )
-    return frame.reset_index(drop=True), samples
+    return index.reset_index(drop=True), samples
 
 
 class MemoryPoseDataset(H5PoseDataset):
-    """The HDF5 reader over poses held in memory: sample ``i`` is ``samples[i]`` (row ``i`` of ``frame``), its
+    """The HDF5 reader over poses held in memory: sample ``i`` is ``samples[i]`` (row ``i`` of ``index``), its
     atoms cast to float32 as the shard writer stores them. ``clock`` (optional) times the graph building."""
 
-    def __init__(self, frame: pd.DataFrame, samples: list, data, clock: Optional[StageClock] = None) -> None:
+    def __init__(self, index: pd.DataFrame, samples: list, data, clock: Optional[StageClock] = None) -> None:
         super().__init__(
-            frame,
+            index,
             pocket_radius=data.pocket_radius,
             edge_cutoff=data.edge_cutoff,
             rmsd_threshold=data.rmsd_threshold,

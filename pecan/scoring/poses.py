@@ -21,8 +21,8 @@ import pandas as pd
 from pecan import config as config_module
 from pecan.runtime.errors import ConfigError, DataError, expected_error_code
 from pecan.runtime.manifest import check_unique_ids, read_manifest_frame
+from pecan.scoring.figures import split_metrics
 from pecan.scoring.memory import StageClock
-from pecan.scoring.report import split_metrics
 from pecan.scoring.sdf import write_scored_sdf
 from pecan.scoring.settings import score_property_default
 
@@ -170,8 +170,8 @@ def convert_rows(rows: pd.DataFrame, records: list, options, base: Path) -> list
     for entry, parsed in zip(manifest_entries(rows, base), records):
         item = convert_complex(entry, options, records=parsed)
         for failure in item.failures:
-            pose = failure["pose"]
-            log.warning("not scored: complex %s pose %s: %s", failure["complex"], pose or "(all)", failure["reason"])
+            pose = failure["pose_id"]
+            log.warning("not scored: complex %s pose %s: %s", failure["complex_id"], pose or "(all)", failure["reason"])
             skipped += bool(pose)
         if item.poses:
             converted.append(item)
@@ -192,10 +192,10 @@ def score_converted(converted: list, config, model, device, clock: StageClock) -
     from pecan.data.loader import make_loader, make_sampler
     from pecan.runtime.progress import resolve_mode
     from pecan.scoring.evaluate import score_share
-    from pecan.scoring.memory import MemoryPoseDataset, index_frame
-    from pecan.scoring.shards import check_unique_poses, score_table
+    from pecan.scoring.memory import MemoryPoseDataset, converted_index
+    from pecan.scoring.shards import check_unique_poses, scored_poses
 
-    frame, samples = index_frame(converted, config.data)
+    frame, samples = converted_index(converted, config.data)
     check_unique_poses(frame)
     dataset = MemoryPoseDataset(frame, samples, config.data, clock)
     sampler = make_sampler(dataset, config.data, train=False, rank=0, world_size=1, seed=config.train.seed)
@@ -203,7 +203,7 @@ def score_converted(converted: list, config, model, device, clock: StageClock) -
     with clock.timed("graph+model"):
         logits, ids = score_share(model, loader, device, config.train.amp, resolve_mode(config.train.progress))
     clock.seconds["model"] = clock.seconds.pop("graph+model") - clock.seconds.get("graph", 0.0)
-    return score_table(dataset, frame, logits.cpu().numpy(), ids.cpu().numpy())
+    return scored_poses(dataset, frame, logits.cpu().numpy(), ids.cpu().numpy())
 
 
 def score_poses(args: ScoreRequest, clock: Optional[StageClock] = None) -> int:
@@ -239,7 +239,7 @@ def score_poses(args: ScoreRequest, clock: Optional[StageClock] = None) -> int:
             converted = convert_rows(rows, records, options, Path(args.manifest or ".").resolve().parent)
         warn_if_synthetic(state, Path(args.checkpoint), [])
         scores = score_converted(converted, config, model, device, clock)
-        scores["split"] = assign_splits(scores["complex"], state.get("complexes"), set(scores["complex"]))
+        scores["split"] = assign_splits(scores["complex_id"], state.get("complexes"), set(scores["complex_id"]))
         values = {**split_metrics(scores), "checkpoint": str(args.checkpoint), "scores": str(paths["the scores CSV"])}
         with clock.timed("write"):
             write_outputs(scores, values, paths["the scores CSV"], state)

@@ -17,18 +17,6 @@ import pandas as pd
 from pecan.runtime.errors import DataError
 from pecan.runtime.fileio import atomic_path
 
-TEXT_COLUMNS = ("complex", "pose", "split")
-
-
-def read_scores(path: Path) -> pd.DataFrame:
-    """A scores CSV with its ids as the text written (never numbers, never missing); empty numeric cells
-    are NaN."""
-    frame = pd.read_csv(path, dtype={c: str for c in TEXT_COLUMNS}, keep_default_na=False)
-    for column in frame.columns:
-        if column not in TEXT_COLUMNS:
-            frame[column] = pd.to_numeric(frame[column].replace("", math.nan), errors="coerce")
-    return frame
-
 
 def _scored_records(row, scores: pd.DataFrame, mols: Optional[list] = None) -> list:
     """(rank, mol) of one manifest row's scored poses, with their SD properties set; a scored pose whose
@@ -41,19 +29,19 @@ def _scored_records(row, scores: pd.DataFrame, mols: Optional[list] = None) -> l
         mols = chem.read_ligands(Path(row.poses))
     record_of = {pose_id: k for k, pose_id in enumerate(pose_ids(row.complex_id, mols))}
     records = []
-    for scored in scores[scores["complex"] == row.complex_id].itertuples():
-        k = record_of.get(scored.pose)
+    for scored in scores[scores["complex_id"] == row.complex_id].itertuples():
+        k = record_of.get(scored.pose_id)
         if k is None or mols[k] is None:
-            raise DataError(f"complex {row.complex_id}: scored pose {scored.pose!r} is not a record of {row.poses}")
+            raise DataError(f"complex {row.complex_id}: scored pose {scored.pose_id!r} is not a record of {row.poses}")
         mol = mols[k]
         mol.SetProp("pecan_complex", str(row.complex_id))
-        mol.SetProp("pecan_pose", str(scored.pose))
-        mol.SetDoubleProp("pecan_score", float(scored.score))
-        mol.SetIntProp("pecan_rank", int(scored.rank))
+        mol.SetProp("pecan_pose", str(scored.pose_id))
+        mol.SetDoubleProp("pecan_score", float(scored.pecan_score))
+        mol.SetIntProp("pecan_rank", int(scored.pecan_rank))
         if not math.isnan(float(scored.rmsd)):
             mol.SetDoubleProp("rmsd", float(scored.rmsd))
             mol.SetIntProp("label", int(scored.label))
-        records.append((int(scored.rank), mol))
+        records.append((int(scored.pecan_rank), mol))
     return sorted(records, key=lambda item: item[0])
 
 

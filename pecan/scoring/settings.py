@@ -112,9 +112,9 @@ def check_settings(trained: dict[str, Any], given: dict[str, Any], allowed: Iter
     return differing
 
 
-def split_record(train_frame: pd.DataFrame, val_frame: pd.DataFrame) -> dict[str, list[str]]:
+def split_record(train_index: pd.DataFrame, val_index: pd.DataFrame) -> dict[str, list[str]]:
     """The complexes a run trained and validated on (stored in its checkpoints)."""
-    return {"train": sorted(set(train_frame["pdbid"])), "val": sorted(set(val_frame["pdbid"]))}
+    return {"train": sorted(set(train_index["complex_id"])), "val": sorted(set(val_index["complex_id"]))}
 
 
 def assign_splits(complexes: pd.Series, record: dict | None, from_test: Iterable[str]) -> np.ndarray:
@@ -156,19 +156,19 @@ def is_synthetic(shards: Iterable[str]) -> bool:
     return bool(shards) and all((Path(s).parent / SYNTHETIC_MARKER).exists() for s in shards)
 
 
-def index_digest(frame: pd.DataFrame) -> str:
+def index_digest(index: pd.DataFrame) -> str:
     """A hash of the poses a run trained on: complex, pose and label of every row, in sorted order."""
     import hashlib
 
-    rows = sorted(f"{c}\t{p}\t{lab}" for c, p, lab in zip(frame["pdbid"], frame["poseid"], frame["label"]))
+    rows = sorted(f"{c}\t{p}\t{lab}" for c, p, lab in zip(index["complex_id"], index["pose_id"], index["label"]))
     return hashlib.sha256("\n".join(rows).encode()).hexdigest()[:16]
 
 
-def training_data_record(config, train_frame: pd.DataFrame) -> dict[str, Any]:
+def training_data_record(config, train_index: pd.DataFrame) -> dict[str, Any]:
     """What a checkpoint says about its training data: ``kind`` (synthetic demo data or real), the index
     digest and counts, and the docking score it learnt from (``docking_score``: the SD property the converter
     read, lower is better, and whether the model takes it as input)."""
-    shards = list(train_frame["shard"]) if "shard" in train_frame else []
+    shards = list(train_index["shard"]) if "shard" in train_index else []
     attrs = shard_attrs(shards)
     synthetic = bool(config.synthetic.enabled) or is_synthetic(attrs.keys())
     properties = sorted(
@@ -176,9 +176,9 @@ def training_data_record(config, train_frame: pd.DataFrame) -> dict[str, Any]:
     )
     return {
         "kind": "synthetic" if synthetic else "real",
-        "index_digest": index_digest(train_frame),
-        "poses": int(len(train_frame)),
-        "complexes": int(train_frame["pdbid"].nunique()),
+        "index_digest": index_digest(train_index),
+        "poses": int(len(train_index)),
+        "complexes": int(train_index["complex_id"].nunique()),
         "docking_score": {
             "property": properties[0] if len(properties) == 1 else "",
             "properties": properties,

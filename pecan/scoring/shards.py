@@ -21,24 +21,23 @@ import torch
 
 from pecan.config import Config, ConfigError
 from pecan.data.index import IndexSettings, build_index
-from pecan.data.loader import load_split_frames, make_dataset, make_loader, make_sampler, prepare_job_data
+from pecan.data.loader import load_split_indexes, make_dataset, make_loader, make_sampler, prepare_job_data
 from pecan.runtime.errors import DataError, expected_error_code
 from pecan.runtime.fileio import json_text, write_csv, write_text
 from pecan.runtime.progress import resolve_mode
 from pecan.scoring.checkpoint import build_scoring_model, read_checkpoint, scoring_config
 from pecan.scoring.evaluate import score_share
-from pecan.scoring.report import split_metrics, summary_lines
+from pecan.scoring.figures import split_metrics, summary_lines
+from pecan.scoring.scores_csv import SCORE_COLUMNS
 from pecan.scoring.settings import assign_splits, warn_if_synthetic
 from pecan.train.distributed import DistEnv, barrier, gather_varlen
 
 log = logging.getLogger(__name__)
 
-SCORE_COLUMNS = ("complex", "pose", "split", "score", "rank", "docking_score", "rmsd", "label")
 
-
-def _scoring_frames(config: Config, progress: bool) -> tuple[pd.DataFrame, pd.DataFrame]:
-    frame = scoring_frame(config, progress)
-    return frame, frame.iloc[:0]
+def _scoring_indexes(config: Config, progress: bool) -> tuple[pd.DataFrame, pd.DataFrame]:
+    index = scoring_index(config, progress)
+    return index, index.iloc[:0]
 
 
 def scores_test_inputs(config: Config) -> bool:
@@ -46,13 +45,13 @@ def scores_test_inputs(config: Config) -> bool:
     return bool(config.data.test_csvs or config.data.test_fns)
 
 
-def scoring_frame(config: Config, progress: bool) -> pd.DataFrame:
+def scoring_index(config: Config, progress: bool) -> pd.DataFrame:
     """Docked poses of data.test_csvs/test_fns when set, else of the training and validation sources."""
     data = config.data
     if scores_test_inputs(config):
         # Crystal poses are not scored, and new poses need no label.
         settings = IndexSettings.from_data(data, use_crystal=False, labels_optional=True)
-        frame = build_index(
+        index = build_index(
             data.test_csvs,
             data.test_fns,
             data.data_dir,
@@ -62,46 +61,46 @@ def scoring_frame(config: Config, progress: bool) -> pd.DataFrame:
             index_dir=data.index_dir,
         )
     else:
-        frame = pd.concat(load_split_frames(data, progress), ignore_index=True)
-    frame = frame[frame["is_crystal"] == 0].reset_index(drop=True)
-    check_unique_poses(frame)
-    return frame
+        index = pd.concat(load_split_indexes(data, progress), ignore_index=True)
+    index = index[index["is_crystal"] == 0].reset_index(drop=True)
+    check_unique_poses(index)
+    return index
 
 
-def check_unique_poses(frame: pd.DataFrame) -> None:
+def check_unique_poses(index: pd.DataFrame) -> None:
     """A (complex, pose) pair in two inputs would get two scores under one name: DataError naming both."""
-    duplicated = frame[frame.duplicated(["pdbid", "poseid"], keep=False)]
+    duplicated = index[index.duplicated(["complex_id", "pose_id"], keep=False)]
     if duplicated.empty:
         return
     first = duplicated.iloc[0]
-    copies = duplicated[(duplicated["pdbid"] == first["pdbid"]) & (duplicated["poseid"] == first["poseid"])]
+    copies = duplicated[(duplicated["complex_id"] == first["complex_id"]) & (duplicated["pose_id"] == first["pose_id"])]
     shards = [str(s) for s in copies["shard"]] if "shard" in copies else ["?", "?"]
-    pairs = len(duplicated.drop_duplicates(["pdbid", "poseid"]))
+    pairs = len(duplicated.drop_duplicates(["complex_id", "pose_id"]))
     raise DataError(
-        f"complex {first['pdbid']} pose {first['poseid']} is in more than one input: {shards[0]} and "
+        f"complex {first['complex_id']} pose {first['pose_id']} is in more than one input: {shards[0]} and "
         f"{shards[1]} ({pairs} duplicated (complex, pose) pair(s)); score the inputs separately or "
         f"drop the copies"
     )
 
 
-def score_table(dataset, frame: pd.DataFrame, logits: np.ndarray, ids: np.ndarray) -> pd.DataFrame:
-    """scores.csv rows: probability, rank within complex (1 = best), docking score, rmsd and label."""
+def scored_poses(dataset, poses: pd.DataFrame, logits: np.ndarray, ids: np.ndarray) -> pd.DataFrame:
+    """scores.csv rows of the scored ``poses`` (their index): PECAN's score (the probability of near-native)
+    and rank within the complex (1 = best), the docking score, rmsd and label; the logit beside them."""
     table = dataset.table
     scores = pd.DataFrame(
         {
-            "complex": table.pdbid[ids],
-            "pose": table.poseid[ids],
-            "score": 1.0 / (1.0 + np.exp(-logits.astype(np.float64))),
+            "complex_id": table.complex_id[ids],
+            "pose_id": table.pose_id[ids],
+            "pecan_score": 1.0 / (1.0 + np.exp(-logits.astype(np.float64))),
             "logit": logits,
         }
     )
-    known = frame[["pdbid", "poseid", "score", "rmsd", "label"]].rename(
-        columns={"pdbid": "complex", "poseid": "pose", "score": "docking_score"}
-    )
-    scores = scores.merge(known, on=["complex", "pose"], how="left", validate="one_to_one")
+    known = poses[["complex_id", "pose_id", "docking_score", "rmsd", "label"]]
+    scores = scores.merge(known, on=["complex_id", "pose_id"], how="left", validate="one_to_one")
     scores["split"] = ""
-    scores["rank"] = scores.groupby("complex")["score"].rank(ascending=False, method="first").astype(int)
-    scores = scores.sort_values(["complex", "rank"]).reset_index(drop=True)
+    ranks = scores.groupby("complex_id")["pecan_score"].rank(ascending=False, method="first")
+    scores["pecan_rank"] = ranks.astype(int)
+    scores = scores.sort_values(["complex_id", "pecan_rank"]).reset_index(drop=True)
     return scores[[*SCORE_COLUMNS, "logit"]]
 
 
@@ -126,14 +125,14 @@ def run_predict(
         rank=env.rank,
         local_rank=env.local_rank,
         progress=progress,
-        build_frames=lambda: _scoring_frames(config, progress),
+        build_indexes=lambda: _scoring_indexes(config, progress),
     )
-    frame = job.train_frame
-    if frame.empty:
+    poses = job.train_index  # the job protocol's first index: here, every pose to score
+    if poses.empty:
         raise ConfigError("no docked poses to score in the configured data")
     if env.is_main:
-        warn_if_synthetic(state, path, frame["shard"].unique())
-    dataset = make_dataset(config.data, frame, job.packs, augment=False)
+        warn_if_synthetic(state, path, poses["shard"].unique())
+    dataset = make_dataset(config.data, poses, job.packs, augment=False)
     sampler = make_sampler(
         dataset, config.data, train=False, rank=env.rank, world_size=env.world_size, seed=config.train.seed
     )
@@ -146,9 +145,9 @@ def run_predict(
     logits, ids = gather_varlen(logits, env).cpu().numpy(), gather_varlen(ids, env).cpu().numpy()
     values: dict[str, Any] = {}
     if env.is_main:
-        scores = score_table(dataset, frame, logits, ids)
-        from_test = set(scores["complex"]) if scores_test_inputs(config) else set()
-        scores["split"] = assign_splits(scores["complex"], state.get("complexes"), from_test)
+        scores = scored_poses(dataset, poses, logits, ids)
+        from_test = set(scores["complex_id"]) if scores_test_inputs(config) else set()
+        scores["split"] = assign_splits(scores["complex_id"], state.get("complexes"), from_test)
         values = {**split_metrics(scores), "checkpoint": str(checkpoint), "scores": str(out)}
         write_outputs(scores, values, Path(out), state)
     barrier()

@@ -31,7 +31,7 @@ from pecan.synthetic.chemistry import (
     MOLCODE_COLUMN,
     SyntheticComplex,
 )
-from pecan.synthetic.complexes import generate_complex, pdbid_for
+from pecan.synthetic.complexes import complex_id_for, generate_complex
 from pecan.synthetic.writer import generate_dataset
 
 __all__ = [
@@ -45,5 +45,5 @@ __all__ = [
     "ensure_dataset",
     "generate_complex",
     "generate_dataset",
-    "pdbid_for",
+    "complex_id_for",
 ]

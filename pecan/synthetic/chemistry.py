@@ -13,7 +13,7 @@ CRYSTAL_GROUP = layout.DEFAULT_CRYSTAL_GROUP
 CRYSTAL_POSE_ID = CRYSTAL_GROUP.rpartition("/")[2]  # crystal rows use the group's own name
 INTERACTION_NAMES = layout.INTERACTION_ATTRS
 INTERACTION_CUTOFFS = np.array([3.5, 4.5, 3.5, 4.0, 5.5])  # A, same order
-INDEX_COLUMNS = layout.INDEX_COLUMNS
+INDEX_COLUMNS = layout.INDEX_CSV_COLUMNS  # the header of the index CSV it writes
 N_COLUMNS = layout.N_COLUMNS
 MOLCODE_COLUMN = layout.MOLCODE_COLUMN
 
@@ -173,7 +173,7 @@ class _Ligand:
 class SyntheticComplex:
     """One generated complex: crystal and docked poses with their attributes."""
 
-    pdbid: str
+    complex_id: str
     affinity: float
     crystal: np.ndarray  # (n_atoms, 22) float32
     crystal_attrs: dict
@@ -183,7 +183,7 @@ class SyntheticComplex:
 
     def pose_id(self, k):
         """Name of docked pose k."""
-        return f"{self.pdbid}_pose{k:03d}"
+        return f"{self.complex_id}_pose{k:03d}"
 
 
 # ---------------------------------------------------------------- geometry helpers

@@ -128,7 +128,7 @@ def _scores(rng, best, rmsd):
 # ---------------------------------------------------------------- complexes
 
 
-def pdbid_for(index, seed=0):
+def complex_id_for(index, seed=0):
     """Deterministic PDB-like code (digit 1-9 + 3 base-36 characters) for global complex `index`."""
     if not 0 <= index < PDBID_SPACE:
         raise ValueError(f"complex index {index} outside 0..{PDBID_SPACE - 1}")
@@ -166,7 +166,7 @@ def generate_complex(
     # docking programs list poses best score first
     order = 1 + np.argsort(score[1:], kind="stable")
     return SyntheticComplex(
-        pdbid=pdbid_for(index, seed),
+        complex_id=complex_id_for(index, seed),
         affinity=affinity,
         crystal=arrays[0],
         crystal_attrs=attrs[0],

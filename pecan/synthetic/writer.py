@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import csv
 import pathlib
 
 import numpy as np
 
 from pecan.data import layout
-from pecan.runtime.fileio import atomic_path
 from pecan.runtime.progress import Progress
-from pecan.synthetic.chemistry import CRYSTAL_GROUP, CRYSTAL_POSE_ID, DOCKING_GROUP, INDEX_COLUMNS, PDBID_SPACE
+from pecan.synthetic.chemistry import CRYSTAL_GROUP, CRYSTAL_POSE_ID, DOCKING_GROUP, PDBID_SPACE
 from pecan.synthetic.complexes import generate_complex
 
 SHARD_NAME = "shard_{:03d}.hdf5"
@@ -23,33 +21,25 @@ def _shard_complex(record, with_crystal):
     """A generated complex in the shard writer's terms (pecan.data.layout.write_shard)."""
     poses = [layout.ShardSample(record.pose_id(k), record.poses[k], attrs) for k, attrs in enumerate(record.pose_attrs)]
     crystal = layout.ShardSample(CRYSTAL_POSE_ID, record.crystal, record.crystal_attrs) if with_crystal else None
-    return layout.ShardComplex(record.pdbid, poses, crystal, record.affinity)
+    return layout.ShardComplex(record.complex_id, poses, crystal, record.affinity)
 
 
 def _index_rows(shard_name, record, with_crystal):
+    """The index rows of one generated complex (pecan.data.layout.INDEX_COLUMNS): what its shard holds."""
     poses = [(record.pose_id(k), attrs, 0) for k, attrs in enumerate(record.pose_attrs)]
     if with_crystal:
         poses.insert(0, (CRYSTAL_POSE_ID, record.crystal_attrs, 1))
     for pose_id, attrs, is_crystal in poses:
-        values = {
+        shard_attrs = dict(attrs)
+        yield {
             "shard": shard_name,
-            "pdbid": record.pdbid,
-            "poseid": pose_id,
+            "complex_id": record.complex_id,
+            "pose_id": pose_id,
             "affinity": record.affinity,
             "is_crystal": is_crystal,
-            **attrs,
+            "docking_score": shard_attrs.pop("score"),  # the shard attribute ``score``
+            **shard_attrs,
         }
-        yield [
-            repr(values[column]) if isinstance(values[column], float) else values[column] for column in INDEX_COLUMNS
-        ]
-
-
-def _write_index(path, rows):
-    with atomic_path(path) as temporary:
-        with open(temporary, "w", newline="") as handle:
-            writer = csv.writer(handle)
-            writer.writerow(INDEX_COLUMNS)
-            writer.writerows(rows)
 
 
 def _check_range(name, bounds, minimum):
@@ -108,5 +98,5 @@ def generate_dataset(
                 crystal_group=CRYSTAL_GROUP,
             )
             shards.append(path)
-    _write_index(out_dir / index_name, rows)
+    layout.write_index_csv(rows, out_dir / index_name)
     return shards

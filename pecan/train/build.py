@@ -33,8 +33,8 @@ class TrainData:
     """One rank's data: the two split indexes, their datasets, samplers and loaders, what staging did, the
     loss's positive-class weight and the bad samples dropped before training (indexes and datasets)."""
 
-    train_frame: pd.DataFrame
-    val_frame: pd.DataFrame
+    train_index: pd.DataFrame
+    val_index: pd.DataFrame
     train_set: PoseDataset
     val_set: PoseDataset
     train_sampler: ShardAwareSampler
@@ -71,27 +71,27 @@ def build_data(config, env: DistEnv, workers: int, device: torch.device, progres
         job = prepare_job_data(
             data, rank=env.rank, local_rank=env.local_rank, processes=max(workers, 1), progress=progress
         )
-    if len(job.val_frame) == 0:
+    if len(job.val_index) == 0:
         raise config_module.ConfigError(
             "the validation split is empty: set data.val_fraction > 0 or data.val_csvs / data.val_fns"
         )
     try:
-        pos_weight = resolve_pos_weight(config.train.pos_weight, job.train_frame["label"].to_numpy())
+        pos_weight = resolve_pos_weight(config.train.pos_weight, job.train_index["label"].to_numpy())
     except ValueError as err:
         raise config_module.ConfigError(str(err)) from err
-    train_set = make_dataset(data, job.train_frame, job.packs)
+    train_set = make_dataset(data, job.train_index, job.packs)
     if registry.augments_inputs(config.model) and train_set.use_decode_cache:
         # The model transforms its inputs randomly in training: decoded samples must not be reused.
         train_set.use_decode_cache = False
         log.info("decode cache off: model %s augments its inputs", config.model.name)
-    val_set = make_dataset(data, job.val_frame, job.packs, augment=False)
+    val_set = make_dataset(data, job.val_index, job.packs, augment=False)
     train_sampler, val_sampler, train_loader, val_loader = build_loaders(
         config, env, train_set, val_set, workers, device
     )
-    skipped = sum(int(frame.attrs.get("skipped", 0)) for frame in (job.train_frame, job.val_frame))
+    skipped = sum(int(index.attrs.get("skipped", 0)) for index in (job.train_index, job.val_index))
     built = TrainData(
-        train_frame=job.train_frame,
-        val_frame=job.val_frame,
+        train_index=job.train_index,
+        val_index=job.val_index,
         train_set=train_set,
         val_set=val_set,
         train_sampler=train_sampler,
@@ -132,8 +132,8 @@ def log_data(config, data: TrainData, workers: int) -> None:
         "data: %d training and %d validation samples (%d / %d complexes), io_mode %s, %d workers/rank",
         len(data.train_set),
         len(data.val_set),
-        data.train_frame["pdbid"].nunique(),
-        data.val_frame["pdbid"].nunique(),
+        data.train_index["complex_id"].nunique(),
+        data.val_index["complex_id"].nunique(),
         config.data.io_mode,
         workers,
     )

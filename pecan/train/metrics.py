@@ -35,13 +35,17 @@ def top1_success(logits: np.ndarray, labels: np.ndarray, complex_ids: np.ndarray
 
 def first_native_rank(scores: np.ndarray, labels: np.ndarray, complex_ids: np.ndarray) -> pd.Series:
     """Per complex with a near-native pose: the rank (1 = best score) of its best-ranked near-native pose.
-    Ties are broken by order of appearance, as scores.csv's rank column does."""
+    Ties are broken by order of appearance, as scores.csv's pecan_rank column does."""
     frame = pd.DataFrame(
-        {"score": np.asarray(scores, dtype=np.float64), "label": np.asarray(labels), "complex": np.asarray(complex_ids)}
+        {
+            "score": np.asarray(scores, dtype=np.float64),
+            "label": np.asarray(labels),
+            "complex_id": np.asarray(complex_ids),
+        }
     )
-    frame["rank"] = frame.groupby("complex")["score"].rank(ascending=False, method="first")
+    frame["rank"] = frame.groupby("complex_id")["score"].rank(ascending=False, method="first")
     natives = frame[frame["label"] > 0]
-    return natives.groupby("complex")["rank"].min().astype(int)
+    return natives.groupby("complex_id")["rank"].min().astype(int)
 
 
 def topk_success(scores: np.ndarray, labels: np.ndarray, complex_ids: np.ndarray, k: int) -> float:

@@ -33,4 +33,4 @@ def with_ranking_loss(bce: Tensor, logits: Tensor, batch, weight: float) -> Tens
     """BCE plus ``weight`` times the ranking loss (``bce`` itself when weight is 0)."""
     if weight <= 0:
         return bce
-    return bce + weight * pairwise_ranking_loss(logits, batch.y, batch.complex_id)
+    return bce + weight * pairwise_ranking_loss(logits, batch.y, batch.complex_code)

@@ -36,14 +36,14 @@ def maybe_resume(trainer) -> Optional[str]:
     main = trainer.env.is_main
     if main:
         ckpt.warn_changed_settings(state, trainer.config, path)
-        warn_changed_data(state, trainer.train_frame, path)
+        warn_changed_data(state, trainer.train_index, path)
         at = f", step {trainer.position.done} of epoch {trainer.position.epoch + 1}" if trainer.position else ""
         log.info("resumed from %s after epoch %d%s", path, trainer.start_epoch, at)
         trainer.files.restore_missing(trainer.records, trainer.start_epoch)
     return str(path)
 
 
-def warn_changed_data(state: dict, train_frame, path) -> None:
+def warn_changed_data(state: dict, train_index, path) -> None:
     """One warning when the training index (complex, pose, label of every row) is not the one the checkpoint
     trained on: labels flipped or rmsd values changed in place, poses added or removed since."""
     from pecan.scoring.settings import index_digest
@@ -51,7 +51,7 @@ def warn_changed_data(state: dict, train_frame, path) -> None:
     recorded = (state.get("training_data") or {}).get("index_digest")
     if not recorded:
         return  # a checkpoint written before the record existed
-    now = index_digest(train_frame)
+    now = index_digest(train_index)
     if now != recorded:
         before = (state.get("training_data") or {}).get("poses", "?")
         log.warning(
@@ -61,7 +61,7 @@ def warn_changed_data(state: dict, train_frame, path) -> None:
             recorded,
             before,
             now,
-            len(train_frame),
+            len(train_index),
         )
 
 

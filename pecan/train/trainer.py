@@ -78,7 +78,7 @@ class Trainer:
             lifecycle if lifecycle is not None else Lifecycle(config.train, env.is_main, env.is_distributed)
         )
         # The data (build.TrainData).
-        self.train_frame, self.val_frame = data.train_frame, data.val_frame
+        self.train_index, self.val_index = data.train_index, data.val_index
         self.train_set, self.val_set = data.train_set, data.val_set
         self.train_sampler, self.val_sampler = data.train_sampler, data.val_sampler
         self.train_loader, self.val_loader = data.train_loader, data.val_loader
@@ -193,7 +193,7 @@ class Trainer:
             # What scoring needs to build samples as trained and to tell seen from held-out complexes.
             "sample_settings": sample_settings(self.config),
             "best": self.selector.state(),
-            "complexes": split_record(self.train_frame, self.val_frame),
+            "complexes": split_record(self.train_index, self.val_index),
             "training_data": self.training_data(),
             "metrics": {k: float(v) for k, v in self.last_metrics.items()},
             # The epoch records travel with the checkpoint that claims their epochs (JSON: weights_only-safe).
@@ -203,7 +203,7 @@ class Trainer:
     def training_data(self) -> dict[str, Any]:
         """What this run trains on (synthetic or real, index digest, docking-score property), computed once."""
         if self._training_data is None:
-            self._training_data = training_data_record(self.config, self.train_frame)
+            self._training_data = training_data_record(self.config, self.train_index)
         return self._training_data
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -394,7 +394,7 @@ class Trainer:
         logits = gather_varlen(logits, self.env, what="val_logits").cpu().numpy()
         ids = gather_varlen(ids, self.env, what="val_ids").cpu().numpy()
         table = self.val_set.table
-        return classification_report(logits, table.label[ids], table.complex_id[ids], ~table.is_crystal[ids])
+        return classification_report(logits, table.label[ids], table.complex_code[ids], ~table.is_crystal[ids])
 
     # ------------------------------------------------------------------ outputs
 

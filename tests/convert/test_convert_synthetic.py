@@ -66,7 +66,7 @@ def test_layout_matches_shard_format(tmp_path):
         xtal = group[layout.DEFAULT_CRYSTAL_GROUP]
         assert float(xtal.attrs["rmsd"]) == 0 and int(xtal.attrs["label"]) == 1
     index = pd.read_csv(tmp_path / "out" / "t_all.csv")
-    assert list(index.columns) == list(layout.INDEX_COLUMNS)
+    assert list(index.columns) == list(layout.INDEX_CSV_COLUMNS)
     assert sorted(index["poseid"]) == ["cplx_pose1", "cplx_pose2", "pdbbind"]
 
 
@@ -145,13 +145,32 @@ def test_failures_listed_not_raised(tmp_path):
     ]
     summary = convert(st.manifest(tmp_path / "m.csv", rows), tmp_path / "out", Options(), progress=False)
     failures = pd.read_csv(tmp_path / "out" / "failures.csv", keep_default_na=False)
-    reasons = {(r.complex, r.pose): r.reason for r in failures.itertuples()}
+    reasons = {(r.complex_id, r.pose_id): r.reason for r in failures.itertuples()}
     assert "graph" in reasons[("ok", "wrong_molecule")] or "heavy atoms" in reasons[("ok", "wrong_molecule")]
     assert "no receptor atoms within 8.0 A" in reasons[("ok", "far_away")]
     assert "not found" in reasons[("no_receptor", "")]
     assert ("bad_poses", "") in reasons
     assert summary["complexes"] == 1 and summary["poses"] == 1 and summary["skipped_complexes"] == 2
     assert summary["skipped_poses"] == 3  # two of "ok" and the unparsable record of bad_poses
+
+
+def test_failures_of_a_shard_finished_before_the_rename_keep_their_complex_and_pose(tmp_path):
+    import json
+
+    crystal = st.ligand(ASYMMETRIC)
+    far = st.moved(crystal, translation=(0, 40.0, 0))
+    manifest = one_complex(tmp_path, [crystal, far], crystal, names=["good", "far_away"])
+    convert(manifest, tmp_path / "out", Options(), progress=False)
+    sidecar = tmp_path / "out" / ".converted_0000.done.json"
+    record = json.loads(sidecar.read_text())
+    renamed = {"complex_id": "complex", "pose_id": "pose"}  # the failure rows' keys before the rename
+    record["failures"] = [{renamed.get(k, k): v for k, v in f.items()} for f in record["failures"]]
+    sidecar.write_text(json.dumps(record))
+    summary = convert(manifest, tmp_path / "out", Options(), progress=False)
+    assert summary["reused_shards"] == 1 and summary["skipped_poses"] == 1
+    failures = pd.read_csv(tmp_path / "out" / "failures.csv", keep_default_na=False)
+    assert list(failures.columns) == ["complex_id", "pose_id", "reason"]
+    assert failures[["complex_id", "pose_id"]].values.tolist() == [["cplx", "far_away"]]
 
 
 def test_rerun_reuses_complete_shards_and_redoes_changed_ones(tmp_path):
@@ -191,7 +210,7 @@ def test_rerun_with_fewer_shards_removes_the_old_ones(tmp_path):
 
 def test_shards_read_back_identically_through_hdf5_and_packed_paths(tmp_path):
     from pecan import config as cfgmod
-    from pecan.data.loader import load_split_frames, make_dataset
+    from pecan.data.loader import load_split_indexes, make_dataset
 
     crystal = st.ligand(ASYMMETRIC)
     poses = [st.moved(crystal, st.rotation((0, 0, 1), 10.0 * k), (0.4 * k, 0, 0)) for k in range(4)]
@@ -199,7 +218,7 @@ def test_shards_read_back_identically_through_hdf5_and_packed_paths(tmp_path):
     config = cfgmod.load(
         None, [f"data.data_dir={tmp_path / 'out'}", f"data.cache_dir={tmp_path / 'cache'}", "data.val_fraction=0.0"]
     )
-    frame, _ = load_split_frames(config.data)
+    frame, _ = load_split_indexes(config.data)
     assert len(frame) == 5
     h5_batch = make_dataset(config.data, frame, io_mode="handle_cache").__getitems__(list(range(len(frame))))
     packed_batch = make_dataset(config.data, frame, io_mode="packed").__getitems__(list(range(len(frame))))

@@ -73,10 +73,10 @@ def test_one_complex_in_scored_sdf_out(setup):
     assert all(m.HasProp("rmsd") and m.HasProp("label") for m in mols)
     assert all(m.GetIntProp("label") == int(m.GetDoubleProp("rmsd") < 2.0) for m in mols)
     assert all(m.HasProp("vina_score") for m in mols)  # the input's own properties travel along
-    vina = shard_scores[shard_scores["complex"] == "vina"].set_index("pose")
+    vina = shard_scores[shard_scores["complex_id"] == "vina"].set_index("pose_id")
     for mol in mols:
         pose = mol.GetProp("pecan_pose")
-        assert mol.GetDoubleProp("pecan_score") == pytest.approx(vina.loc[pose, "score"], rel=1e-6)
+        assert mol.GetDoubleProp("pecan_score") == pytest.approx(vina.loc[pose, "pecan_score"], rel=1e-6)
     assert (tmp / "vina_scored_by_pecan.csv").exists()
     assert json.loads((tmp / "vina_scored_by_pecan.metrics.json").read_text())["labeled"] is True
 
@@ -86,10 +86,10 @@ def test_manifest_scores_equal_the_shard_path(setup):
     out = tmp / "all.sdf"
     assert score_command.main([str(checkpoint), "--manifest", str(manifest), "--out", str(out), "--device", "cpu"]) == 0
     scores = pd.read_csv(tmp / "all.csv")
-    merged = scores.merge(shard_scores, on=["complex", "pose"], suffixes=("", "_shards"), validate="one_to_one")
+    merged = scores.merge(shard_scores, on=["complex_id", "pose_id"], suffixes=("", "_shards"), validate="one_to_one")
     assert len(merged) == len(shard_scores) == 10
-    np.testing.assert_allclose(merged["score"], merged["score_shards"], rtol=1e-6)
-    assert (merged["rank"] == merged["rank_shards"]).all() and set(scores["split"]) == {"test"}
+    np.testing.assert_allclose(merged["pecan_score"], merged["pecan_score_shards"], rtol=1e-6)
+    assert (merged["pecan_rank"] == merged["pecan_rank_shards"]).all() and set(scores["split"]) == {"test"}
     mols = read_sdf(out)
     assert [m.GetProp("pecan_complex") for m in mols] == ["vina"] * 9 + ["1s2g"]
 

@@ -75,7 +75,7 @@ def test_pose_titles_stay_text(vina, case):
     assert sorted(m.GetProp("pecan_pose") for m in mols) == sorted(t.strip() for t in TITLES[case])
     assert all(m.GetProp("pecan_pose") == m.GetProp("_Name").strip() for m in mols)  # each score on its record
     table = pd.read_csv(tmp / f"{case}_scored.csv", dtype=str, keep_default_na=False)
-    assert sorted(table["pose"]) == sorted(t.strip() for t in TITLES[case])
+    assert sorted(table["pose_id"]) == sorted(t.strip() for t in TITLES[case])
 
 
 @pytest.mark.slow
@@ -124,7 +124,9 @@ def test_a_scored_pose_without_its_record_is_an_error_not_a_shorter_sdf(vina):
 
     tmp, _, receptor, _, scored = vina
     rows = pd.DataFrame([{"complex_id": "vina", "poses": str(scored)}])
-    scores = pd.DataFrame([{"complex": "vina", "pose": "7", "score": 0.5, "rank": 1, "rmsd": float("nan")}])
+    scores = pd.DataFrame(
+        [{"complex_id": "vina", "pose_id": "7", "pecan_score": 0.5, "pecan_rank": 1, "rmsd": float("nan")}]
+    )
     with pytest.raises(DataError, match="scored pose '7' is not a record of"):
         write_scored_sdf(rows, scores, tmp / "short.sdf")
     assert not (tmp / "short.sdf").exists()

@@ -29,7 +29,7 @@ def shard_path(trained_run, tmp_path_factory):
     scores = tmp / "shard_scores.csv"
     argv = [str(trained_run.checkpoint), "--data-dir", str(tmp / "shards"), "--out", str(scores), "--device", "cpu"]
     assert predict_command.main(argv) == 0
-    return tmp, trained_run.checkpoint, manifest, pd.read_csv(scores, dtype={"complex": str, "pose": str})
+    return tmp, trained_run.checkpoint, manifest, pd.read_csv(scores, dtype={"complex_id": str, "pose_id": str})
 
 
 def no_disk_scratch(*args, **kwargs):
@@ -56,10 +56,10 @@ def test_in_memory_scores_equal_predict_on_the_shards_and_nothing_else_is_writte
     poses_files = [name for name in parsed if name in ("vina_scored.sdf", "1.D_protonated.sdf")]
     assert sorted(poses_files) == ["1.D_protonated.sdf", "vina_scored.sdf"]  # each poses file parsed once
     assert {"parse", "load", "convert", "graph", "model", "write"} <= set(clock.seconds)
-    scores = pd.read_csv(out_dir / "all.csv", dtype={"complex": str, "pose": str})
-    merged = scores.merge(shard_scores, on=["complex", "pose"], suffixes=("", "_shards"), validate="one_to_one")
+    scores = pd.read_csv(out_dir / "all.csv", dtype={"complex_id": str, "pose_id": str})
+    merged = scores.merge(shard_scores, on=["complex_id", "pose_id"], suffixes=("", "_shards"), validate="one_to_one")
     assert len(merged) == len(shard_scores) == len(scores) == 10
-    np.testing.assert_allclose(merged["score"], merged["score_shards"], rtol=0, atol=1e-6)
-    assert (merged["rank"] == merged["rank_shards"]).all()
+    np.testing.assert_allclose(merged["pecan_score"], merged["pecan_score_shards"], rtol=0, atol=1e-6)
+    assert (merged["pecan_rank"] == merged["pecan_rank_shards"]).all()
     for column in ("rmsd", "label", "docking_score", "split"):
         assert merged[column].equals(merged[f"{column}_shards"]), column

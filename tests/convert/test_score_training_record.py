@@ -104,7 +104,7 @@ def test_synthetic_model_warns_when_scoring_real_poses(trained_run, tmp_path, ca
 
 
 def test_training_record_says_synthetic(trained_run, tmp_path):
-    frame = pd.DataFrame({"shard": [str(tmp_path / "s.hdf5")], "pdbid": ["a"], "poseid": ["1"], "label": [1]})
+    frame = pd.DataFrame({"shard": [str(tmp_path / "s.hdf5")], "complex_id": ["a"], "pose_id": ["1"], "label": [1]})
     assert training_data_record(trained_run.config, frame)["kind"] == "real"
     (tmp_path / ".synthetic.json").write_text("{}")  # the generator's marker beside the shards
     assert training_data_record(trained_run.config, frame)["kind"] == "synthetic"
@@ -122,7 +122,7 @@ def test_training_record_says_synthetic_for_the_generator_config(trained_run):
 
     config = trained_run.config
     config = dataclasses.replace(config, synthetic=dataclasses.replace(config.synthetic, enabled=True))
-    frame = pd.DataFrame({"shard": ["s.hdf5"], "pdbid": ["a"], "poseid": ["1"], "label": [0]})
+    frame = pd.DataFrame({"shard": ["s.hdf5"], "complex_id": ["a"], "pose_id": ["1"], "label": [0]})
     assert training_data_record(config, frame)["kind"] == "synthetic"
 
 

@@ -3,7 +3,7 @@
 import pytest
 
 from pecan.config import DataConfig
-from pecan.data.loader import load_split_frames, prepare_packs
+from pecan.data.loader import load_split_indexes, prepare_packs
 
 
 @pytest.fixture
@@ -13,5 +13,5 @@ def setup(tiny_dataset, tmp_path):
     cfg = DataConfig(
         data_dir=str(data_dir), train_csvs=["index.csv"], val_fraction=0.0, cache_dir=str(tmp_path / "cache")
     )
-    frame, _ = load_split_frames(cfg)
+    frame, _ = load_split_indexes(cfg)
     return cfg, frame, prepare_packs(cfg, [frame])

@@ -12,12 +12,23 @@ import torch
 from pecan.config import DataConfig
 from pecan.data import layout, packed, packing
 from pecan.data.index import DataError
-from pecan.data.loader import load_split_frames, make_dataset, pack_params, prepare_packs
+from pecan.data.loader import load_split_indexes, make_dataset, pack_params, prepare_packs
 from pecan.data.sample import COUNTER_FIELDS, counters_to_dict, passthrough_collate
 from tests.shards import write_shard
 
 LEVELS = ["reopen", "handle_cache", "hoist", "decode_cache", "packed"]
-FIELDS = ["x", "pos", "edge_index", "edge_type", "is_ligand", "y", "pose_features", "complex_id", "sample_id", "batch"]
+FIELDS = [
+    "x",
+    "pos",
+    "edge_index",
+    "edge_type",
+    "is_ligand",
+    "y",
+    "pose_features",
+    "complex_code",
+    "sample_id",
+    "batch",
+]
 
 
 def counts(batch):
@@ -138,7 +149,7 @@ def test_pack_invalidated_when_shard_changes(setup, tmp_path):
     rebuilt = prepare_packs(cfg, [frame])
     dataset = make_dataset(cfg, frame, rebuilt)
     reference = make_dataset(cfg, frame, io_mode="hoist")
-    row = int(np.flatnonzero((frame["pdbid"] == "c000") & (frame["poseid"] == "c000_pose0"))[0])
+    row = int(np.flatnonzero((frame["complex_id"] == "c000") & (frame["pose_id"] == "c000_pose0"))[0])
     assert torch.equal(dataset.__getitems__([row]).pos, reference.__getitems__([row]).pos)
 
 
@@ -171,7 +182,7 @@ def test_bad_samples_error_or_skip(tmp_path):
         poses["c000_pose2"].create_dataset("data", data=data[:, :20])
     for mode in ("hoist", "packed"):
         cfg = DataConfig(train_fns=[str(path)], val_fraction=0.0, cache_dir=str(tmp_path / "cache"), io_mode=mode)
-        frame, _ = load_split_frames(cfg)
+        frame, _ = load_split_indexes(cfg)
         with pytest.raises(DataError, match="c000_pose1|c000_pose2"):
             dataset = make_dataset(cfg, frame)
             dataset.__getitems__(list(range(len(frame))))
@@ -182,7 +193,7 @@ def test_bad_samples_error_or_skip(tmp_path):
         if mode == "hoist":
             from pecan.data.loader import WireBatch
 
-            bad_rows = frame.index[frame["poseid"].isin(["c000_pose1", "c000_pose2"])].tolist()
+            bad_rows = frame.index[frame["pose_id"].isin(["c000_pose1", "c000_pose2"])].tolist()
             empty = dataset.__getitems__(bad_rows)
             assert empty.num_graphs == 0 and counters_to_dict(empty.io_counts)["skipped"] == 2
             assert WireBatch(empty).unpack().num_graphs == 0
@@ -191,7 +202,7 @@ def test_bad_samples_error_or_skip(tmp_path):
 def test_index_row_naming_missing_pose(setup, tmp_path):
     cfg, frame, packs = setup
     broken = frame.copy()
-    broken.loc[3, "poseid"] = "no_such_pose"
+    broken.loc[3, "pose_id"] = "no_such_pose"
     with pytest.raises(DataError, match="no_such_pose"):
         make_dataset(cfg, broken, packs, io_mode="hoist").__getitems__([3])
     with pytest.raises(DataError, match="no_such_pose"):
@@ -206,7 +217,7 @@ def test_missing_data_dataset_named(tmp_path):
     with h5py.File(path, "a") as handle:
         del handle[f"c000/{layout.DEFAULT_POSE_GROUP}/c000_pose0/data"]
     cfg = DataConfig(train_fns=[str(path)], val_fraction=0.0, cache_dir=str(tmp_path / "cache"))
-    frame, _ = load_split_frames(cfg)
+    frame, _ = load_split_indexes(cfg)
     with pytest.raises(DataError, match="c000_pose0"):
         make_dataset(cfg, frame)
 

@@ -25,16 +25,16 @@ def test_derived_index_matches_csv(tiny_dataset, tmp_path):
     data_dir, shards, csv = tiny_dataset
     from_csv = idx.build_index([str(csv)], [], str(data_dir), **COMMON)
     derived = idx.build_index([], [str(p) for p in shards], str(data_dir), index_dir=str(tmp_path / "idx"), **COMMON)
-    key = ["pdbid", "poseid"]
+    key = ["complex_id", "pose_id"]
     a = from_csv.sort_values(key).reset_index(drop=True)
     b = derived.sort_values(key).reset_index(drop=True)
     assert len(a) == len(b) == 2 * 2 * 4
-    for column in ["shard", "pdbid", "poseid", "label", "is_crystal", *layout.INTERACTION_ATTRS]:
+    for column in ["shard", "complex_id", "pose_id", "label", "is_crystal", *layout.INTERACTION_ATTRS]:
         assert a[column].tolist() == b[column].tolist(), column
     assert np.allclose(a["rmsd"], b["rmsd"])
     written = pd.read_csv(tmp_path / "idx" / "pecan_all.csv")
     assert len(written) == len(b) and list(written.columns)[:3] == ["shard", "pdbid", "poseid"]
-    assert set(written.columns) >= set(layout.INDEX_COLUMNS)
+    assert set(written.columns) >= set(layout.INDEX_CSV_COLUMNS)
 
 
 def test_one_row_type_for_crystal_and_docked(tiny_dataset):
@@ -48,7 +48,7 @@ def test_one_row_type_for_crystal_and_docked(tiny_dataset):
 def test_crystal_group_named_crystal_is_accepted(tmp_path):
     write_shard(tmp_path / "s.hdf5", crystal_name="crystal")
     frame = idx.derive_index([tmp_path / "s.hdf5"], layout.DEFAULT_POSE_GROUP, layout.DEFAULT_CRYSTAL_GROUP, True, 2.0)
-    assert set(frame.loc[frame["is_crystal"] == 1, "poseid"]) == {"crystal"}
+    assert set(frame.loc[frame["is_crystal"] == 1, "pose_id"]) == {"crystal"}
 
 
 def test_missing_attributes_defaults(tmp_path):
@@ -105,7 +105,7 @@ def test_missing_pose_group_error_or_skip(tmp_path):
     frame = idx.derive_index(
         [path], layout.DEFAULT_POSE_GROUP, layout.DEFAULT_CRYSTAL_GROUP, True, 2.0, on_bad_sample="skip"
     )
-    assert set(frame["pdbid"]) == {"c000"}
+    assert set(frame["complex_id"]) == {"c000"}
 
 
 def test_unreadable_csv_falls_back_to_shards(tiny_dataset, monkeypatch, tmp_path):
@@ -168,7 +168,7 @@ def test_split_by_complex_never_splits_a_complex(tiny_dataset):
     _, shards, _ = tiny_dataset
     frame = idx.derive_index(shards, layout.DEFAULT_POSE_GROUP, layout.DEFAULT_CRYSTAL_GROUP, True, 2.0)
     train, val = idx.split_by_complex(frame, 0.5, seed=1)
-    assert not set(train["pdbid"]) & set(val["pdbid"])
+    assert not set(train["complex_id"]) & set(val["complex_id"])
     assert len(train) + len(val) == len(frame) and len(val) > 0
     again_train, _ = idx.split_by_complex(frame, 0.5, seed=1)
     assert train.equals(again_train)
@@ -198,7 +198,7 @@ def test_derived_rows_carry_the_complex_affinity(tmp_path):
     with h5py.File(tmp_path / "s.hdf5", "a") as handle:
         handle["c000"].attrs["affinity"], handle["c001"].attrs["affinity"] = 6.5, 7.25
     frame = idx.derive_index([tmp_path / "s.hdf5"], layout.DEFAULT_POSE_GROUP, layout.DEFAULT_CRYSTAL_GROUP, True, 2.0)
-    assert frame.groupby("pdbid")["affinity"].agg(set).to_dict() == {"c000": {6.5}, "c001": {7.25}}
+    assert frame.groupby("complex_id")["affinity"].agg(set).to_dict() == {"c000": {6.5}, "c001": {7.25}}
 
 
 def test_unlabelled_csv_rows_need_labels_optional(tmp_path):
@@ -206,7 +206,7 @@ def test_unlabelled_csv_rows_need_labels_optional(tmp_path):
     with pytest.raises(DataError, match="c000/c000_pose1"):
         idx.build_index([str(csv)], [], str(tmp_path), **COMMON)
     frame = idx.build_index([str(csv)], [], str(tmp_path), labels_optional=True, **COMMON)
-    assert frame["poseid"].tolist() == ["c000_pose0", "c000_pose1", "c000_pose2"]
+    assert frame["pose_id"].tolist() == ["c000_pose0", "c000_pose1", "c000_pose2"]
     assert frame["label"].isna().tolist() == [False, True, False]
 
 
@@ -226,14 +226,14 @@ def test_bad_csv_row_is_named_or_dropped_under_skip(tmp_path):
     with pytest.raises(DataError, match=r"index\.csv: line 3, .*pose c000/c000_pose1: label must be 0 or 1"):
         idx.build_index([str(csv)], [], str(tmp_path), **COMMON)
     frame = idx.build_index([str(csv)], [], str(tmp_path), on_bad_sample="skip", **COMMON)
-    assert frame["poseid"].tolist() == ["c000_pose0", "c000_pose2"] and frame.attrs["skipped"] == 1
+    assert frame["pose_id"].tolist() == ["c000_pose0", "c000_pose2"] and frame.attrs["skipped"] == 1
 
 
 def test_no_shard_list_derives_from_every_shard_in_data_dir(tmp_path):
     write_shard(tmp_path / "a.hdf5", n_complexes=1, n_poses=2, crystal=False, prefix="a")
     write_shard(tmp_path / "b.hdf5", n_complexes=1, n_poses=2, crystal=False, prefix="b")
     frame = idx.build_index([], [], str(tmp_path), write_csv=False, **COMMON)
-    assert sorted(frame["pdbid"].unique()) == ["a000", "b000"] and len(frame) == 4
+    assert sorted(frame["complex_id"].unique()) == ["a000", "b000"] and len(frame) == 4
 
 
 def test_relative_shard_names_resolve_against_data_dir(tmp_path, monkeypatch):
@@ -251,7 +251,7 @@ def test_shard_listed_twice_is_an_error_or_used_once_under_skip(tmp_path):
     with pytest.raises(DataError, match="s.hdf5 is listed more than once"):
         idx.build_index([], twice, str(tmp_path), write_csv=False, **COMMON)
     frame = idx.build_index([], twice, str(tmp_path), write_csv=False, on_bad_sample="skip", **COMMON)
-    assert frame["poseid"].tolist() == ["c000_pose0", "c000_pose1"]
+    assert frame["pose_id"].tolist() == ["c000_pose0", "c000_pose1"]
 
 
 def test_unlabelled_derived_index_reused_from_index_dir(tmp_path, monkeypatch):
@@ -278,7 +278,7 @@ def test_bad_complex_skipped_on_the_derived_path(tmp_path):
     with h5py.File(tmp_path / "s.hdf5", "a") as handle:
         del handle["c001/pybel/processed/docking"]
     frame = idx.build_index([], ["s.hdf5"], str(tmp_path), write_csv=False, on_bad_sample="skip", **COMMON)
-    assert set(frame["pdbid"]) == {"c000"} and frame.attrs["skipped"] == 1
+    assert set(frame["complex_id"]) == {"c000"} and frame.attrs["skipped"] == 1
 
 
 def test_bad_pose_attribute_skipped_on_the_derived_path(tmp_path):
@@ -288,18 +288,20 @@ def test_bad_pose_attribute_skipped_on_the_derived_path(tmp_path):
     with pytest.raises(DataError, match="pose c000/c000_pose1: label must be 0 or 1"):
         idx.build_index([], ["s.hdf5"], str(tmp_path), write_csv=False, **COMMON)
     frame = idx.build_index([], ["s.hdf5"], str(tmp_path), write_csv=False, on_bad_sample="skip", **COMMON)
-    assert frame["poseid"].tolist() == ["c000_pose0", "c000_pose2"] and frame.attrs["skipped"] == 1
+    assert frame["pose_id"].tolist() == ["c000_pose0", "c000_pose2"] and frame.attrs["skipped"] == 1
 
 
 def test_normalise_names_a_missing_required_column():
     # The CSV reader checks its columns first; normalise is the check for frames built in code.
     frame = pd.DataFrame({"shard": ["s.hdf5"], "label": [1]})
-    with pytest.raises(DataError, match=r"my frame: index is missing required column\(s\) pdbid, poseid$"):
+    with pytest.raises(DataError, match=r"my frame: index is missing required column\(s\) complex_id, pose_id$"):
         idx.normalise(frame, 2.0, "my frame")
 
 
 def test_normalise_requires_a_label_or_rmsd_unless_told_otherwise():
-    frame = pd.DataFrame({"shard": ["s.hdf5"] * 2, "pdbid": ["a", "a"], "poseid": ["1", "2"], "rmsd": [1.0, None]})
+    frame = pd.DataFrame(
+        {"shard": ["s.hdf5"] * 2, "complex_id": ["a", "a"], "pose_id": ["1", "2"], "rmsd": [1.0, None]}
+    )
     with pytest.raises(DataError, match="pose a/2 in shard s.hdf5 has neither a label nor an rmsd"):
         idx.normalise(frame, 2.0, "test")
     assert idx.normalise(frame, 2.0, "test", labels_optional=True)["label"].isna().tolist() == [False, True]
@@ -309,12 +311,12 @@ def test_csv_with_only_the_required_columns_and_a_label(tmp_path):
     csv = one_complex_csv(tmp_path, label=[1, 0, 1])
     frame = idx.read_index_csv(csv, str(tmp_path), 2.0)
     assert frame["label"].tolist() == [1, 0, 1] and frame["is_crystal"].tolist() == [0, 0, 0]
-    for column in ("rmsd", "affinity", "score"):
+    for column in ("rmsd", "affinity", "docking_score"):
         assert frame[column].dtype == np.float64 and frame[column].isna().all(), column
     for column in layout.INTERACTION_ATTRS:
         assert frame[column].tolist() == [0.0, 0.0, 0.0], column
     kept = idx.build_index([str(csv)], [], str(tmp_path), **{**COMMON, "use_crystal": False})
-    assert kept["poseid"].tolist() == ["c000_pose0", "c000_pose1", "c000_pose2"]
+    assert kept["pose_id"].tolist() == ["c000_pose0", "c000_pose1", "c000_pose2"]
     bare = one_complex_csv(tmp_path, label=[1, 0, 1], is_crystal=DROP, hpbond=DROP)
     with pytest.raises(DataError, match=r"missing required column\(s\) is_crystal, hpbond"):
         idx.read_index_csv(bare, str(tmp_path), 2.0)
@@ -340,7 +342,7 @@ def test_read_index_csv_keeps_ids_as_text_and_names_the_csv(tmp_path):
     # Numeric-looking ids (PDB id 1E10, pose 007) stay text; with no data_dir the shard resolves against
     # the CSV's folder.
     frame = idx.read_index_csv(path, "", 2.0)
-    assert (frame["pdbid"].tolist(), frame["poseid"].tolist()) == (["1e10"], ["007"])
+    assert (frame["complex_id"].tolist(), frame["pose_id"].tolist()) == (["1e10"], ["007"])
     assert frame["shard"].tolist() == [str(folder / "s.hdf5")]
     for text, message in [
         (
@@ -364,8 +366,10 @@ def test_ids_that_pandas_would_read_as_missing_stay_text(tmp_path):
         with_required_columns("shard,pdbid,poseid,rmsd,score\ns.hdf5,NA,None,1.0,NA\ns.hdf5,null,nan,3.0,-7.1\n")
     )
     frame = idx.read_index_csv(path, str(tmp_path), 2.0)
-    assert frame["pdbid"].tolist() == ["NA", "null"] and frame["poseid"].tolist() == ["None", "nan"]
-    assert np.isnan(frame["score"].iloc[0]) and frame["score"].iloc[1] == -7.1  # numeric NA is still missing
+    assert frame["complex_id"].tolist() == ["NA", "null"] and frame["pose_id"].tolist() == ["None", "nan"]
+    assert (
+        np.isnan(frame["docking_score"].iloc[0]) and frame["docking_score"].iloc[1] == -7.1
+    )  # numeric NA is still missing
     path.write_text(with_required_columns("shard,pdbid,poseid,rmsd\ns.hdf5,,p1,1.0\n"))
     with pytest.raises(DataError, match=r"line 2, column 'pdbid': is empty"):
         idx.read_index_csv(path, str(tmp_path), 2.0)
@@ -378,13 +382,13 @@ def test_relative_csv_resolves_against_data_dir_first_and_ambiguity_is_an_error(
     (data_dir / "s.hdf5").touch()
     (data_dir / "index.csv").write_text(with_required_columns("shard,pdbid,poseid,rmsd\ns.hdf5,wxyz,p2,3.0\n"))
     monkeypatch.chdir(elsewhere)
-    assert idx.read_index_csv("index.csv", str(data_dir), 2.0)["pdbid"].tolist() == ["wxyz"]
+    assert idx.read_index_csv("index.csv", str(data_dir), 2.0)["complex_id"].tolist() == ["wxyz"]
     # Another file of that name in the working directory: refused, naming both absolute paths.
     (elsewhere / "index.csv").write_text(with_required_columns("shard,pdbid,poseid,rmsd\ns.hdf5,abcd,p1,1.0\n"))
     with pytest.raises(DataError, match=f"{data_dir / 'index.csv'} .*and {elsewhere / 'index.csv'} .*differ"):
         idx.read_index_csv("index.csv", str(data_dir), 2.0)
     # The same bytes there are no ambiguity; missing from data_dir, the working directory's file is read.
     (elsewhere / "index.csv").write_text((data_dir / "index.csv").read_text())
-    assert idx.read_index_csv("index.csv", str(data_dir), 2.0)["pdbid"].tolist() == ["wxyz"]
+    assert idx.read_index_csv("index.csv", str(data_dir), 2.0)["complex_id"].tolist() == ["wxyz"]
     (data_dir / "index.csv").unlink()
-    assert idx.read_index_csv("index.csv", str(data_dir), 2.0)["pdbid"].tolist() == ["wxyz"]
+    assert idx.read_index_csv("index.csv", str(data_dir), 2.0)["complex_id"].tolist() == ["wxyz"]

@@ -52,7 +52,7 @@ def test_batch_from_gathered_arrays():
             "y": np.float32([1, 0]),
             "pose_features": np.zeros((2, 5), np.float32),
             "docking_features": np.zeros((2, 3), np.float32),
-            "complex_id": np.array([7, 9]),
+            "complex_code": np.array([7, 9]),
             "sample_id": np.array([11, 12]),
         },
     )
@@ -62,4 +62,4 @@ def test_batch_from_gathered_arrays():
     assert batch.vdw.tolist() == np.float32([1.2, 1.3, 1.4, 2.0, 2.1]).tolist()
     assert batch.is_ligand.tolist() == [True, False, False, True, False]
     assert batch.edge_index.tolist() == [[0, 2, 4], [2, 0, 3]] and batch.edge_type.dtype == torch.long
-    assert batch.y.tolist() == [1, 0] and batch.complex_id.tolist() == [7, 9] and batch.sample_id.tolist() == [11, 12]
+    assert batch.y.tolist() == [1, 0] and batch.complex_code.tolist() == [7, 9] and batch.sample_id.tolist() == [11, 12]

@@ -133,7 +133,7 @@ def test_crystal_rows_on_both_index_paths(tmp_path, source, use_crystal):
     csv = crystal_csv(tmp_path)
     csvs, fns = ([str(csv)], []) if source == "csv" else ([], [str(tmp_path / "s.hdf5")])
     frame = idx.build_index(csvs, fns, str(tmp_path), use_crystal=use_crystal, **COMMON)
-    rows = {(r.poseid, r.is_crystal, r.label, r.rmsd) for r in frame.itertuples()}
+    rows = {(r.pose_id, r.is_crystal, r.label, r.rmsd) for r in frame.itertuples()}
     expected = {("1", 0, 1, 1.0), ("2", 0, 0, 3.0)}
     if use_crystal:
         expected.add(("pdbbind", 1, 1, 0.0))
@@ -146,7 +146,7 @@ def test_crystal_without_attributes_is_rmsd_zero_label_one(tmp_path):
         [tmp_path / "s.hdf5"], layout.DEFAULT_POSE_GROUP, layout.DEFAULT_CRYSTAL_GROUP, True, THRESHOLD
     )
     crystal = frame[frame["is_crystal"] == 1]
-    assert crystal["poseid"].tolist() == ["pdbbind"]
+    assert crystal["pose_id"].tolist() == ["pdbbind"]
     assert crystal["rmsd"].tolist() == [0.0] and crystal["label"].tolist() == [1]
     assert frame.loc[frame["is_crystal"] == 0, "label"].tolist() == [0]
 
@@ -157,7 +157,7 @@ def test_crystal_keeps_its_own_rmsd_when_stored(tmp_path):
         [tmp_path / "s.hdf5"], layout.DEFAULT_POSE_GROUP, layout.DEFAULT_CRYSTAL_GROUP, True, THRESHOLD
     )
     crystal = frame[frame["is_crystal"] == 1]
-    assert crystal["rmsd"].tolist() == [0.25] and crystal["score"].tolist() == [-9.0]
+    assert crystal["rmsd"].tolist() == [0.25] and crystal["docking_score"].tolist() == [-9.0]
 
 
 # ---------------------------------------------------------------------------- graph boundaries
@@ -204,7 +204,7 @@ def test_a_stored_label_wins_over_rmsd_derived_from_shards_under_label_source_st
         THRESHOLD,
         label_source="stored",
     )
-    assert dict(zip(frame["poseid"], frame["label"])) == {"1": 0, "2": 1, "3": 1}
+    assert dict(zip(frame["pose_id"], frame["label"])) == {"1": 0, "2": 1, "3": 1}
     derived = idx.derive_index(
         [tmp_path / "s.hdf5"],
         layout.DEFAULT_POSE_GROUP,
@@ -213,4 +213,4 @@ def test_a_stored_label_wins_over_rmsd_derived_from_shards_under_label_source_st
         THRESHOLD,
         label_source="rmsd",
     )
-    assert dict(zip(derived["poseid"], derived["label"])) == {"1": 1, "2": 0, "3": 1}
+    assert dict(zip(derived["pose_id"], derived["label"])) == {"1": 1, "2": 0, "3": 1}

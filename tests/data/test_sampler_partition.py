@@ -58,7 +58,7 @@ def test_global_mode_mixes_shards():
 def test_complex_mode_keeps_each_complex_contiguous_whatever_the_shards():
     """Complexes interleaved in one shard: complex mode groups them (a batch holds whole complexes), block cannot."""
     complexes = np.tile(np.arange(5), 4)  # 20 samples, complex ids 0..4 interleaved
-    sampler = ShardAwareSampler(20, shard_ids=np.zeros(20, int), group_ids=complexes, mode="complex", seed=2)
+    sampler = ShardAwareSampler(20, shard_ids=np.zeros(20, int), complex_codes=complexes, mode="complex", seed=2)
     order = sampler.indices()
     assert sorted(order) == list(range(20))
     runs = complexes[order]
@@ -70,7 +70,7 @@ def test_complex_mode_keeps_each_complex_contiguous_whatever_the_shards():
 def test_complex_mode_without_complex_ids_is_an_error():
     import pytest
 
-    with pytest.raises(ValueError, match="group_ids"):
+    with pytest.raises(ValueError, match="complex_codes"):
         ShardAwareSampler(4, mode="complex")
 
 
@@ -87,7 +87,7 @@ def test_block_order_is_unchanged_by_the_grouping_rewrite():
 def test_balanced_mode_draws_the_same_count_from_every_complex():
     """Complexes of 1, 3 and 8 poses: 12 samples / 3 complexes = 4 draws each, grouped by complex."""
     complexes = np.array([0] + [1] * 3 + [2] * 8)
-    sampler = ShardAwareSampler(12, group_ids=complexes, mode="balanced", seed=4)
+    sampler = ShardAwareSampler(12, complex_codes=complexes, mode="balanced", seed=4)
     order = sampler.indices()
     assert len(order) == len(sampler) == 12
     assert np.bincount(complexes[order]).tolist() == [4, 4, 4]
@@ -101,10 +101,10 @@ def test_balanced_mode_draws_the_same_count_from_every_complex():
 def test_balanced_mode_pads_ranks_to_its_own_epoch_length_and_evaluation_is_unchanged():
     complexes = np.array([0, 0, 0, 0, 0, 1, 2])  # 7 samples, 3 complexes: 2 draws each, 6 per epoch
     parts = [
-        ShardAwareSampler(7, group_ids=complexes, mode="balanced", rank=r, world_size=2, seed=1).indices()
+        ShardAwareSampler(7, complex_codes=complexes, mode="balanced", rank=r, world_size=2, seed=1).indices()
         for r in range(2)
     ]
     assert [len(p) for p in parts] == [3, 3]
     assert np.bincount(complexes[np.concatenate(parts)]).tolist() == [2, 2, 2]
-    evaluation = ShardAwareSampler(7, group_ids=complexes, mode="balanced", shuffle=False, pad=False)
+    evaluation = ShardAwareSampler(7, complex_codes=complexes, mode="balanced", shuffle=False, pad=False)
     assert list(evaluation) == list(range(7))

@@ -24,7 +24,7 @@ EXPECTED = {
     "y": (torch.float32, ()),
     "pose_features": (torch.float32, (5,)),
     "docking_features": (torch.float32, (3,)),
-    "complex_id": (torch.int64, ()),
+    "complex_code": (torch.int64, ()),
     "sample_id": (torch.int64, ()),
 }
 

@@ -14,15 +14,15 @@ from tests.model.test_egnn import make_batch
 
 
 def test_features_are_hand_computed_per_complex():
-    frame = pd.DataFrame({"pdbid": ["a", "a", "a", "b"], "score": [-9.0, -7.0, np.nan, -5.0]})
+    frame = pd.DataFrame({"complex_id": ["a", "a", "a", "b"], "docking_score": [-9.0, -7.0, np.nan, -5.0]})
     expected = np.array([[-0.9, 0.0, 0.0], [-0.7, 0.4, 0.0], [0.0, 0.0, 1.0], [-0.5, 0.0, 0.0]], np.float32)
     np.testing.assert_allclose(docking_features(frame), expected, atol=1e-6)
-    gap = docking_features(pd.DataFrame({"pdbid": ["a", "a"], "score": [-30.0, 0.0]}))
+    gap = docking_features(pd.DataFrame({"complex_id": ["a", "a"], "docking_score": [-30.0, 0.0]}))
     assert gap[1, 1] == 4.0  # the gap to the best score is clipped at 20 kcal/mol
 
 
 def test_an_index_without_scores_marks_every_pose_missing():
-    features = docking_features(pd.DataFrame({"pdbid": ["a", "b"]}))
+    features = docking_features(pd.DataFrame({"complex_id": ["a", "b"]}))
     assert features.tolist() == [[0.0, 0.0, 1.0], [0.0, 0.0, 1.0]]
 
 
@@ -42,7 +42,7 @@ def test_packed_batches_carry_the_features():
     values = {
         "y": np.float32([1, 0]),
         "pose_features": np.zeros((2, 5), np.float32),
-        "complex_id": np.array([7, 9]),
+        "complex_code": np.array([7, 9]),
         "sample_id": np.array([0, 1]),
     }
     given = np.float32([[-0.8, 0.0, 0.0], [-0.6, 0.4, 0.0]])
@@ -51,14 +51,14 @@ def test_packed_batches_carry_the_features():
     table = SampleTable(
         shards=["s"],
         shard_id=np.zeros(2, np.int32),
-        pdbid=np.array(["a", "b"], object),
-        poseid=np.array(["p", "q"], object),
+        complex_id=np.array(["a", "b"], object),
+        pose_id=np.array(["p", "q"], object),
         is_crystal=np.zeros(2, bool),
         label=np.float32([1, 0]),
         pose_features=np.zeros((2, 5), np.float32),
-        complex_id=np.array([0, 1]),
+        complex_code=np.array([0, 1]),
     )
-    missing = packed.to_batch(arrays, table.graph_values(np.array([0, 1])))  # a table without scores
+    missing = packed.to_batch(arrays, table.sample_field_values(np.array([0, 1])))  # a table without scores
     assert missing.docking_features[:, 2].tolist() == [1.0, 1.0]
 
 
@@ -66,11 +66,11 @@ def test_sample_table_reads_the_index_score_column():
     frame = pd.DataFrame(
         {
             "shard": ["s"] * 2,
-            "pdbid": ["a", "a"],
-            "poseid": ["p1", "p2"],
+            "complex_id": ["a", "a"],
+            "pose_id": ["p1", "p2"],
             "is_crystal": [0, 0],
             "label": [1, 0],
-            "score": [-8.0, -6.0],
+            "docking_score": [-8.0, -6.0],
             "num_hbonds": 0,
             "hpbond": 0,
             "habond": 0,
@@ -78,7 +78,7 @@ def test_sample_table_reads_the_index_score_column():
             "pbond": 0,
         }
     )
-    assert SampleTable.from_frame(frame).docking_features[:, 1].tolist() == pytest.approx([0.0, 0.4])
+    assert SampleTable.from_index(frame).docking_features[:, 1].tolist() == pytest.approx([0.0, 0.4])
 
 
 def _with_docking(batch, values):
@@ -116,7 +116,7 @@ def test_hdf5_reader_data_carries_the_features_or_marks_them_missing():
     values = {
         "y": np.float32([1.0]),
         "pose_features": np.zeros((1, 5), np.float32),
-        "complex_id": np.array([0]),
+        "complex_code": np.array([0]),
         "sample_id": np.array([0]),
     }
     given = graph_to_data(graph, {**values, "docking_features": np.float32([[-0.7, 0.4, 0.0]])})

@@ -37,9 +37,9 @@ def add_vdw(data_dir, scale=1.0):
 
 
 def batches_by_level(tmp_path, config):
-    from pecan.data.loader import load_split_frames, prepare_packs
+    from pecan.data.loader import load_split_indexes, prepare_packs
 
-    train, _ = load_split_frames(config.data)
+    train, _ = load_split_indexes(config.data)
     packs = prepare_packs(config.data, [train])
     order = list(range(min(len(train), 6)))
     return {m: make_dataset(config.data, train, packs, io_mode=m).__getitems__(order) for m in LEVELS}
@@ -72,21 +72,21 @@ def test_wrong_length_radii_name_the_pose(tmp_path):
         poses = handle[f"{pdbid}/{layout.DEFAULT_POSE_GROUP}"]
         poseid = next(iter(poses))
         poses[poseid].attrs[layout.VDW_ATTR] = np.ones(3, dtype=np.float32)
-    from pecan.data.loader import load_split_frames
+    from pecan.data.loader import load_split_indexes
 
-    train, val = load_split_frames(config.data)
-    frame = train if pdbid in set(train["pdbid"]) else val
+    train, val = load_split_indexes(config.data)
+    frame = train if pdbid in set(train["complex_id"]) else val
     dataset = make_dataset(config.data, frame, io_mode="handle_cache")
-    row = int(np.flatnonzero((frame["pdbid"] == pdbid).to_numpy() & (frame["poseid"] == poseid).to_numpy())[0])
+    row = int(np.flatnonzero((frame["complex_id"] == pdbid).to_numpy() & (frame["pose_id"] == poseid).to_numpy())[0])
     with pytest.raises(DataError, match=f"{poseid}.*'van_der_waals' has 3 values"):
         dataset[row]
 
 
 def test_packs_carry_radii_under_a_new_version(tmp_path):
     _, config = tiny_run(tmp_path)
-    from pecan.data.loader import load_split_frames, prepare_packs
+    from pecan.data.loader import load_split_indexes, prepare_packs
 
-    train, _ = load_split_frames(config.data)
+    train, _ = load_split_indexes(config.data)
     packs = prepare_packs(config.data, [train])
     header = read_header(next(iter(packs.values())))
     assert PACK_VERSION >= 2 and header["version"] == PACK_VERSION and "vdw" in header["arrays"]

@@ -41,13 +41,13 @@ def tiny_atoms(seed: int) -> np.ndarray:
     return atoms
 
 
-def sample_values(label: float, pose_features: np.ndarray, complex_id: int, sample_id: int) -> dict:
-    """One sample's per-graph contract values, as SampleTable.graph_values gives them."""
+def sample_values(label: float, pose_features: np.ndarray, complex_code: int, sample_id: int) -> dict:
+    """One sample's per-graph contract values, as SampleTable.sample_field_values gives them."""
     return {
         "y": np.array([label]),
         "pose_features": pose_features,
         "docking_features": missing_docking_features(1),
-        "complex_id": np.array([complex_id]),
+        "complex_code": np.array([complex_code]),
         "sample_id": np.array([sample_id]),
     }
 

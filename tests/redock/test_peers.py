@@ -46,7 +46,7 @@ def test_gnina_score_on_three_poses(tmp_path):
     assert list(rows[0]) == [
         "complex_id",
         "record",
-        "pose",
+        "pose_id",
         "cnn_score_default",
         "cnn_affinity_default",
         "cnn_variance_default",
@@ -56,7 +56,7 @@ def test_gnina_score_on_three_poses(tmp_path):
     assert [row["record"] for row in rows] == ["0", "1", "2"]
     assert [row["complex_id"] for row in rows] == ["1uw6"] * 3
     titles = (REALDOCK_MANIFEST.parent / "poses" / "1uw6.sdf").read_text().split("$$$$\n")
-    assert [row["pose"] for row in rows] == [text.splitlines()[0].strip() for text in titles[:3]]
+    assert [row["pose_id"] for row in rows] == [text.splitlines()[0].strip() for text in titles[:3]]
     for row in rows:
         for column in ("cnn_score_default", "cnn_score_default2018"):
             assert 0.0 <= float(row[column]) <= 1.0
@@ -141,7 +141,7 @@ def test_labels_from_a_tiny_manifest(tmp_path):
     )
 
     labels = evaluate.pose_labels(manifest)
-    assert labels["pose"].tolist() == ["far", "near"]
+    assert labels["pose_id"].tolist() == ["far", "near"]
     assert labels["rmsd"].to_numpy() == pytest.approx([3.0, 0.5], abs=1e-6)
     assert labels["label"].tolist() == [0, 1]
     assert labels["docking_score"].tolist() == [-9.0, -8.0]

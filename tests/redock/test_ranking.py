@@ -11,8 +11,8 @@ from pecan.redock.ranking import bootstrap_interval, complex_table, summarize, t
 # complex c: no near-native pose at all (counts against every ranker and the ceiling).
 SCORES = pd.DataFrame(
     {
-        "complex": ["a", "a", "a", "b", "b", "b", "b", "c", "c"],
-        "score": [0.9, 0.1, 0.5, 0.8, 0.7, 0.2, 0.1, 0.3, 0.4],
+        "complex_id": ["a", "a", "a", "b", "b", "b", "b", "c", "c"],
+        "pecan_score": [0.9, 0.1, 0.5, 0.8, 0.7, 0.2, 0.1, 0.3, 0.4],
         "docking_score": [-7.0, -9.0, -8.0, -10.0, -9.5, -6.0, -5.0, -8.0, -7.0],
         "label": [1, 0, 0, 0, 1, 0, 0, 0, 0],
     }

@@ -67,16 +67,16 @@ def test_two_folds_on_four_complexes(tmp_path, capsys):
     for ranker in ("model", "docking"):  # top-1 <= top-3 <= ceiling holds for every complex
         assert pooled[f"{ranker}_top1"]["hits"] <= pooled[f"{ranker}_top3"]["hits"] <= pooled["ceiling"]["hits"]
     scores = pd.read_csv(tmp_path / "work" / "folds" / "binding_protein" / "slice_scores.csv")
-    assert set(scores["complex"]) == {"1uw6", "1lrh"}  # the held-out family only, scored by --predict
+    assert set(scores["complex_id"]) == {"1uw6", "1lrh"}  # the held-out family only, scored by --predict
     assert "| **pooled** | 4 |" in capsys.readouterr().out
 
 
 def _scores(values):
     return pd.DataFrame(
         {
-            "complex": ["a", "a", "b", "b"],
-            "pose": ["a1", "a2", "b1", "b2"],
-            "score": values,
+            "complex_id": ["a", "a", "b", "b"],
+            "pose_id": ["a1", "a2", "b1", "b2"],
+            "pecan_score": values,
             "docking_score": [-9.0, -8.0, -7.0, -6.0],
             "label": [0, 1, 1, 0],
         }
@@ -87,11 +87,13 @@ def test_the_ensemble_averages_each_poses_score_over_the_seeds():
     run = _benchmark_module()
     first, second = _scores([0.9, 0.2, 0.6, 0.1]), _scores([0.1, 0.6, 0.4, 0.5]).iloc[::-1]  # other row order
     mean = run.ensemble([first, second])
-    assert mean.set_index("pose")["score"].to_dict() == pytest.approx({"a1": 0.5, "a2": 0.4, "b1": 0.5, "b2": 0.3})
+    assert mean.set_index("pose_id")["pecan_score"].to_dict() == pytest.approx(
+        {"a1": 0.5, "a2": 0.4, "b1": 0.5, "b2": 0.3}
+    )
     spread = run.seed_spread({"0": [first], "1": [second]}, n_boot=20)
     # seed 0 ranks a1 (decoy) and b1 (near-native) first: 1/2; seed 1 ranks a2 and b2 first: 1/2.
     assert spread["range"]["model_top1"] == [0.5, 0.5]
     assert spread["pooled"]["0"]["per_complex"]["a"]["model_top1"] == 0  # a1, a decoy, ranked first
     assert spread["pooled"]["1"]["per_complex"]["a"]["model_top1"] == 1
     with pytest.raises(ValueError, match="same poses"):
-        run.ensemble([first, _scores([0.1, 0.2, 0.3, 0.4]).assign(pose=["x", "a2", "b1", "b2"])])
+        run.ensemble([first, _scores([0.1, 0.2, 0.3, 0.4]).assign(pose_id=["x", "a2", "b1", "b2"])])

@@ -1,12 +1,13 @@
 """Redocking pieces that need no docking program: the box, the seeds, the manifest checks."""
 
+import json
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from pecan.redock.dock import DockJob, DockOptions
+from pecan.redock.dock import DockJob, DockOptions, finished
 from pecan.redock.prepare import box_around
 from pecan.redock.run import read_manifest
 
@@ -26,6 +27,19 @@ def test_seed_is_stable_per_complex_never_zero_and_overridable(tmp_path):
     assert job("1abc", run_seed=2).complex_seed != job("1abc").complex_seed
     assert job("1abc", seed=42).complex_seed == 42
     assert all(job(f"c{k}").complex_seed > 0 for k in range(50))
+
+
+def test_a_record_written_before_the_rename_reads_its_best_docking_score(tmp_path):
+    (tmp_path / "r.pdb").write_text("ATOM\n")
+    (tmp_path / "l.sdf").write_text("x\n")
+    job = DockJob("a", tmp_path / "r.pdb", tmp_path / "l.sdf", tmp_path, DockOptions())
+    job.poses_path.parent.mkdir(parents=True)
+    job.poses_path.write_text("")
+    job.record_path.parent.mkdir(parents=True)
+    old = {"complex_id": "a", "key": job.key, "status": "ok", "poses": 3, "best_score": -9.5}
+    job.record_path.write_text(json.dumps(old))  # as benchmarks/*/docked/records/*.json still are
+    record = finished(job)
+    assert record["best_docking_score"] == -9.5 and "best_score" not in record
 
 
 def test_key_changes_with_inputs_and_options(tmp_path):

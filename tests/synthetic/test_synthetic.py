@@ -236,9 +236,9 @@ def test_shard_content_depends_only_on_global_complex_index(dataset):
         3, seed=0, poses_per_complex=(3, 4), pocket_atoms=(300, 300), ligand_atoms=(15, 20)
     )
     samples = read_samples([shards[1]])
-    np.testing.assert_array_equal(samples["shard_001.hdf5", record.pdbid, "pdbbind"][0], record.crystal)
+    np.testing.assert_array_equal(samples["shard_001.hdf5", record.complex_id, "pdbbind"][0], record.crystal)
     for k, pose in enumerate(record.poses):
-        data, attrs = samples["shard_001.hdf5", record.pdbid, record.pose_id(k)]
+        data, attrs = samples["shard_001.hdf5", record.complex_id, record.pose_id(k)]
         np.testing.assert_array_equal(data, pose)
         assert attrs == record.pose_attrs[k]
 

@@ -48,7 +48,7 @@ def test_a_batch_without_pairs_gives_zero_with_a_gradient_path():
 
 def test_weight_zero_returns_bce_itself_and_a_weight_adds_the_loss():
     bce = torch.tensor(0.7)
-    batch = SimpleNamespace(y=torch.tensor([1.0, 0.0]), complex_id=torch.tensor([3, 3]))
+    batch = SimpleNamespace(y=torch.tensor([1.0, 0.0]), complex_code=torch.tensor([3, 3]))
     logits = torch.tensor([2.0, 0.5])
     assert with_ranking_loss(bce, logits, batch, 0.0) is bce
     assert with_ranking_loss(bce, logits, batch, 0.5).item() == pytest.approx(0.7 + 0.5 * softplus(-1.5), abs=1e-6)

@@ -61,7 +61,7 @@ def scores_by_kind(table, crystal: float, near_native: float, decoys: tuple[floa
         elif table.label[i] == 1:
             scores[i] = near_native
         else:
-            scores[i] = decoys[int(str(table.poseid[i]).endswith("pose2"))]
+            scores[i] = decoys[int(str(table.pose_id[i]).endswith("pose2"))]
     return scores
 
 

@@ -29,22 +29,22 @@ def _ranking(scores: np.ndarray, labels: np.ndarray, complexes: np.ndarray, pref
 
 def metrics(scores: pd.DataFrame) -> dict[str, Any]:
     """The model's figures on ``scores`` (scores.csv rows), and the docking score's on the same poses."""
-    out: dict[str, Any] = {"poses": len(scores), "complexes": int(scores["complex"].nunique())}
+    out: dict[str, Any] = {"poses": len(scores), "complexes": int(scores["complex_id"].nunique())}
     labeled = scores[scores["label"].notna()]
     if len(labeled) < len(scores) or labeled.empty:
         out["labeled"] = False
         return out
     labels = labeled["label"].to_numpy().astype(int)
-    complexes = labeled["complex"].to_numpy()
+    complexes = labeled["complex_id"].to_numpy()
     out.update(
         {
             "labeled": True,
             "positives": int(labels.sum()),
             "accuracy": accuracy(labeled["logit"].to_numpy(), labels),
-            **_ranking(labeled["score"].to_numpy(), labels, complexes, ""),
+            **_ranking(labeled["pecan_score"].to_numpy(), labels, complexes, ""),
         }
     )
-    ranks = first_native_rank(labeled["score"].to_numpy(), labels, complexes)
+    ranks = first_native_rank(labeled["pecan_score"].to_numpy(), labels, complexes)
     out["first_native_rank"] = {str(k): int(v) for k, v in ranks.items()}
     docked = labeled[np.isfinite(labeled["docking_score"].to_numpy(dtype=float))]
     # Docking scores are energies: lower is better, so the baseline ranks by the negated score.
@@ -52,7 +52,7 @@ def metrics(scores: pd.DataFrame) -> dict[str, Any]:
         _ranking(
             -docked["docking_score"].to_numpy(dtype=float),
             docked["label"].to_numpy().astype(int),
-            docked["complex"].to_numpy(),
+            docked["complex_id"].to_numpy(),
             "docking_",
         )
     )
