@@ -112,6 +112,8 @@ def test_command_line(docked, tmp_path, capsys):
     assert pecan_main(["redock", str(bad), "--out", str(tmp_path / "o")]) == 2
     assert "missing column(s) crystal_ligand" in capsys.readouterr().err
     assert pecan_main(["redock", str(bad), "--out", str(tmp_path / "o"), "--n-poses", "0"]) == 2
+    # The command line's settings below, finished once through the API (whichever tests ran before).
+    redock(_manifest(out.parent), out, DockOptions(exhaustiveness=1, n_poses=2, seed=5), progress=False)
     code = pecan_main(
         [
             "redock",
