@@ -26,11 +26,11 @@ lint: $(PY)
 	$(VENV)/bin/ruff format --check .
 
 test: lint
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --durations=15 tests
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist worksteal --durations=15 tests
 
 # The fast path still runs one 2-rank DDP test (marker ddp_smoke), so DDP bugs are caught here too.
 test-fast: lint
-	$(PY) -m pytest -q -n $(TEST_WORKERS) tests -m "(not slow and not multiprocess) or ddp_smoke"
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist worksteal tests -m "(not slow and not multiprocess) or ddp_smoke"
 
 # Mutation testing of the core functions (slow; not part of `make test`): setup.cfg [mutmut] holds the
 # config, scripts/mutation.sh the functions per module; results in docs/mutation-report.md.

@@ -281,6 +281,7 @@ def test_second_run_on_out_dir_exits_2_naming_holder(tmp_path, data_dir, caplog,
     assert not (tmp_path / "run" / "epochs.jsonl").exists()
 
 
+@pytest.mark.slow
 def test_stale_lock_and_temp_files_are_cleaned(tmp_path, data_dir, caplog, capsys):
     dead = subprocess.Popen(["true"])
     dead.wait()
@@ -296,6 +297,7 @@ def test_stale_lock_and_temp_files_are_cleaned(tmp_path, data_dir, caplog, capsy
     assert not (run_dir / ".pecan.lock").exists()  # released at the end
 
 
+@pytest.mark.slow
 def test_failed_resume_keeps_config_yaml(tmp_path, data_dir, caplog, capsys):
     code, _ = run(tmp_path, data_dir, "train.max_steps_per_epoch=1", caplog=caplog, capsys=capsys)
     assert code == 0

@@ -89,6 +89,7 @@ def test_cp_p_copy_is_an_error_naming_both(tmp_path, data_dir, caplog, capsys):
     assert str(data_dir / "copy.hdf5") in text and str(data_dir / "shard_1.hdf5") in text
 
 
+@pytest.mark.slow
 def test_two_spellings_of_one_shard_in_a_csv(tmp_path, data_dir, caplog, capsys):
     os.symlink(data_dir, data_dir / "alias")  # alias/shard_0.hdf5 is shard_0.hdf5 under another path
     edit_csv(data_dir, lambda f: pd.concat([f, f[f["shard"] == "shard_0.hdf5"].assign(shard="alias/shard_0.hdf5")]))
@@ -219,6 +220,7 @@ def test_impossible_pose_is_an_error_naming_it(tmp_path, data_dir, caplog, capsy
 
 
 @pytest.mark.parametrize("case", ["nm", "ligand 1000 A away"])
+@pytest.mark.slow
 def test_impossible_pose_dropped_and_counted_under_skip(tmp_path, data_dir, caplog, capsys, case):
     rewrite_pose(data_dir, GEOMETRY_CASES[case][0])
     code, text = run(tmp_path, data_dir, "data.on_bad_sample=skip", caplog=caplog, capsys=capsys)
@@ -274,6 +276,7 @@ def test_label_contradicting_rmsd_is_an_error_or_a_counted_warning(tmp_path, dat
     assert code == 0 and "training on the stored labels" in text
 
 
+@pytest.mark.slow
 def test_rmsd_threshold_takes_effect_under_label_source_rmsd(tmp_path, data_dir, caplog, capsys):
     # Every docked pose has rmsd < 6 (tests.shards): threshold 7 makes them all positive, i.e. one class.
     code, text = run(tmp_path, data_dir, "data.rmsd_threshold=7.0", caplog=caplog, capsys=capsys)

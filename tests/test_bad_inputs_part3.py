@@ -74,6 +74,7 @@ def report_lines(out_dir) -> list[dict]:
 
 
 @pytest.mark.parametrize("spelling", ["{dir}//shard_0.hdf5", "{dir}/./shard_0.hdf5", "./shard_0.hdf5"])
+@pytest.mark.slow
 def test_shard_path_spelled_another_way_is_the_same_shard(tmp_path, data_dir, caplog, capsys, spelling):
     """A shard named ``dir//shard_0.hdf5`` beside plainly named shards trains all of its samples once."""
     rows = len(pd.read_csv(data_dir / "index.csv"))

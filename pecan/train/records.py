@@ -8,6 +8,7 @@ it before the checkpoint (the copy the checkpoint carries) and again with the ch
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import platform
@@ -154,12 +155,20 @@ def rank_figures(trainer, phases: dict[str, float], io_counts: np.ndarray) -> di
     }
 
 
-def gather_figures(figures: dict[str, float], env, device) -> list[dict[str, float]]:
+def gather_figures(figures: dict[str, float], env, device, what: str = "epoch_report") -> list[dict[str, float]]:
     """Every rank's ``figures`` (one all-gather); each rank builds the same names, so the names of this
     rank's figures name every rank's values."""
     names = list(figures)
     row = torch.tensor([[figures[name] for name in names]], dtype=torch.float64, device=device)
-    return [dict(zip(names, values)) for values in gather_varlen(row, env, what="epoch_report").cpu().tolist()]
+    return [dict(zip(names, values)) for values in gather_varlen(row, env, what=what).cpu().tolist()]
+
+
+def with_checkpoint_times(gathered: GatheredEpoch, checkpoint_s: float, env, device) -> GatheredEpoch:
+    """``gathered`` with every rank's own time in the checkpoint (rank 0 writing, the others waiting at its
+    barrier): the one collective after the checkpoint, a float per rank, so the per-rank record agrees with
+    each rank's trace."""
+    times = gather_figures({"checkpoint_s": checkpoint_s}, env, device, what="checkpoint_time")
+    return dataclasses.replace(gathered, ranks=[{**row, **time} for row, time in zip(gathered.ranks, times)])
 
 
 def gather_epoch(trainer, phases: dict[str, float], io_counts: np.ndarray) -> GatheredEpoch:
@@ -186,7 +195,8 @@ def epoch_record(
     the others waiting at its barrier)."""
     counts = gathered.counts
     phase_values = {p: phases.get(p, 0.0) for p in report.PHASES}
-    per_rank = [{**row, "checkpoint_s": phase_values["checkpoint_s"]} for row in gathered.ranks]
+    # Before the checkpoint its time is 0 on every rank; after it, each rank's own (with_checkpoint_times).
+    per_rank = [{"checkpoint_s": phase_values["checkpoint_s"], **row} for row in gathered.ranks]
     return {
         "epoch": epoch + 1,
         "wall_s": wall,

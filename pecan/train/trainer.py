@@ -37,7 +37,7 @@ from pecan.train.distributed import DistEnv, ThreadPlan, all_reduce_sum, barrier
 from pecan.train.lifecycle import Lifecycle, Position, StopSignals, carried_totals
 from pecan.train.metrics import BestSelector, classification_report
 from pecan.train.ranking import with_ranking_loss
-from pecan.train.records import RunFiles, epoch_record, gather_epoch, run_info
+from pecan.train.records import RunFiles, epoch_record, gather_epoch, run_info, with_checkpoint_times
 from pecan.train.run_dir import RunLock, claim_out_dir
 from pecan.train.sync import OutputSync
 from pecan.train.threads import size_threads
@@ -256,6 +256,7 @@ class Trainer:
         )
         with timer.span("checkpoint_s"):
             self.save_checkpoints(metrics)
+        gathered = with_checkpoint_times(gathered, timer.totals()["checkpoint_s"], self.env, self.device)
         record = epoch_record(self, epoch, time.perf_counter() - start, timer.totals(), train, metrics, gathered)
         if self.staging is not None and epoch == self.start_epoch:
             record.update(self.staging.record())

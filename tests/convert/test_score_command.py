@@ -81,6 +81,7 @@ def test_one_complex_in_scored_sdf_out(setup):
     assert json.loads((tmp / "vina_scored_by_pecan.metrics.json").read_text())["labeled"] is True
 
 
+@pytest.mark.slow
 def test_manifest_scores_equal_the_shard_path(setup):
     tmp, checkpoint, manifest, shard_scores = setup
     out = tmp / "all.sdf"

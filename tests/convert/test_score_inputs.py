@@ -44,6 +44,7 @@ def records(path):
     return list(Chem.SDMolSupplier(str(path), removeHs=False))
 
 
+@pytest.mark.slow
 def test_plain_docking_output_without_crystal_is_scored_and_ranked(vina):
     tmp = vina[0]
     out = tmp / "plain.sdf"
@@ -66,6 +67,7 @@ TITLES = {
 
 
 @pytest.mark.parametrize("case", sorted(TITLES))
+@pytest.mark.slow
 def test_pose_titles_stay_text(vina, case):
     tmp = vina[0]
     poses = titled(vina[4], tmp / f"{case}.sdf", TITLES[case])
@@ -89,6 +91,7 @@ def test_duplicate_titles_name_every_pose_by_its_record_number(vina):
 
 
 @pytest.mark.parametrize("complex_id, expected", [("1e10", "1e10"), (" 007 ", "007"), ("NA", "NA")])
+@pytest.mark.slow
 def test_complex_ids_stay_text(vina, complex_id, expected):
     tmp = vina[0]
     out = tmp / f"id_{expected}.sdf"
@@ -97,6 +100,7 @@ def test_complex_ids_stay_text(vina, complex_id, expected):
     assert len(mols) == 9 and {m.GetProp("pecan_complex") for m in mols} == {expected}
 
 
+@pytest.mark.slow
 def test_manifest_id_with_spaces_is_scored(vina):
     tmp, _, receptor, lig, scored = vina
     manifest = tmp / "spaced_manifest.csv"
@@ -132,6 +136,7 @@ def test_a_scored_pose_without_its_record_is_an_error_not_a_shorter_sdf(vina):
     assert not (tmp / "short.sdf").exists()
 
 
+@pytest.mark.slow
 def test_convert_keeps_poses_without_a_crystal_unlabelled(vina):
     from pecan.convert.complexes import Options
     from pecan.convert.run import convert

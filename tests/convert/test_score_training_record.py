@@ -77,6 +77,7 @@ def test_poses_without_the_property_are_refused_naming_it_and_the_file(docking_m
     assert not (tmp / "raw.sdf").exists()
 
 
+@pytest.mark.slow
 def test_old_checkpoint_falls_back_to_docking_score(docking_model, capsys):
     tmp, checkpoint = docking_model
     state = load_checkpoint(checkpoint)
@@ -89,6 +90,7 @@ def test_old_checkpoint_falls_back_to_docking_score(docking_model, capsys):
     assert score(old, tmp / "prolif" / "vina_scored.sdf", tmp / "old.sdf", "--score-property", "vina_score") == 0
 
 
+@pytest.mark.slow
 def test_synthetic_model_warns_when_scoring_real_poses(trained_run, tmp_path, caplog):
     state = load_checkpoint(trained_run.checkpoint)
     assert state["training_data"]["kind"] == "real"  # the tiny run's shards are not the synthetic generator's

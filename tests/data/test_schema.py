@@ -95,6 +95,7 @@ def test_models_import_only_the_contract_of_pecan():
     assert {m for m in loaded if m.startswith("pecan")} == {"pecan", "pecan.data", "pecan.data.schema"}
 
 
+@pytest.mark.slow
 def test_graph_builder_imports_no_pandas_and_no_index():
     loaded = imported_after("import pecan.data.graph")
     assert not loaded & {"pandas", "h5py", "pecan.data.index"}

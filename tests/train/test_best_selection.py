@@ -52,6 +52,7 @@ def test_select_on_loss_and_state_round_trip():
     assert legacy.update({"val_auc": 0.7, "val_loss": 0.1}) is False
 
 
+@pytest.mark.slow
 def test_best_pt_exists_with_one_class_validation(tmp_path, caplog):
     val_dir = tmp_path / "val"
     val_dir.mkdir()

@@ -144,27 +144,33 @@ def test_two_processes_taking_over_a_stale_lock_never_both_own_it(tmp_path, stal
     environ = {**os.environ, "PYTHONPATH": str(ROOT)}
     for name in run_dir.JOB_ID_VARS:
         environ.pop(name, None)
-    for trial in range(20):
-        directory = tmp_path / f"trial{trial}"
-        if stale == "dead_pid":
-            write_lock(directory, host=platform.node(), pid=dead_pid())
-        else:
-            write_lock(directory, age_s=3600)
-        go = time.time() + 1.0  # both are imported and spinning by then
-        racers = [
-            subprocess.Popen(
-                [sys.executable, "-c", RACER, str(directory), str(go)],
-                env=environ,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-            )
-            for _ in range(2)
-        ]
-        outputs = [r.communicate(timeout=60) for r in racers]
-        owners = [out for out, _ in outputs if out.startswith("OWNER")]
-        assert len(owners) == 1, (trial, outputs)
-        assert owner(directory)["token"] == owners[0].split()[1]
+    # 20 trials, 5 at a time: each trial is a pair of racers over its own directory, started together.
+    for batch in range(4):
+        trials = range(batch * 5, batch * 5 + 5)
+        for trial in trials:
+            if stale == "dead_pid":
+                write_lock(tmp_path / f"trial{trial}", host=platform.node(), pid=dead_pid())
+            else:
+                write_lock(tmp_path / f"trial{trial}", age_s=3600)
+        go = time.time() + 1.0  # every racer is imported and spinning by then
+        racers = {
+            trial: [
+                subprocess.Popen(
+                    [sys.executable, "-c", RACER, str(tmp_path / f"trial{trial}"), str(go)],
+                    env=environ,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                )
+                for _ in range(2)
+            ]
+            for trial in trials
+        }
+        for trial, pair in racers.items():
+            outputs = [r.communicate(timeout=60) for r in pair]
+            owners = [out for out, _ in outputs if out.startswith("OWNER")]
+            assert len(owners) == 1, (trial, outputs)
+            assert owner(tmp_path / f"trial{trial}")["token"] == owners[0].split()[1]
 
 
 def test_a_takeover_decided_on_an_old_reading_never_removes_the_new_owner(tmp_path):

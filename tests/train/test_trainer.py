@@ -27,6 +27,7 @@ def run(config):
         trainer.close()
 
 
+@pytest.mark.slow
 def test_two_epochs_learn_and_report(tmp_path):
     _, config = tiny_run(tmp_path, "train.epochs=4")
     trainer, records = run(config)
@@ -55,6 +56,7 @@ def test_h5_levels_report_their_io(tmp_path, mode):
         assert records[0]["file_opens_per_sample"] >= 1
 
 
+@pytest.mark.slow
 def test_checkpoint_is_safe_and_resumes(tmp_path):
     _, config = tiny_run(tmp_path, "train.epochs=2", "train.deterministic=true")
     _, full = run(config)
