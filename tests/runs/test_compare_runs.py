@@ -8,7 +8,7 @@ import yaml
 
 from pecan.report import append_record
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 spec = importlib.util.spec_from_file_location("compare_runs", ROOT / "scripts" / "compare_runs.py")
 compare_runs = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(compare_runs)

@@ -95,7 +95,7 @@ def test_describe_documents_every_field():
 def test_bundled_configs_are_valid():
     from pathlib import Path
 
-    configs = sorted((Path(__file__).resolve().parents[1] / "configs").glob("*.yaml"))
+    configs = sorted((Path(__file__).resolve().parents[2] / "configs").glob("*.yaml"))
     assert len(configs) >= 2
     for path in configs:
         cfgmod.load(path)

@@ -8,7 +8,7 @@ import yaml
 from pecan import cli, report
 from tests.test_report import record
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def run_dir(path: Path, hidden: int, starved: bool = False) -> Path:
