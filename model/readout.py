@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import torch
 from torch import Tensor, nn
-from torch_geometric.utils import scatter, softmax
 
 
 def graph_count(batch) -> int:
@@ -73,8 +72,22 @@ def ligand_attention(h: Tensor, score: Tensor, is_ligand: Tensor, graph: Tensor,
     """Attention gather over ligand atoms: softmax of ``score`` [N, 1] among each graph's ligand atoms,
     then the weighted sum of ``h``. Protein atoms get weight 0; softmax runs in float32."""
     score = score.float().masked_fill(~is_ligand.unsqueeze(-1), -1e4)
-    weight = softmax(score, graph, num_nodes=num_graphs, dim=0) * is_ligand.unsqueeze(-1).float()
-    return scatter(h.float() * weight, graph, dim=0, dim_size=num_graphs, reduce="sum")
+    weight = group_softmax(score, graph, num_graphs) * is_ligand.unsqueeze(-1).float()
+    values = h.float() * weight
+    return values.new_zeros(num_graphs, values.size(1)).index_add_(0, graph, values)
+
+
+def group_softmax(score: Tensor, graph: Tensor, num_graphs: int) -> Tensor:
+    """Softmax of ``score`` [N, C] among the rows of each graph (``graph`` [N] the graph of each row), as PyG's
+    ``softmax`` computes it (the group's maximum subtracted, 1e-16 added to the sum) in plain torch, so that
+    scoring imports no PyG."""
+    index = graph.unsqueeze(-1).expand_as(score)
+    maximum = score.new_zeros(num_graphs, score.size(1)).scatter_reduce_(
+        0, index, score.detach(), reduce="amax", include_self=False
+    )
+    exp = (score - maximum.index_select(0, graph)).exp()
+    total = exp.new_zeros(num_graphs, score.size(1)).index_add_(0, graph, exp) + 1e-16
+    return exp / total.index_select(0, graph)
 
 
 def with_pose_features(pooled: Tensor, batch, enabled: bool) -> Tensor:

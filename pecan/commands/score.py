@@ -28,7 +28,9 @@ def parse_args(argv=None, prog: str | None = None) -> argparse.Namespace:
         help="a checkpoint of a training run (e.g. RUN/checkpoints/best.pt); default: the shipped pretrained model",
     )
     parser.add_argument("--receptor", help="receptor PDB file")
-    parser.add_argument("--poses", help="docked poses: multi-record SDF or mol2")
+    parser.add_argument(
+        "--poses", help="docked poses: a multi-record SDF or mol2, or a directory of them (each file a ligand)"
+    )
     parser.add_argument("--crystal", help="crystal ligand (SDF, mol2 or PDB): adds rmsd, label and metrics")
     parser.add_argument("--complex-id", help="name of the complex (default: the poses file's stem)")
     parser.add_argument(
@@ -37,12 +39,32 @@ def parse_args(argv=None, prog: str | None = None) -> argparse.Namespace:
         "docking_score for an older checkpoint whose model takes docking scores)",
     )
     parser.add_argument("--manifest", help="converter manifest CSV: many complexes (instead of --receptor/--poses)")
-    parser.add_argument("--out", required=True, help="the scored SDF; scores.csv and metrics JSON go beside it")
+    parser.add_argument(
+        "--out",
+        required=True,
+        help="the scored SDF; X.csv (scores), X.failures.csv and X.metrics.json go beside it",
+    )
     parser.add_argument(
         "--pocket-radius",
         type=float,
         default=8.0,
         help="receptor atoms kept around each pose at conversion (Angstrom, default 8)",
+    )
+    parser.add_argument(
+        "--group-by",
+        choices=("file", "name"),
+        default="file",
+        help="what one ligand (ranked on its own) is: 'file', every record of a poses file (default); 'name', "
+        "each run of consecutive records with the same title (a virtual screen's SDF)",
+    )
+    parser.add_argument(
+        "--batch-size", type=int, default=0, help="graphs per forward pass (default 64; scores do not depend on it)"
+    )
+    parser.add_argument(
+        "--progress",
+        choices=("auto", "bar", "lines", "off"),
+        default="auto",
+        help="progress display: a bar on a terminal, else a line every 30 s (auto, the default), or off",
     )
     add_allow_option(parser, "score with a pinned setting that differs from the trained one")
     parser.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N (default auto)")

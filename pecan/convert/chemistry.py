@@ -38,6 +38,13 @@ def feature_factory():
     return ChemicalFeatures.BuildFeatureFactory(os.path.join(RDConfig.RDDataDir, "BaseFeatures.fdef"))
 
 
+@lru_cache(maxsize=None)
+def family_patterns(family: str) -> tuple[Chem.Mol, ...]:
+    """The compiled SMARTS of every definition of ``family`` in RDKit's base feature definitions."""
+    definitions = feature_factory().GetFeatureDefs()
+    return tuple(Chem.MolFromSmarts(smarts) for name, smarts in definitions.items() if name.split(".")[0] == family)
+
+
 # ---------------------------------------------------------------------------- reading files
 
 
@@ -105,7 +112,10 @@ def _is_metal(atomic_number: int) -> bool:
 
 
 def _family_atoms(mol: Chem.Mol, family: str) -> set[int]:
-    return {i for feat in feature_factory().GetFeaturesForMol(mol, includeOnly=family) for i in feat.GetAtomIds()}
+    """Atoms of any feature of ``family``: the atoms of the matches of the family's SMARTS definitions, as
+    the feature factory finds them (unique matches, at most 1,000 per definition) without building feature
+    objects (their 3-D positions), which made it 100x slower on a receptor pocket."""
+    return {i for pattern in family_patterns(family) for match in mol.GetSubstructMatches(pattern) for i in match}
 
 
 def atom_features(mol: Chem.Mol, molcode: float) -> np.ndarray:

@@ -143,7 +143,7 @@ def passthrough_collate(batch: Any) -> Any:
 @runtime_checkable
 class PoseDataset(Protocol):
     """What the trainer, the samplers and the loaders read of a dataset, whichever reader built it
-    (``H5PoseDataset``, ``PackedDataset``, scoring's ``MemoryPoseDataset``): each declares these in its
+    (``H5PoseDataset``, ``PackedDataset``): each declares these in its
     ``__init__``."""
 
     table: SampleTable  # one row per sample, in dataset order

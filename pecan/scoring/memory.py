@@ -1,12 +1,10 @@
-"""`pecan score` in memory: each poses file parsed once and its records kept, the converter's per-pose arrays
-turned into graphs by the data path's own functions, no shard, index or pack written.
+"""`pecan score` in memory: the index rows of converted poses, and the clock of the scoring stages.
 
-The converter (``pecan.convert.complexes.convert_complex``) gives each pose its 22-column atoms, radii and
-attributes, as it would write them to a shard; ``converted_index`` makes the index rows `pecan convert` +
-`pecan predict` would derive from that shard (``pecan.data.index_rows.normalise``), and ``MemoryPoseDataset``
-is the HDF5 reader (``pecan.data.h5dataset.H5PoseDataset``: ``build_graph``, the geometry checks, the sample
-fields, ``data.on_bad_sample``) with its shard read replaced by the kept arrays. Scores therefore equal those
-of `pecan predict` on the converted shards (``tests/convert/test_score_memory.py``).
+The converter (``pecan.convert.complexes.convert_complex``, or ``pecan.scoring.featurise`` at screening speed)
+gives each pose its 22-column atoms, radii and attributes, as it would write them to a shard;
+``converted_index`` makes the index rows `pecan convert` + `pecan predict` would derive from that shard
+(``pecan.data.index_rows.normalise``), so the sample fields and labels are those of the shard path and scores
+equal those of `pecan predict` on the converted shards (``tests/convert/test_score_memory.py``).
 """
 
 from __future__ import annotations
@@ -15,14 +13,11 @@ import time
 from collections import defaultdict
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Iterator, Optional
+from typing import Iterator
 
-import numpy as np
 import pandas as pd
 
 from pecan.data import layout
-from pecan.data.geometry import check_pose_features
-from pecan.data.h5dataset import H5PoseDataset
 from pecan.data.index_rows import normalise
 
 
@@ -74,40 +69,3 @@ def converted_index(converted: list, data, source: str = "pecan score") -> tuple
         label_conflict=data.label_conflict,
     )
     return index.reset_index(drop=True), samples
-
-
-class MemoryPoseDataset(H5PoseDataset):
-    """The HDF5 reader over poses held in memory: sample ``i`` is ``samples[i]`` (row ``i`` of ``index``), its
-    atoms cast to float32 as the shard writer stores them. ``clock`` (optional) times the graph building."""
-
-    def __init__(self, index: pd.DataFrame, samples: list, data, clock: Optional[StageClock] = None) -> None:
-        super().__init__(
-            index,
-            pocket_radius=data.pocket_radius,
-            edge_cutoff=data.edge_cutoff,
-            rmsd_threshold=data.rmsd_threshold,
-            io_mode="reopen",
-            on_bad_sample=data.on_bad_sample,
-            augment=False,
-            decode_cache=False,
-            max_atoms=data.max_atoms,
-            max_edges=data.max_edges,
-        )
-        self.samples, self.clock = samples, clock
-
-    def _open(self, shard_id: int):
-        raise AssertionError("an in-memory dataset opens no shard")
-
-    def _read(self, i: int) -> tuple[np.ndarray, float, np.ndarray, Optional[np.ndarray]]:
-        sample = self.samples[i]
-        where = self.table.where(i)
-        features = check_pose_features(self.table.pose_features[i].astype(np.float64), where)
-        atoms = np.asarray(sample.data, dtype=np.float32)
-        vdw = None if sample.vdw is None else np.asarray(sample.vdw, dtype=np.float32)
-        return atoms, float(self.table.label[i]), features, vdw
-
-    def __getitems__(self, indices: list[int]):
-        if self.clock is None:
-            return super().__getitems__(indices)
-        with self.clock.timed("graph"):
-            return super().__getitems__(indices)

@@ -12,7 +12,6 @@ pytest.importorskip("rdkit", reason="needs the convert extra: pip install -e '.[
 pytest.importorskip("prolif", reason="needs the convert extra: pip install -e '.[convert]'")
 
 from pecan.commands import predict as predict_command
-from pecan.convert import chemistry as chem
 from pecan.convert.complexes import Options
 from pecan.convert.examples import write_prolif_manifest
 from pecan.convert.run import convert
@@ -40,8 +39,10 @@ def no_disk_scratch(*args, **kwargs):
 def test_in_memory_scores_equal_predict_on_the_shards_and_nothing_else_is_written(shard_path, monkeypatch):
     tmp, checkpoint, manifest, shard_scores = shard_path
     parsed = []
-    read_ligands = chem.read_ligands
-    monkeypatch.setattr(chem, "read_ligands", lambda path: parsed.append(Path(path).name) or read_ligands(path))
+    from pecan.scoring import inputs
+
+    iter_records = inputs.iter_records
+    monkeypatch.setattr(inputs, "iter_records", lambda path: parsed.append(Path(path).name) or iter_records(path))
     monkeypatch.setattr("pecan.data.layout.write_shard", no_disk_scratch)
     monkeypatch.setattr("pecan.data.loader.prepare_job_data", no_disk_scratch)
     monkeypatch.setattr("pecan.data.loader.prepare_packs", no_disk_scratch)
@@ -52,7 +53,7 @@ def test_in_memory_scores_equal_predict_on_the_shards_and_nothing_else_is_writte
     clock = StageClock()
     request = ScoreRequest(str(checkpoint), str(out_dir / "all.sdf"), manifest=str(manifest), device="cpu")
     assert score_poses(request, clock) == 0
-    assert sorted(p.name for p in out_dir.iterdir()) == ["all.csv", "all.metrics.json", "all.sdf"]
+    assert sorted(p.name for p in out_dir.iterdir()) == ["all.csv", "all.failures.csv", "all.metrics.json", "all.sdf"]
     poses_files = [name for name in parsed if name in ("vina_scored.sdf", "1.D_protonated.sdf")]
     assert sorted(poses_files) == ["1.D_protonated.sdf", "vina_scored.sdf"]  # each poses file parsed once
     assert {"parse", "load", "convert", "graph", "model", "write"} <= set(clock.seconds)

@@ -1,0 +1,154 @@
+"""What `pecan score` scores, as a stream of ligand groups (``featurise.LigandGroup``): each group's poses
+are ranked among themselves, as one complex of the converter.
+
+Sources: one receptor with a poses file (``--poses X.sdf``), a directory of poses files (``--poses DIR``:
+every ``.sdf``, ``.sd``, ``.mol2`` in it, by name), or a converter manifest (``--manifest M.csv``, one row per
+poses file). ``--group-by`` says what a group is:
+
+- ``file`` (the default): all records of one poses file are one ligand, named by ``--complex-id``, the file's
+  stem (a directory), or the manifest's ``complex_id``;
+- ``name``: each run of consecutive records with the same title (``_Name``, stripped) is one ligand, named by
+  that title (in a manifest, ``<complex_id>/<title>``): a virtual screen's output, one ligand's poses after
+  the other. A record without a title joins the ligand before it (a first one is named by the file).
+
+A group name met again later (a title that reappears after other ligands, two files with one stem) gets a
+numbered suffix, ``NAME#2``, with a warning: its poses are ranked on their own, never silently merged.
+SDF records are parsed one at a time (RDKit's ``ForwardSDMolSupplier``): only the group being scored is in
+memory, never the whole file.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator, Optional
+
+from pecan.runtime.errors import ConfigError
+from pecan.scoring.featurise import LigandGroup
+
+log = logging.getLogger("pecan")
+
+GROUP_BY = ("file", "name")
+POSE_SUFFIXES = (".sdf", ".sd", ".mol2")
+
+
+@dataclass(frozen=True)
+class PosesFile:
+    """One poses file to read, with what its groups share."""
+
+    path: Path
+    name: str  # the group name under group-by file; the prefix (manifest) or fallback under group-by name
+    receptor: Path
+    crystal: Optional[Path] = None
+    score_property: str = ""
+    affinity: float = float("nan")
+    prefix: str = ""  # group-by name: "<complex_id>/" for a manifest row
+
+
+def poses_in(directory: Path) -> list[Path]:
+    """The poses files of ``directory`` (by name); ConfigError when it has none."""
+    files = sorted(p for p in directory.iterdir() if p.is_file() and p.suffix.lower() in POSE_SUFFIXES)
+    if not files:
+        raise ConfigError(f"pecan score: --poses {directory} is a directory without .sdf, .sd or .mol2 files")
+    return files
+
+
+def iter_records(path: Path) -> Iterator:
+    """The records of a poses file one at a time (None for a record RDKit cannot parse); SDF is streamed,
+    mol2 and PDB are read whole (``chemistry.read_ligands``)."""
+    from pecan.convert import chemistry as chem
+
+    if path.suffix.lower() not in (".sdf", ".sd"):
+        yield from chem.read_ligands(path)
+        return
+    if not path.exists():
+        raise chem.ConversionError(f"{path}: file not found")
+    with open(path, "rb") as handle:
+        yield from chem.Chem.ForwardSDMolSupplier(handle, removeHs=False)
+
+
+def title(mol) -> str:
+    """A record's title, stripped ('' for none or an unparsable record)."""
+    return mol.GetProp("_Name").strip() if mol is not None and mol.HasProp("_Name") else ""
+
+
+class UniqueNames:
+    """Group names made unique: a name met again gets ``#2``, ``#3``, ... and one warning each."""
+
+    def __init__(self) -> None:
+        self.seen: dict[str, int] = {}
+
+    def __call__(self, name: str, where: str) -> str:
+        count = self.seen.get(name, 0) + 1
+        self.seen[name] = count
+        if count == 1:
+            return name
+        unique = f"{name}#{count}"
+        while unique in self.seen:
+            count += 1
+            unique = f"{name}#{count}"
+        self.seen[unique] = 1
+        log.warning("ligand %r appears again in %s: its poses are scored as %r", name, where, unique)
+        return unique
+
+
+def iter_groups(files: list[PosesFile], group_by: str, rank: int = 0, world_size: int = 1) -> Iterator[LigandGroup]:
+    """The ligand groups of ``files`` in order, numbered from 0 (``seq``); with ``world_size`` > 1 only those
+    with ``seq % world_size == rank`` (under ``file`` the other files are not even read). A file that cannot
+    be read becomes a group without records (the converter names the failure)."""
+    if group_by not in GROUP_BY:
+        raise ConfigError(f"pecan score: --group-by must be one of {', '.join(GROUP_BY)}, got {group_by!r}")
+    unique = UniqueNames()
+    seq = -1
+
+    def mine() -> bool:
+        return seq % world_size == rank
+
+    for item in files:
+        errors: list[str] = []
+        if group_by == "file":
+            seq += 1
+            name = unique(item.name, str(item.path))
+            if mine():
+                yield _group(item, name, list(_records(item, errors)), errors, seq)
+            continue
+        name, records = None, []
+        for mol in _records(item, errors):
+            label = title(mol)
+            if name is None or (label and label != name):
+                if name is not None:
+                    seq += 1
+                    group_name = unique(item.prefix + name, str(item.path))
+                    if mine():
+                        yield _group(item, group_name, records, [], seq)
+                name, records = label or item.name, []
+            records.append(mol)
+        seq += 1
+        group_name = unique(item.prefix + (name or item.name), str(item.path))
+        if mine():
+            yield _group(item, group_name, records, errors, seq)
+
+
+def _records(item: PosesFile, errors: list[str]) -> Iterator:
+    """The file's records; a file that cannot be read adds its reason to ``errors``."""
+    from pecan.convert.chemistry import ConversionError
+
+    try:
+        yield from iter_records(item.path)
+    except (ConversionError, OSError) as err:
+        errors.append(str(err))
+
+
+def _group(item: PosesFile, name: str, records: list, errors: list[str], seq: int) -> LigandGroup:
+    return LigandGroup(
+        complex_id=name,
+        receptor=item.receptor,
+        source=str(item.path),
+        records=records,
+        crystal=item.crystal,
+        score_property=item.score_property,
+        affinity=item.affinity,
+        error=errors[0] if errors and not records else "",
+        seq=seq,
+    )

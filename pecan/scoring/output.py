@@ -1,0 +1,170 @@
+"""`pecan score`'s outputs, written as each ligand group is scored (a screen's SDF is never held whole):
+
+- ``X.sdf``: every scored pose's input record, each ligand's poses sorted by PECAN score (best first), with
+  the SD properties ``pecan_complex``, ``pecan_pose``, ``pecan_score``, ``pecan_rank`` (and ``rmsd``/``label``
+  when a crystal ligand was given);
+- ``X.csv``: scores.csv (``pecan.scoring.scores_csv.SCORE_COLUMNS``), ligands in input order, each by rank;
+- ``X.failures.csv``: ``complex_id, pose_id, source, reason`` of every pose (or whole ligand, ``pose_id``
+  empty) that could not be scored; header only when none failed;
+- ``X.metrics.json``: the figures (``pecan.scoring.figures``), at the end.
+
+Each file is written under a temporary name beside its destination and renamed onto it when the run
+succeeds (``pecan.runtime.fileio.atomic_path``): a failed or interrupted run leaves no partial output and any
+earlier output in place.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import re
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from pecan.runtime.fileio import atomic_path, json_text
+from pecan.scoring.scores_csv import SCORE_COLUMNS
+
+FAILURE_COLUMNS = ("complex_id", "pose_id", "source", "reason")
+PROPERTY_NUMBER = re.compile(r"\(\d+\) $")
+
+
+def output_paths(out: Path) -> dict[str, Path]:
+    """What `pecan score --out X.sdf` writes: the SDF, X.csv, X.failures.csv and X.metrics.json."""
+    scores_csv = out.with_suffix(".csv")
+    return {
+        "--out": out,
+        "the scores CSV": scores_csv,
+        "the failures CSV": out.with_name(out.stem + ".failures.csv"),
+        "the metrics JSON": scores_csv.with_name(scores_csv.stem + ".metrics.json"),
+    }
+
+
+class ScoredOutput:
+    """The four outputs of one run, open for streaming; ``commit`` renames them into place. A ``part`` (one
+    rank's share under a launcher, ``merge_parts``) also logs each group's number and row count, and its
+    failure rows start with the group's number."""
+
+    def __init__(self, out: Path, part: bool = False) -> None:
+        from rdkit import Chem
+
+        self.part = part
+        self.paths = output_paths(Path(out))
+        if part:
+            self.paths["the groups log"] = Path(out).with_suffix(".groups")
+        self._stack = ExitStack()
+        self._temps = {what: self._stack.enter_context(atomic_path(path)) for what, path in self.paths.items()}
+        self._sdf = Chem.SDWriter(str(self._temps["--out"]))
+        self._csv = open(self._temps["the scores CSV"], "w", newline="")
+        self._failures_file = open(self._temps["the failures CSV"], "w", newline="")
+        self._failures = csv.writer(self._failures_file)
+        self._failures.writerow((["seq"] if part else []) + list(FAILURE_COLUMNS))
+        self._groups = open(self._temps["the groups log"], "w") if part else None
+        self._header = True
+        self.written = 0
+        self.failed_poses = 0
+        self.failed_ligands = 0
+
+    def write_group(self, seq: int, scores: pd.DataFrame, mols: list, labeled: bool) -> None:
+        """Ligand ``seq``'s rows (scores.csv columns, in rank order) and their records (same order)."""
+        if self._groups is not None:
+            self._groups.write(f"{seq},{len(mols)}\n")
+        scores[list(SCORE_COLUMNS)].to_csv(self._csv, header=self._header, index=False)
+        self._header = False
+        for mol, row in zip(mols, scores.itertuples()):
+            mol.SetProp("pecan_complex", str(row.complex_id))
+            mol.SetProp("pecan_pose", str(row.pose_id))
+            mol.SetDoubleProp("pecan_score", float(row.pecan_score))
+            mol.SetIntProp("pecan_rank", int(row.pecan_rank))
+            if labeled and not math.isnan(float(row.rmsd)):
+                mol.SetDoubleProp("rmsd", float(row.rmsd))
+                mol.SetIntProp("label", int(row.label))
+            self._sdf.write(mol)
+        self.written += len(mols)
+
+    def failure(self, complex_id: str, pose_id: str, source: str, reason: str, seq: int = 0) -> None:
+        """One row of the failures file (``pose_id`` empty: the whole ligand)."""
+        self._failures.writerow(([seq] if self.part else []) + [complex_id, pose_id, source, reason])
+        if pose_id:
+            self.failed_poses += 1
+        else:
+            self.failed_ligands += 1
+
+    def commit(self, values: dict[str, Any]) -> None:
+        """Write the metrics JSON, close every file and rename each onto its destination."""
+        self._close_writers()
+        if self._header:  # nothing scored: scores.csv still gets its header
+            pd.DataFrame(columns=list(SCORE_COLUMNS)).to_csv(self._temps["the scores CSV"], index=False)
+        self._temps["the metrics JSON"].write_text(json_text(values, indent=2, default=float))
+        self._stack.close()
+
+    def abort(self, error: BaseException) -> None:
+        """Remove the temporary files; every destination keeps what it held."""
+        self._close_writers()
+        self._stack.__exit__(type(error), error, error.__traceback__)
+
+    def _close_writers(self) -> None:
+        if self._sdf is not None:
+            self._sdf.close()
+            self._csv.close()
+            self._failures_file.close()
+            if self._groups is not None:
+                self._groups.close()
+            self._sdf = None
+
+    def merge_parts(self, parts: list[Path]) -> None:
+        """Join the ranks' committed parts (their ``--out`` paths, rank order) into this output in input order:
+        groups by their number, each group's CSV rows and SDF records as the rank wrote them; failure rows
+        sorted by group number. The parts are not removed."""
+        self._close_writers_for_merge()
+        logs = []
+        for rank, part in enumerate(parts):
+            for line in output_paths(part)["--out"].with_suffix(".groups").read_text().splitlines():
+                seq, count = line.split(",")
+                logs.append((int(seq), rank, int(count)))
+        csvs = [open(output_paths(p)["the scores CSV"]) for p in parts]
+        sdfs = [open(p) for p in parts]
+        try:
+            with open(self._temps["the scores CSV"], "w") as csv_out, open(self._temps["--out"], "w") as sdf_out:
+                header = [handle.readline() for handle in csvs]
+                if logs:
+                    csv_out.write(next(h for h in header if h))
+                    self._header = False
+                for _, rank, count in sorted(logs):
+                    for _ in range(count):
+                        csv_out.write(csvs[rank].readline())
+                        self.written += 1
+                        for line in sdfs[rank]:
+                            # RDKit numbers each record's property lines ("> <name>  (k)"): renumber them.
+                            sdf_out.write(PROPERTY_NUMBER.sub(f"({self.written}) ", line) if line[:1] == ">" else line)
+                            if line.startswith("$$$$"):
+                                break
+        finally:
+            for handle in csvs + sdfs:
+                handle.close()
+        rows = []
+        for part in parts:
+            with open(output_paths(part)["the failures CSV"], newline="") as handle:
+                reader = csv.reader(handle)
+                next(reader)
+                rows.extend(reader)
+        for row in sorted(rows, key=lambda r: int(r[0])):
+            self.failure(*row[1:])
+
+    def _close_writers_for_merge(self) -> None:
+        """Close the SDF and CSV writers (the merge writes those files itself); the failures writer stays."""
+        self._sdf.close()
+        self._csv.close()
+
+
+def ranked(logits: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(order, score, rank) of one ligand's logits: PECAN score (the sigmoid, in float64), rank 1 = best with
+    ties in input order (as pandas' ``rank(method="first")`` of the descending score), and the rank order."""
+    score = 1.0 / (1.0 + np.exp(-logits.astype(np.float64)))
+    order = np.argsort(-score, kind="stable")
+    rank = np.empty(len(score), dtype=np.int64)
+    rank[order] = np.arange(1, len(score) + 1)
+    return order, score, rank

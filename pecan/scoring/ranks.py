@@ -1,0 +1,156 @@
+"""Running `pecan score`'s loop (``pecan.scoring.screen``) over the inputs: the progress lines, the outputs'
+commit and the summary."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from pathlib import Path
+from typing import Any, Optional
+
+from pecan.runtime.errors import ConfigError, DataError
+from pecan.runtime.progress import Progress
+from pecan.scoring.featurise import GroupConverter
+from pecan.scoring.figures import summary_lines
+from pecan.scoring.inputs import iter_groups
+from pecan.scoring.memory import StageClock
+from pecan.scoring.output import ScoredOutput
+from pecan.scoring.screen import CHUNK_POSES, Scored, ScreenRun, chunks
+from pecan.scoring.settings import score_property_default
+
+log = logging.getLogger("pecan")
+
+
+def score_files(
+    args, files: list, state: dict, config, model, device, options, env, clock: StageClock
+) -> Optional[dict]:
+    """Score every group of ``files`` and write the outputs; the metrics values on rank 0 (None elsewhere).
+
+    Under a launcher rank ``r`` of ``W`` scores the groups numbered ``r, r + W, ...`` into its own part (a
+    hidden ``.X.sdf.ranks/`` folder beside ``--out``); when every rank is done, rank 0 joins the parts in input
+    order into the outputs and removes the folder. A rank that fails makes every rank fail, with its error."""
+    distributed = env is not None and env.is_distributed
+    out = Path(args.out)
+    parts = out.parent / f".{out.name}.ranks"
+    if not distributed:
+        output = ScoredOutput(out)
+        run = _run(args, files, state, config, model, device, options, output, clock, 0, 1)
+        values = _values(args, output, run.scored, output.failed_poses, output.failed_ligands)
+        _commit(output, values)
+        report(values, output, state)
+        return values
+    from pecan.runtime.collectives import all_gather_object, barrier
+
+    parts.mkdir(parents=True, exist_ok=True)
+    part = parts / f"rank{env.rank}.sdf"
+    outcome: dict[str, Any] = {"error": None}
+    try:
+        output = ScoredOutput(part, part=True)
+        run = _run(args, files, state, config, model, device, options, output, clock, env.rank, env.world_size)
+        output.commit({})
+        outcome.update(scored=run.scored, failed=(output.failed_poses, output.failed_ligands))
+    except Exception as err:  # every rank must reach the gather below, whatever this one met
+        outcome["error"] = (type(err).__name__, str(err))
+    outcomes = all_gather_object(outcome, "pecan score: the ranks' results")
+    errors = [(rank, o["error"]) for rank, o in enumerate(outcomes) if o["error"] is not None]
+    if errors:
+        rank, (kind, message) = errors[0]
+        error = ConfigError if kind == "ConfigError" else DataError
+        raise error(f"rank {rank} of {env.world_size}: {message}")
+    values = None
+    if env.is_main:
+        scored = Scored.merged([o["scored"] for o in outcomes])
+        output = ScoredOutput(out)
+        try:
+            output.merge_parts([parts / f"rank{r}.sdf" for r in range(env.world_size)])
+            values = _values(args, output, scored, output.failed_poses, output.failed_ligands)
+            _commit(output, values)
+        finally:
+            shutil.rmtree(parts, ignore_errors=True)
+        report(values, output, state)
+    barrier("pecan score: outputs written")
+    return values
+
+
+def _run(args, files, state, config, model, device, options, output, clock, rank: int, world_size: int) -> ScreenRun:
+    """The scoring loop over this rank's groups, into ``output``."""
+    from pecan.scoring.poses import BATCH_SIZE, counter_factory
+
+    try:
+        run = ScreenRun(
+            config,
+            model,
+            device,
+            GroupConverter(options, counter_factory()),
+            output,
+            state=state,
+            batch_size=args.batch_size or BATCH_SIZE,
+            needs_docking_score=score_property_default(state)[1],
+            clock=clock,
+        )
+        progress_mode = args.progress if rank == 0 else "off"
+        with Progress(None, "scoring", "pose", progress_mode, every_s=30.0) as progress:
+            for chunk in chunks(iter_groups(files, args.group_by, rank, world_size), CHUNK_POSES, clock):
+                progress.update(run.score_chunk(chunk))
+    except BaseException as err:
+        output.abort(err)
+        raise
+    return run
+
+
+def _values(args, output: ScoredOutput, scored: Scored, failed_poses: int, failed_ligands: int) -> dict[str, Any]:
+    """The metrics JSON's values; a DataError (the outputs discarded) when no pose was scored."""
+    if not scored.poses:
+        error = DataError(
+            f"pecan score: no pose could be scored (see the warnings above and {output.paths['the failures CSV']})"
+        )
+        output.abort(error)
+        raise error
+    values = scored.values()
+    values.update(checkpoint=str(args.checkpoint), scores=str(output.paths["the scores CSV"]))
+    values["failures"] = {"poses": failed_poses, "ligands": failed_ligands}
+    return values
+
+
+def _commit(output: ScoredOutput, values: dict[str, Any]) -> None:
+    try:
+        output.commit(values)
+    except BaseException as err:
+        output.abort(err)
+        raise
+
+
+def report(values: dict[str, Any], output: ScoredOutput, state: dict) -> None:
+    """The summary lines, the warnings on the split, and what was written."""
+    if "complexes" not in state:
+        log.warning(
+            "the checkpoint does not record its training complexes (written before that was stored): "
+            "the split column is 'unknown' and the figures may include complexes it trained on"
+        )
+    trained_on = values["splits"].get("train")
+    if trained_on:
+        log.warning(
+            "%d of the %d scored complexes were used to train this checkpoint (split 'train'): their "
+            "figures are not held-out performance",
+            trained_on["complexes"],
+            values["complexes"],
+        )
+    for line in summary_lines(values):
+        print(line, flush=True)
+    if output.failed_poses or output.failed_ligands:
+        print(
+            f"not scored: {output.failed_poses} poses and {output.failed_ligands} whole ligands "
+            f"(reasons in {output.paths['the failures CSV']})",
+            flush=True,
+        )
+    paths = output.paths
+    print(f"wrote {paths['the scores CSV']}, {paths['the failures CSV']} and {paths['the metrics JSON']}", flush=True)
+    print(f"wrote {output.written} scored poses to {paths['--out']}", flush=True)
+
+
+def finish(env) -> None:
+    """Leave the process group (nothing to do in one process)."""
+    if env is not None and env.is_distributed:
+        from pecan.train.distributed import cleanup_distributed
+
+        cleanup_distributed(graceful=True)

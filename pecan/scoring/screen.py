@@ -1,0 +1,239 @@
+"""The scoring loop of `pecan score`: ligand groups in, scored groups out, a chunk at a time.
+
+Groups (``pecan.scoring.inputs``) are gathered into chunks of about ``chunk_poses`` poses, so that batches
+span ligands while memory stays bounded by one chunk (plus the largest group). Per chunk:
+
+1. **convert**: each group featurised as the converter does (``featurise.GroupConverter``); a pose or ligand
+   that cannot be converted is a row of the failures file, never a stop;
+2. **graph**: the index rows and sample fields of the chunk (``memory.converted_index``, ``SampleTable``: the
+   docking-score features, labels), then each pose's graph (``graphs.pose_graph``); a pose whose graph
+   fails the data path's checks (too many atoms, no pocket, bad geometry) is a failure row too;
+3. **model**: the graphs in batches of ``batch_size`` through the model (no PyG: ``graphs.GraphBatch``);
+4. **write**: each group's poses ranked and written (``output.ScoredOutput``).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any, Iterable, Iterator, Optional
+
+import numpy as np
+import pandas as pd
+import torch
+
+from pecan.data.sample import SampleTable
+from pecan.runtime.errors import ConfigError, DataError
+from pecan.scoring.featurise import GroupConverter, LigandGroup
+from pecan.scoring.graphs import batches, checked_pose_features, pose_graph
+from pecan.scoring.memory import StageClock, converted_index
+from pecan.scoring.output import ScoredOutput, ranked
+from pecan.scoring.settings import assign_splits
+
+log = logging.getLogger("pecan")
+
+CHUNK_POSES = 512
+"""Poses gathered before a chunk is scored: batches span ligands, memory stays bounded."""
+
+
+def chunks(groups: Iterable[LigandGroup], chunk_poses: int, clock: StageClock) -> Iterator[list[LigandGroup]]:
+    """Consecutive groups with about ``chunk_poses`` poses in all (a larger group is a chunk of its own); the
+    time spent reading records is the ``parse`` stage."""
+    chunk, poses = [], 0
+    iterator = iter(groups)
+    while True:
+        with clock.timed("parse"):
+            group = next(iterator, None)
+        if group is None:
+            break
+        chunk.append(group)
+        poses += len(group.records)
+        if poses >= chunk_poses:
+            yield chunk
+            chunk, poses = [], 0
+    if chunk:
+        yield chunk
+
+
+@dataclass
+class Scored:
+    """A chunk's figures kept for the metrics: per pose its complex, split, score, logit, docking score,
+    rmsd and label (only while every pose so far has a label; else just the counts)."""
+
+    poses: int = 0
+    complexes: int = 0
+    split_poses: Optional[dict] = None
+    split_complexes: Optional[dict] = None
+    labeled_rows: Optional[list] = None
+
+    def __post_init__(self) -> None:
+        self.split_poses, self.split_complexes, self.labeled_rows = {}, {}, []
+
+    def add(self, scores: pd.DataFrame) -> None:
+        """One group's scores.csv rows (with their logits)."""
+        self.poses += len(scores)
+        self.complexes += 1
+        split = str(scores["split"].iloc[0])
+        self.split_poses[split] = self.split_poses.get(split, 0) + len(scores)
+        self.split_complexes[split] = self.split_complexes.get(split, 0) + 1
+        if self.labeled_rows is not None:
+            if scores["label"].isna().any():
+                self.labeled_rows = None
+            else:
+                self.labeled_rows.append(scores)
+
+    @classmethod
+    def merged(cls, parts: list["Scored"]) -> "Scored":
+        """The ranks' figures as one (labelled rows kept only when every rank kept its own)."""
+        whole = cls()
+        for part in parts:
+            whole.poses += part.poses
+            whole.complexes += part.complexes
+            for split, count in part.split_poses.items():
+                whole.split_poses[split] = whole.split_poses.get(split, 0) + count
+            for split, count in part.split_complexes.items():
+                whole.split_complexes[split] = whole.split_complexes.get(split, 0) + count
+            if whole.labeled_rows is not None:
+                whole.labeled_rows = None if part.labeled_rows is None else whole.labeled_rows + part.labeled_rows
+        return whole
+
+    def values(self) -> dict[str, Any]:
+        """The figures of ``pecan.scoring.figures.split_metrics`` over every scored pose."""
+        from pecan.scoring.figures import HELD_OUT_FIRST, split_metrics
+
+        if self.labeled_rows:
+            return split_metrics(pd.concat(self.labeled_rows, ignore_index=True))
+        values: dict[str, Any] = {"poses": self.poses, "complexes": self.complexes, "labeled": False}
+        values["splits"] = {
+            split: {"poses": self.split_poses[split], "complexes": self.split_complexes[split], "labeled": False}
+            for split in HELD_OUT_FIRST
+            if split in self.split_poses
+        }
+        return values
+
+
+class ScreenRun:
+    """Scores chunks of ligand groups with one model and writes them to one ``ScoredOutput``."""
+
+    def __init__(
+        self,
+        config,
+        model: torch.nn.Module,
+        device: torch.device,
+        converter: GroupConverter,
+        output: ScoredOutput,
+        *,
+        state: dict,
+        batch_size: int,
+        needs_docking_score: bool,
+        clock: StageClock,
+    ) -> None:
+        self.config, self.model, self.device = config, model, device
+        self.converter, self.output, self.state = converter, output, state
+        self.batch_size, self.needs_docking_score, self.clock = batch_size, needs_docking_score, clock
+        self.scored = Scored()
+
+    def score_chunk(self, chunk: list[LigandGroup]) -> int:
+        """Convert, build, score and write one chunk; the number of poses scored."""
+        converted = []
+        for group in chunk:
+            self._check_docking_scores(group)
+            with self.clock.timed("convert"):
+                item = self.converter.convert(group)
+            for failure in item.failures:
+                self._fail(group, failure["pose_id"], failure["reason"], failure["complex_id"])
+            if item.poses:
+                converted.append((group, item))
+        if not converted:
+            return 0
+        with self.clock.timed("graph"):
+            frame, samples = converted_index([item for _, item in converted], self.config.data)
+            table = SampleTable.from_index(frame)
+            graphs, rows = self._graphs(table, samples, {item.complex_id: g for g, item in converted})
+        logits = np.full(len(table), np.nan, dtype=np.float32)
+        with self.clock.timed("model"):
+            self._forward(graphs, table, np.asarray(rows, dtype=np.int64), logits)
+        with self.clock.timed("write"):
+            return self._write(converted, frame, logits)
+
+    def _check_docking_scores(self, group: LigandGroup) -> None:
+        """A model that takes docking scores needs one on every record: ConfigError naming property and file."""
+        if not self.needs_docking_score:
+            return
+        prop = group.score_property
+        mols = [m for m in group.records if m is not None]
+        missing = [k for k, mol in enumerate(mols, start=1) if not prop or not mol.HasProp(prop)]
+        if missing:
+            raise ConfigError(
+                f"pecan score: the checkpoint's model takes each pose's docking score (model.use_docking_score), "
+                f"but {len(missing)} of {len(mols)} records of ligand {group.complex_id} in {group.source} have no "
+                f"SD property {prop!r} (first: record {missing[0]}); name the property holding it with "
+                f"--score-property"
+            )
+
+    def _fail(self, group: LigandGroup, pose_id: str, reason: str, complex_id: Optional[str] = None) -> None:
+        complex_id = group.complex_id if complex_id is None else complex_id
+        log.warning("not scored: ligand %s pose %s: %s", complex_id, pose_id or "(all)", reason)
+        self.output.failure(complex_id, pose_id, group.source, reason, group.seq)
+
+    def _graphs(self, table: SampleTable, samples: list, groups: dict) -> tuple[list, list[int]]:
+        graphs, rows = [], []
+        for i, sample in enumerate(samples):
+            where = f"ligand {table.complex_id[i]}, pose {table.pose_id[i]}"
+            try:
+                checked_pose_features(table, i)
+                graphs.append(pose_graph(sample.data, sample.vdw, self.config.data, where))
+                rows.append(i)
+            except DataError as err:
+                self._fail(groups[table.complex_id[i]], str(table.pose_id[i]), str(err))
+        return graphs, rows
+
+    @torch.no_grad()
+    def _forward(self, graphs: list, table: SampleTable, rows: np.ndarray, logits: np.ndarray) -> None:
+        from pecan.train.components import amp_context
+
+        for batch in batches(graphs, table, rows, self.batch_size):
+            batch = batch.to(self.device)
+            with amp_context(self.device, self.config.train.amp):
+                values = self.model(batch).float()
+            logits[batch.sample_id.cpu().numpy()] = values.cpu().numpy().reshape(-1)
+
+    def _write(self, converted: list, frame: pd.DataFrame, logits: np.ndarray) -> int:
+        """Each group's scored poses, ranked, to the outputs; a group none of whose poses scored is a failure."""
+        start, written = 0, 0
+        for group, item in converted:
+            first, start = start, start + len(item.poses)
+            rows = np.arange(first, start)
+            rows = rows[np.isfinite(logits[rows])]
+            if len(rows) == 0:
+                self._fail(group, "", "no pose of this ligand could be scored (see its poses)")
+                continue
+            order, score, rank = ranked(logits[rows])
+            rows, score, rank = rows[order], score[order], rank[order]
+            known = frame.iloc[rows]
+            split = assign_splits(pd.Series([item.complex_id]), self.state.get("complexes"), {item.complex_id})[0]
+            scores = pd.DataFrame(
+                {
+                    "complex_id": known["complex_id"].to_numpy(dtype=object),
+                    "pose_id": known["pose_id"].to_numpy(dtype=object),
+                    "split": split,
+                    "pecan_score": score,
+                    "pecan_rank": rank,
+                    "docking_score": known["docking_score"].to_numpy(dtype=float),
+                    "rmsd": known["rmsd"].to_numpy(dtype=float),
+                    "label": known["label"].reset_index(drop=True),  # its index dtype: 1, not 1.0, in the CSV
+                    "logit": logits[rows],
+                }
+            )
+            record_of = {pose_id: k for k, pose_id in enumerate(_pose_ids(group))}
+            mols = [group.records[record_of[pose_id]] for pose_id in scores["pose_id"]]
+            self.output.write_group(group.seq, scores, mols, labeled=bool(scores["label"].notna().all()))
+            self.scored.add(scores)
+            written += len(rows)
+        return written
+
+
+def _pose_ids(group: LigandGroup) -> list[str]:
+    from pecan.convert.complexes import pose_ids
+
+    return pose_ids(group.complex_id, group.records)
