@@ -1,20 +1,24 @@
 """`pecan score` end to end (SDF in, scored SDF out) and per stage, beside GNINA 1.0's CNN scoring.
 
-The poses are ProLIF's 9 bundled Vina poses (``pecan.convert.examples``) repeated to ``--poses`` records of
-one complex (each record titled ``pose_<k>``), scored against ProLIF's Vina receptor without a crystal
-ligand, as plain docking output is. Each case runs in a fresh child process (``--child``), so its figures
-include start-up (imports) and its peak RSS (``ru_maxrss``) is its own. Stages:
+The poses are ProLIF's 9 bundled Vina poses (``pecan.convert.examples``) repeated to ``--poses`` records,
+scored against ProLIF's Vina receptor without a crystal ligand, as plain docking output is. ``--layout``
+``screen`` (the default) titles them as a virtual screen's SDF, ligand after ligand of 9 poses each
+(``lig_<k>``), scored with ``--group-by name``; ``complex`` titles them ``pose_<k>``, one complex of all
+poses. Each case runs in a fresh child process (``--child``), so its figures include start-up (imports) and
+its peak RSS (``ru_maxrss``) is its own. Stages:
 
-- ``startup``: from the child's process start to its imports of the scoring path (torch, RDKit, ProLIF,
+- ``startup``: from the child's process start to its imports of the scoring path (torch, RDKit,
   pecan.scoring) done;
-- ``parse``: the poses SDF read once (RDKit);
+- ``parse``: the poses SDF read, record by record (RDKit);
 - ``load``: the checkpoint read, its config checked and the model built;
-- ``receptor``: the receptor read, its pocket cut around the poses and featurised, ProLIF's protein prepared;
-- ``interactions``: ProLIF's interaction counts of each pose;
+- ``receptor``: the receptor read, each ligand's pocket residues found, each distinct pocket cut and
+  featurised and its interaction counter set up;
+- ``interactions``: the interaction counts of each pose;
 - ``features``: the rest of the conversion (ligand features, the pocket rows per pose, RMSD when a crystal);
-- ``graph``: pocket crop, radius edges and the sample tensors (the HDF5 reader's graph building);
+- ``graph``: the index rows and sample fields of each chunk, pocket crop, radius edges (the data path's graph
+  building);
 - ``model``: batching and the model's forward passes;
-- ``write``: scores CSV, metrics JSON and the scored SDF.
+- ``write``: scores CSV, failures, metrics JSON and the scored SDF.
 
 With ``--gnina-python`` (the interpreter of ``benchmarks/peers/.venv-gnina``) and ``--gnina-script``
 (``benchmarks/peers/gnina_score.py``) GNINA's ``default2018`` single model and its ``default`` ensemble
@@ -46,6 +50,13 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--checkpoint", required=True, help="a PECAN checkpoint (e.g. RUN/checkpoints/best.pt)")
     parser.add_argument("--poses", type=int, nargs="+", default=[1000], help="pose counts to score")
+    parser.add_argument(
+        "--layout",
+        choices=("screen", "complex"),
+        default="screen",
+        help="screen: ligands of 9 poses (--group-by name); complex: one complex of all poses",
+    )
+    parser.add_argument("--batch-size", type=int, default=0, help="pecan score --batch-size (0: its default)")
     parser.add_argument("--rounds", type=int, default=1, help="interleaved rounds of every case")
     parser.add_argument("--work", default="/tmp/pecan-bench-score", help="inputs and outputs go here")
     parser.add_argument("--threads", type=int, default=2, help="torch threads (OMP_NUM_THREADS) of every child")
@@ -58,8 +69,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def write_poses(work: Path, count: int) -> tuple[Path, Path]:
-    """ProLIF's Vina poses repeated to ``count`` records (titles pose_1..pose_N), and a one-row manifest."""
+def write_poses(work: Path, count: int, layout: str = "screen") -> tuple[Path, Path]:
+    """ProLIF's Vina poses repeated to ``count`` records (titles lig_<k> for the ligands of 9 poses of a
+    screen, or pose_1..pose_N for one complex), and a one-row manifest."""
     from rdkit import Chem
 
     from pecan.convert.examples import prolif_data, vina_poses_with_scores
@@ -70,7 +82,7 @@ def write_poses(work: Path, count: int) -> tuple[Path, Path]:
     writer = Chem.SDWriter(str(poses))
     for k in range(count):
         mol = Chem.Mol(mols[k % len(mols)])
-        mol.SetProp("_Name", f"pose_{k + 1}")
+        mol.SetProp("_Name", f"lig_{k // len(mols) + 1}" if layout == "screen" else f"pose_{k + 1}")
         writer.write(mol)
     writer.close()
     manifest = work / f"manifest_{count}.csv"
@@ -94,17 +106,22 @@ def child(args: argparse.Namespace) -> int:
     """One case in this process: score the poses, print the figures as one JSON line."""
     import psutil
 
-    from pecan.convert import chemistry as chem
-    from pecan.convert import interactions
+    from pecan.scoring.featurise import GroupConverter, PocketCache, PreparedReceptor
     from pecan.scoring.memory import StageClock
     from pecan.scoring.poses import ScoreRequest, score_poses
 
     startup = time.time() - psutil.Process().create_time()  # interpreter start and imports
     clock = StageClock()
-    for name in ("read_receptor", "pocket_submol"):
-        timed_method(clock, chem, name, "receptor")
-    timed_method(clock, interactions.InteractionCounter, "__init__", "receptor")
-    timed_method(clock, interactions.InteractionCounter, "counts", "interactions")
+    timed_method(clock, PreparedReceptor, "pocket_residues", "receptor")
+    timed_method(clock, PocketCache, "get", "receptor")
+    timed_method(clock, GroupConverter, "receptor", "receptor")
+    counts = GroupConverter._counts
+
+    def timed_counts(pocket, mols):
+        with clock.timed("interactions"):
+            return counts(pocket, mols)
+
+    GroupConverter._counts = staticmethod(timed_counts)
     work = Path(args.work)
     poses = work / f"poses_{args.child}.sdf"
     out = work / f"scored_{args.child}.sdf"
@@ -117,6 +134,9 @@ def child(args: argparse.Namespace) -> int:
         complex_id="vina",
         score_property="vina_score",
         device="cpu",
+        group_by="name" if args.layout == "screen" else "file",
+        batch_size=args.batch_size,
+        progress="off",
     )
     started = time.perf_counter()
     code = score_poses(request, clock)
@@ -137,6 +157,7 @@ def run_pecan(args: argparse.Namespace, count: int) -> dict:
     """One child scoring ``count`` poses; its figures plus the wall time the parent saw."""
     env = {**os.environ, "OMP_NUM_THREADS": str(args.threads), "PYTHONUNBUFFERED": "1"}
     argv = [sys.executable, "-m", "benchmarks.bench_score", "--checkpoint", args.checkpoint, "--work", args.work]
+    argv += ["--layout", args.layout, "--batch-size", str(args.batch_size)]
     started = time.perf_counter()
     done = subprocess.run([*argv, "--child", str(count)], capture_output=True, text=True, env=env)
     wall = time.perf_counter() - started
@@ -197,7 +218,7 @@ def main(argv=None) -> int:
     work.mkdir(parents=True, exist_ok=True)
     receptor = work / "receptor.pdb"
     receptor.write_bytes((prolif_data() / "vina" / "rec.pdb").read_bytes())
-    manifests = {count: write_poses(work, count)[1] for count in args.poses}
+    manifests = {count: write_poses(work, count, args.layout)[1] for count in args.poses}
     gnina = bool(args.gnina_python and args.gnina_script and Path(args.gnina_python).exists())
     runs: dict[str, list[dict]] = {}
     for round_ in range(args.rounds):

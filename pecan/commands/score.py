@@ -61,6 +61,13 @@ def parse_args(argv=None, prog: str | None = None) -> argparse.Namespace:
         "--batch-size", type=int, default=0, help="graphs per forward pass (default 64; scores do not depend on it)"
     )
     parser.add_argument(
+        "--threads",
+        type=int,
+        default=0,
+        help="torch threads of this process (default: OMP_NUM_THREADS when set, else 1: a pose's graph is too "
+        "small to share; use one process per core, under a launcher, to use more cores)",
+    )
+    parser.add_argument(
         "--progress",
         choices=("auto", "bar", "lines", "off"),
         default="auto",

@@ -280,27 +280,44 @@ class GroupConverter:
             rows = chem.atom_features(crystal, 1.0)
             if len(chem.pocket_rows(pocket.atoms, pocket.vdw, rows[:, :3].astype(np.float64), radius)[0]) == 0:
                 raise ConversionError(f"no receptor atoms within {radius} A of the crystal ligand")
+        ready = []
         for pose_id, mol in zip(pose_ids(group.complex_id, group.records), group.records):
             try:
                 if mol is None:
                     raise ConversionError(f"{group.source}: RDKit cannot parse this record")
                 rmsd = chem.symmetric_rmsd(mol, crystal) if crystal is not None else float("nan")
-                result.poses.append(self._sample(group, mol, pose_id, rmsd, pocket))
+                ready.append((pose_id, mol, rmsd, *self._rows(mol, pocket)))
             except ConversionError as err:
                 result.failures.append({"complex_id": group.complex_id, "pose_id": pose_id, "reason": str(err)})
+        for (pose_id, mol, rmsd, *rows), counts in zip(ready, self._counts(pocket, [r[1] for r in ready])):
+            result.poses.append(self._sample(group, mol, pose_id, rmsd, rows, counts))
         if not result.poses:
             raise ConversionError("no pose could be converted (see the pose rows)")
 
-    def _sample(self, group: LigandGroup, mol, pose_id: str, rmsd: float, pocket: Pocket) -> Sample:
+    def _rows(self, mol, pocket: Pocket) -> tuple:
+        """A pose's ligand rows and radii, and the pocket rows and radii within reach of it."""
         radius = self.options.pocket_radius
         ligand, ligand_vdw = self.ligands.rows(mol)
         protein, protein_vdw = chem.pocket_rows(pocket.atoms, pocket.vdw, ligand[:, :3].astype(np.float64), radius)
         if len(protein) == 0:
             raise ConversionError(f"no receptor atoms within {radius} A of this pose")
+        return ligand, ligand_vdw, protein, protein_vdw
+
+    @staticmethod
+    def _counts(pocket: Pocket, mols: list) -> list[dict]:
+        """The interaction counts of the poses (with hydrogens added where a pose has none); a counter that
+        counts many poses at once (``counts_many``) gets them together."""
+        poses = [_with_hydrogens(mol) for mol in mols]
+        if hasattr(pocket.counter, "counts_many"):
+            return pocket.counter.counts_many(poses)
+        return [pocket.counter.counts(pose) for pose in poses]
+
+    def _sample(self, group: LigandGroup, mol, pose_id: str, rmsd: float, rows: list, counts: dict) -> Sample:
+        ligand, ligand_vdw, protein, protein_vdw = rows
         attrs = {"rmsd": float(rmsd), "score": chem.docking_score(mol, group.score_property)}
         if not np.isnan(rmsd):
             attrs["label"] = int(rmsd < self.options.rmsd_threshold)
-        attrs.update(pocket.counter.counts(_with_hydrogens(mol)))
+        attrs.update(counts)
         return Sample(
             pose_id or layout.DEFAULT_CRYSTAL_GROUP.rpartition("/")[2],
             np.concatenate([ligand, protein]).astype(np.float32),

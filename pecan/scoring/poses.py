@@ -13,6 +13,7 @@ joins the ranks' outputs in input order (``pecan.scoring.ranks``).
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,6 +50,7 @@ class ScoreRequest:
     group_by: str = "file"
     batch_size: int = 0  # 0: BATCH_SIZE
     progress: str = "auto"
+    threads: int = 0  # 0: OMP_NUM_THREADS when set, else 1
 
 
 BATCH_SIZE = 64
@@ -139,11 +141,14 @@ def check_outputs(args: ScoreRequest, rows: pd.DataFrame, files: list) -> None:
 def scoring_setup(args: ScoreRequest, state: dict):
     """The config scoring runs under (the checkpoint's, checked as `pecan predict` checks it), its model on
     the device, the conversion options (the checkpoint's label threshold) and the launcher's ranks."""
+    import torch
+
     from pecan.convert.complexes import Options
     from pecan.scoring.checkpoint import build_scoring_model, mapping_from_checkpoint, scoring_config
     from pecan.train.distributed import discover, init_distributed, resolve_device
 
     env = discover()
+    torch.set_num_threads(args.threads or int(os.environ.get("OMP_NUM_THREADS") or 1))  # score_poses restores it
     raw = mapping_from_checkpoint(state)
     raw["data"].update(data_dir=".")  # the config asks for a data source; nothing is read from it
     raw["train"].update(device=args.device)
@@ -168,8 +173,10 @@ def score_poses(args: ScoreRequest, clock: Optional[StageClock] = None) -> int:
     from pecan.scoring.checkpoint import read_checkpoint
     from pecan.scoring.settings import warn_if_synthetic
 
+    import torch
+
     clock = clock if clock is not None else StageClock()
-    env = None
+    env, threads = None, torch.get_num_threads()
     try:
         try:
             import pecan.convert.complexes  # noqa: F401
@@ -179,6 +186,8 @@ def score_poses(args: ScoreRequest, clock: Optional[StageClock] = None) -> int:
             raise ConfigError(f"pecan score: --group-by must be one of {', '.join(GROUP_BY)}, got {args.group_by!r}")
         if args.batch_size < 0:
             raise ConfigError(f"pecan score: --batch-size must be positive, got {args.batch_size}")
+        if args.threads < 0:
+            raise ConfigError(f"pecan score: --threads must be positive, got {args.threads}")
         with clock.timed("load"):
             state = read_checkpoint(Path(args.checkpoint))
         rows = manifest_rows(args, state)
@@ -189,6 +198,7 @@ def score_poses(args: ScoreRequest, clock: Optional[StageClock] = None) -> int:
         with clock.timed("load"):
             config, model, device, options, env = scoring_setup(args, state)
     except (ConfigError, OSError, ValueError) as err:
+        torch.set_num_threads(threads)
         print(f"error: {err}", file=sys.stderr)
         return 2
     from pecan.scoring import ranks
@@ -203,4 +213,5 @@ def score_poses(args: ScoreRequest, clock: Optional[StageClock] = None) -> int:
         return expected_error_code(err)
     finally:
         ranks.finish(env)
+        torch.set_num_threads(threads)
     return 0
