@@ -13,11 +13,13 @@ What the counts are (the behaviour replicated; tests/convert/test_contacts.py ch
   ProLIF's own fragments. The pocket's fragments come from the pocket as cut: a residue whose neighbour
   was cut away was sanitised without it, which can change its matches (counts depend on the pocket cut).
 - Pairs. Only receptor residues with an atom (hydrogens included) within 6.0 A of an atom of the ligand
-  residue are paired with it; a receptor residue with the ligand's residue id (UNL1 without chain for a
-  pose without PDB residue info) is skipped.
+  residue are paired with it. Every rule but stacking needs two of their atoms within 4.5 A, so the search
+  can only drop stacked ring pairs, and only those are checked against it. A receptor residue with the
+  ligand's residue id (UNL1 without chain for a pose without PDB residue info) is skipped.
 - Counting. Every (ligand match, receptor match) pair that satisfies a rule counts once; nothing is
-  de-duplicated: a donor with two hydrogens can count twice against one acceptor, and a ring pair that is
-  both face-to-face and edge-to-face counts twice in ``pbond``.
+  de-duplicated: a donor with two hydrogens counts twice against one acceptor when both hydrogens qualify.
+  Face-to-face and edge-to-face are counted separately (with the default limits their plane-angle ranges
+  are disjoint, so a ring pair counts at most once).
 - Rules (patterns and thresholds are read from ProLIF's interaction objects; defaults given):
   distance rules between the first atoms of the matches (Hydrophobic 4.5 A, Cationic/Anionic 4.5 A);
   hydrogen bonds: acceptor to donor heavy atom <= 3.5 A and the angle at the hydrogen between donor and
@@ -30,8 +32,8 @@ What the counts are (the behaviour replicated; tests/convert/test_contacts.py ch
 - Arithmetic. Limits are decided on the float64 values RDKit's ``Point3D`` produces: the same operations
   in the same order (an angle is the dot product over the square root of the product of squared lengths,
   clipped to [-1, 1], through the C library's ``acos``). Two steps use cheaper arithmetic than ProLIF's
-  (the 6 A residue search, a KD-tree of the ligand instead of one of the pocket; the plane intersection,
-  a closed form instead of a LAPACK solve); there a value within ``DECISION_MARGIN`` of its limit is
+  (the 6 A residue search, numpy distances instead of the pocket's KD-tree; the plane intersection, a
+  closed form instead of a LAPACK solve); there a value within ``DECISION_MARGIN`` of its limit is
   decided again with ProLIF's arithmetic.
 """
 
@@ -214,7 +216,9 @@ class Pocket:
     """The pocket as ProLIF sees it: its KD-tree, residue slots and every group's matched coordinates."""
 
     tree: object
+    xyz: np.ndarray  # [n_atoms, 3] the coordinates the tree holds
     atom_residue: np.ndarray  # [n_atoms] residue slot of each atom
+    residue_atoms: list  # per residue slot: its atom indices
     slots: dict  # ResidueId -> residue slot
     groups: dict  # group -> ([m, k, 3] coordinates, [m] residue slot); rings: ([m, 3] centroid, normal, slot)
 
@@ -241,7 +245,9 @@ class Pocket:
                 groups[name] += (residue_slot,)
             else:
                 groups[name] = (np.concatenate(coords), residue_slot)
-        return cls(cKDTree(protein.xyz), atom_residue, slots, groups)
+        xyz = protein.xyz
+        residue_atoms = [np.nonzero(atom_residue == slot)[0] for slot in range(len(slots))]
+        return cls(cKDTree(xyz), xyz, atom_residue, residue_atoms, slots, groups)
 
 
 @dataclass
@@ -279,15 +285,24 @@ def topology_signature(mol) -> bytes:
 # ---------------------------------------------------------------------------- geometry over poses
 
 
-def near_pairs(ligand: np.ndarray, receptor: np.ndarray, receptor_slot, near: np.ndarray, limit: float):
-    """(pose, ligand match, receptor match) indices with |ligand - receptor| <= limit, receptor residue near.
+def pairs_within(ligand: np.ndarray, receptor: np.ndarray, limit: float):
+    """(pose, ligand match, receptor match) indices with |ligand - receptor| <= limit.
 
-    ligand [p, l, 3], receptor [m, 3], receptor_slot [m], near [p, n_residues].
+    ligand [p, l, 3], receptor [m, 3].
     """
     if not ligand.shape[1] or not len(receptor):
         return (np.zeros(0, dtype=np.int64),) * 3
-    distance = _length(ligand[:, :, None, :] - receptor[None, None, :, :])
-    return np.nonzero((distance <= limit) & near[:, receptor_slot][:, None, :])
+    return np.nonzero(_length(ligand[:, :, None, :] - receptor[None, None, :, :]) <= limit)
+
+
+def in_reach(receptor: np.ndarray, ligand: np.ndarray, limit: float) -> np.ndarray:
+    """Mask of receptor points [m, 3] inside the box of ligand points [..., 3] widened by ``limit``: the others
+    are farther than ``limit`` from every ligand point."""
+    points = ligand.reshape(-1, 3)
+    if not len(points):
+        return np.zeros(len(receptor), dtype=bool)
+    reach = limit + DECISION_MARGIN
+    return ((receptor >= points.min(0) - reach) & (receptor <= points.max(0) + reach)).all(1)
 
 
 def hbond_geometry(acceptor, donor, hydrogen, limits) -> np.ndarray:
@@ -402,39 +417,43 @@ class ContactCounter:
         self._topologies.move_to_end(signature)
         return residues
 
-    def near_residues(self, points: np.ndarray) -> np.ndarray:
-        """[poses, residues] mask: residues with an atom within the vicinity cutoff of a pose's ``points``."""
-        cutoff, (poses, atoms, _) = self.rules.vicinity, points.shape
-        pairs = self.pocket.tree.sparse_distance_matrix(
-            cKDTree(points.reshape(-1, 3)), cutoff + 2 * DECISION_MARGIN, output_type="ndarray"
-        )
-        pose, residue = pairs["j"] // atoms, self.pocket.atom_residue[pairs["i"]]
-        near = np.zeros((poses, len(self.pocket.slots)), dtype=bool)
-        inside = pairs["v"] <= cutoff
-        near[pose[inside], residue[inside]] = True
-        for p in np.unique(pose[np.abs(pairs["v"] - cutoff) <= DECISION_MARGIN]):
-            near[p] = False  # ProLIF's own query decides this pose
-            hits = self.pocket.tree.query_ball_point(points[p], cutoff)
-            near[p, self.pocket.atom_residue[[i for hit in hits for i in hit]]] = True
-        return near
+    def near(self, points: np.ndarray, pose: np.ndarray, slot: np.ndarray) -> np.ndarray:
+        """For (pose, residue slot) pairs: whether the residue has an atom within the vicinity cutoff of one of
+        the pose's ``points`` [poses, atoms, 3], as ProLIF's KD-tree query of the pocket decides."""
+        cutoff, found = self.rules.vicinity, np.zeros(len(pose), dtype=bool)
+        exact: dict = {}
+        for k, (p, s) in enumerate(zip(pose.tolist(), slot.tolist())):
+            atoms = self.pocket.xyz[self.pocket.residue_atoms[s]]
+            nearest = _length(points[p][:, None, :] - atoms[None, :, :]).min()
+            if abs(nearest - cutoff) > DECISION_MARGIN:
+                found[k] = nearest <= cutoff
+                continue
+            if p not in exact:  # on the cutoff: the pocket tree's own query decides
+                hits = self.pocket.tree.query_ball_point(points[p], cutoff)
+                exact[p] = set(self.pocket.atom_residue[[i for hit in hits for i in hit]].tolist())
+            found[k] = s in exact[p]
+        return found
 
     def _residue_counts(self, residue: LigandResidue, xyz: np.ndarray) -> dict[str, np.ndarray]:
-        """Per-pose counts of each interaction between one ligand residue and the pocket residues near it."""
-        near = self.near_residues(xyz[:, residue.atoms])
+        """Per-pose counts of each interaction between one ligand residue and the pocket.
+
+        ProLIF pairs a ligand residue only with receptor residues within the vicinity cutoff (6 A) of it.
+        Every rule but stacking needs two atoms closer than that, so only stacked ring pairs are checked.
+        """
+        rules, poses = self.rules, len(xyz)
+        allowed = np.ones(len(self.pocket.slots), dtype=bool)
         itself = self.pocket.slots.get(residue.resid)
         if itself is not None:
-            near[:, itself] = False  # ProLIF skips a residue paired with itself
-        rules, poses = self.rules, len(xyz)
+            allowed[itself] = False  # ProLIF skips a residue paired with itself
+        assert max(rules.hydrophobic, rules.ionic, rules.hbond, rules.xbond) < rules.vicinity
         tally = {name: np.zeros(poses, dtype=np.int64) for name in INTERACTIONS}
-        if not near.any():
-            return tally
 
         def pairs(ligand_group, column, receptor_group, receptor_column, limit):
             lig_atoms = residue.groups[ligand_group]
+            ligand = xyz[:, lig_atoms[:, column]]
             rec_coords, rec_slot = self.pocket.groups[receptor_group]
-            keep = near.any(0)[rec_slot]  # receptor matches near no pose cannot count
-            rec_coords, rec_slot = rec_coords[keep], rec_slot[keep]
-            p, i, j = near_pairs(xyz[:, lig_atoms[:, column]], rec_coords[:, receptor_column], rec_slot, near, limit)
+            rec_coords = rec_coords[allowed[rec_slot] & in_reach(rec_coords[:, receptor_column], ligand, limit)]
+            p, i, j = pairs_within(ligand, rec_coords[:, receptor_column], limit)
             ligand = [xyz[p, lig_atoms[i, c]] for c in range(lig_atoms.shape[1])]
             return p, ligand, [rec_coords[j, c] for c in range(rec_coords.shape[1])]
 
@@ -457,26 +476,29 @@ class ContactCounter:
         p, (donor, halogen), (acceptor, neighbour) = pairs("xbond_donor", 1, "xbond_acceptor", 0, rules.xbond)
         geometry = xbond_geometry(acceptor, neighbour, donor, halogen, rules.xbond_axd, rules.xbond_xar)
         tally_poses("XBDonor", p, geometry)
-        tally["PiStacking"] += self._stacking(residue, xyz, near)
+        tally["PiStacking"] += self._stacking(residue, xyz, allowed)
         return tally
 
-    def _stacking(self, residue: LigandResidue, xyz: np.ndarray, near: np.ndarray) -> np.ndarray:
+    def _stacking(self, residue: LigandResidue, xyz: np.ndarray, allowed: np.ndarray) -> np.ndarray:
         """Per-pose count of stacked ring pairs, face-to-face and edge-to-face counted separately."""
-        centroids, normals, ring_slot = self.pocket.groups["rings"]
         counted = np.zeros(len(xyz), dtype=np.int64)
-        keep = near.any(0)[ring_slot]
-        if not residue.groups["rings"] or not keep.any():
+        if not residue.groups["rings"]:
             return counted
-        centroids, normals, ring_slot = centroids[keep], normals[keep], ring_slot[keep]
         frames = [ring_frames(xyz[:, atoms]) for atoms in residue.groups["rings"]]  # [poses, rings, 3] each
         lig_centroids = np.concatenate([f[0] for f in frames], axis=1)
         lig_normals = np.concatenate([f[1] for f in frames], axis=1)
         widest = max(rule[0] for rule in self.rules.stacking.values())
-        p, i, j = near_pairs(lig_centroids, centroids, ring_slot, near, widest)
+        centroids, normals, ring_slot = self.pocket.groups["rings"]
+        keep = allowed[ring_slot] & in_reach(centroids, lig_centroids, widest)
+        centroids, normals, ring_slot = centroids[keep], normals[keep], ring_slot[keep]
+        p, i, j = pairs_within(lig_centroids, centroids, widest)
         if not len(p):
             return counted
+        pose_slot, inverse = np.unique(np.stack([p, ring_slot[j]], axis=1), axis=0, return_inverse=True)
+        near = self.near(xyz[:, residue.atoms], pose_slot[:, 0], pose_slot[:, 1])[inverse.reshape(-1)]
+        p, i, j = p[near], i[near], j[near]
         lc, ln, rc, rn = lig_centroids[p, i], lig_normals[p, i], centroids[j], normals[j]
-        distance = _length(lc - rc)  # the value near_pairs compared, recomputed per pair
+        distance = _length(lc - rc)  # the values pairs_within compared
         for rule in self.rules.stacking.values():
             within = distance <= rule[0]
             keep = np.zeros(len(p), dtype=bool)

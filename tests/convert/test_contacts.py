@@ -1,6 +1,7 @@
 """ContactCounter gives InteractionCounter's (ProLIF's) counts, type by type, on ProLIF's bundled complexes,
 on moved copies of their poses and on poses placed exactly on the limits."""
 
+import itertools
 import math
 from collections import Counter
 
@@ -255,6 +256,86 @@ def test_poses_pinned_on_the_limits(vina):
     assert len(copies) > 30
     totals = compare(pocket, copies)
     assert totals["num_hbonds"] > 0 and totals["hpbond"] > 0 and totals["pbond"] > 0
+
+
+def exactly_apart(mol, atom: int, target: np.ndarray, distance: float):
+    """``mol`` moved so that its atom sits exactly ``distance`` from ``target`` along a coordinate axis (the
+    float64 difference is exact, so every counter computes exactly ``distance``); None if no axis allows it."""
+    xyz = mol.GetConformer().GetPositions()
+    for axis, sign in itertools.product(range(3), (1.0, -1.0)):
+        offset = np.zeros(3)
+        offset[axis] = sign * distance
+        point = target + offset
+        if ((point - target) == offset).all():
+            placed = xyz + (point - xyz[atom])
+            placed[atom] = point
+            return with_positions(mol, placed)
+    return None
+
+
+class CountingTree:
+    """A KD-tree proxy that counts ``query_ball_point`` calls (the exact path of the 6 A residue search)."""
+
+    def __init__(self, tree) -> None:
+        self.tree, self.calls = tree, 0
+
+    def query_ball_point(self, *args, **kwargs):
+        self.calls += 1
+        return self.tree.query_ball_point(*args, **kwargs)
+
+
+@pytest.mark.slow
+def test_poses_exactly_on_the_limits(vina):
+    """Anchor pairs exactly 3.5 A (hydrogen bonds) and 4.5 A (hydrophobic) apart count, as ProLIF counts
+    them; ring atoms exactly 6.0 A from atoms of residues with rings."""
+    pocket, molecules = vina
+    counter = ContactCounter(pocket)
+    groups, pose = counter.pocket.groups, molecules[1]
+    ligand = counter._topology(topology_signature(pose), pose)[0].groups
+    anchors = [  # (ligand atoms, receptor points, limit)
+        (ligand["hydrophobic"][:, 0], groups["hydrophobic"][0][:, 0], 4.5),
+        (ligand["hbond_acceptor"][:, 0], groups["hbond_donor"][0][:, 0], 3.5),
+        (ligand["hbond_donor"][:, 0], groups["hbond_acceptor"][0][:, 0], 3.5),
+    ]
+    ring_residues = np.isin(counter.pocket.atom_residue, groups["rings"][2])
+    ring_atoms = np.unique(np.concatenate([atoms.reshape(-1) for atoms in ligand["rings"]]))
+    anchors.append((ring_atoms, counter.pocket.xyz[ring_residues], 6.0))
+    copies, rng = [], np.random.default_rng(5)
+    for mol in molecules[1:]:
+        xyz = mol.GetConformer().GetPositions()
+        for atoms, points, limit in anchors:
+            gaps = np.linalg.norm(xyz[atoms][:, None] - points[None], axis=-1)
+            pairs = np.argwhere(np.abs(gaps - limit) < 1.0)
+            for a, b in pairs[rng.permutation(len(pairs))[:3]]:
+                copies.append(exactly_apart(mol, atoms[a], points[b], limit))
+    copies = [c for c in copies if c is not None]
+    assert len(copies) > 50
+    totals = compare(pocket, copies)
+    assert totals["num_hbonds"] > 0 and totals["hpbond"] > 0 and totals["pbond"] > 0
+
+
+def test_residue_search_on_the_cutoff(vina):
+    """A point exactly 6.0 A from a residue's nearest atom finds it, through the pocket tree's own query."""
+    counter = ContactCounter(vina[0])
+    pocket = counter.pocket
+    pocket.tree = CountingTree(pocket.tree)
+    checked = 0
+    for slot in range(0, len(pocket.slots), 7):
+        atoms = pocket.xyz[pocket.residue_atoms[slot]]
+        for axis, sign in itertools.product(range(3), (1.0, -1.0)):
+            offset = np.zeros(3)
+            offset[axis] = sign * 6.0
+            point = atoms[0] + offset
+            if ((point - atoms[0]) != offset).any() or np.linalg.norm(atoms[1:] - point, axis=1).min() < 6.01:
+                continue
+            for gap, found, exact in ((0.0, True, True), (5e-8, False, True), (1e-6, False, False)):
+                calls = pocket.tree.calls
+                far = point + offset / 6.0 * gap
+                assert counter.near(far[None, None], np.array([0]), np.array([slot]))[0] == found
+                assert (pocket.tree.calls > calls) == exact
+            checked += 1
+            break
+    assert checked >= 3
 
 
 def test_batches_and_topology_changes(vina):
