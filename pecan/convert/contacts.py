@@ -43,7 +43,7 @@ import math
 import warnings
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Callable, Iterable, Optional
 
 import numpy as np
 from rdkit import Chem
@@ -129,8 +129,7 @@ class Rules:
     hbond: float
     hbond_angle: tuple
     xbond: float
-    xbond_axd: tuple
-    xbond_xar: tuple
+    xbond_angles: tuple  # (at the halogen: acceptor-halogen-donor, at the acceptor: halogen-acceptor-neighbour)
     stacking: dict  # "FaceToFace"/"EdgeToFace" -> (distance, plane angle, normal-to-axis angle, radius or None)
     vicinity: float
 
@@ -157,8 +156,7 @@ class Rules:
             hbond=fp.hbacceptor.distance,
             hbond_angle=fp.hbacceptor.angle,
             xbond=fp.xbacceptor.distance,
-            xbond_axd=fp.xbacceptor.L1P2P1_angle,
-            xbond_xar=fp.xbacceptor.L2L1P2_angle,
+            xbond_angles=(fp.xbacceptor.L1P2P1_angle, fp.xbacceptor.L2L1P2_angle),
             stacking={
                 "FaceToFace": (ftf.distance, ftf.plane_angle, ftf.normal_to_centroid_angle, None),
                 "EdgeToFace": (etf.distance, etf.plane_angle, etf.normal_to_centroid_angle, etf.intersect_radius),
@@ -355,6 +353,49 @@ def planes_meet_near(n1, c1, n2, c2, radius: float) -> bool:
     return bool(min(_length(c1 - closest), _length(c2 - closest)) <= radius)
 
 
+@dataclass(frozen=True)
+class PairRule:
+    """One interaction between ligand and receptor matches: which groups, the anchor atoms whose distance is
+    limited, and the angle test of the pairs within it (``geometry(ligand atoms, receptor atoms)`` -> mask)."""
+
+    name: str
+    ligand_group: str
+    ligand_anchor: int
+    receptor_group: str
+    receptor_anchor: int
+    limit: float
+    geometry: Optional[Callable] = None
+
+
+def pair_rules(rules: Rules) -> list[PairRule]:
+    """Every interaction but stacking, in ProLIF's roles (for the inverted ones the ligand is the donor)."""
+
+    def hbond(acceptor, donor):
+        return lambda lig, rec: hbond_geometry(*acceptor(lig, rec), *donor(lig, rec), rules.hbond_angle)
+
+    def xbond(acceptor, donor):
+        return lambda lig, rec: xbond_geometry(*acceptor(lig, rec), *donor(lig, rec), *rules.xbond_angles)
+
+    def ligand(lig, rec):
+        return lig
+
+    def receptor(lig, rec):
+        return rec
+
+    short = max(rules.hydrophobic, rules.ionic, rules.hbond, rules.xbond)
+    if short >= rules.vicinity:  # the residue search is skipped for these rules only because of this
+        raise ValueError(f"a distance limit of {short} A reaches the vicinity cutoff of {rules.vicinity} A")
+    return [
+        PairRule("Hydrophobic", "hydrophobic", 0, "hydrophobic", 0, rules.hydrophobic),
+        PairRule("Cationic", "cation", 0, "anion", 0, rules.ionic),
+        PairRule("Anionic", "anion", 0, "cation", 0, rules.ionic),
+        PairRule("HBAcceptor", "hbond_acceptor", 0, "hbond_donor", 0, rules.hbond, hbond(ligand, receptor)),
+        PairRule("HBDonor", "hbond_donor", 0, "hbond_acceptor", 0, rules.hbond, hbond(receptor, ligand)),
+        PairRule("XBAcceptor", "xbond_acceptor", 0, "xbond_donor", 1, rules.xbond, xbond(ligand, receptor)),
+        PairRule("XBDonor", "xbond_donor", 1, "xbond_acceptor", 0, rules.xbond, xbond(receptor, ligand)),
+    ]
+
+
 # ---------------------------------------------------------------------------- the counter
 
 
@@ -368,6 +409,7 @@ class ContactCounter:
             warnings.simplefilter("ignore")
             protein = plf.Molecule.from_rdkit(receptor)
         self.pocket = Pocket.build(protein, self.rules.patterns)
+        self._pair_rules = pair_rules(self.rules)
         self._topologies: OrderedDict = OrderedDict()
 
     def counts(self, pose) -> dict[str, float]:
@@ -440,42 +482,26 @@ class ContactCounter:
         ProLIF pairs a ligand residue only with receptor residues within the vicinity cutoff (6 A) of it.
         Every rule but stacking needs two atoms closer than that, so only stacked ring pairs are checked.
         """
-        rules, poses = self.rules, len(xyz)
+        poses = len(xyz)
         allowed = np.ones(len(self.pocket.slots), dtype=bool)
         itself = self.pocket.slots.get(residue.resid)
         if itself is not None:
             allowed[itself] = False  # ProLIF skips a residue paired with itself
-        assert max(rules.hydrophobic, rules.ionic, rules.hbond, rules.xbond) < rules.vicinity
         tally = {name: np.zeros(poses, dtype=np.int64) for name in INTERACTIONS}
 
-        def pairs(ligand_group, column, receptor_group, receptor_column, limit):
-            lig_atoms = residue.groups[ligand_group]
-            ligand = xyz[:, lig_atoms[:, column]]
-            rec_coords, rec_slot = self.pocket.groups[receptor_group]
-            rec_coords = rec_coords[allowed[rec_slot] & in_reach(rec_coords[:, receptor_column], ligand, limit)]
-            p, i, j = pairs_within(ligand, rec_coords[:, receptor_column], limit)
-            ligand = [xyz[p, lig_atoms[i, c]] for c in range(lig_atoms.shape[1])]
-            return p, ligand, [rec_coords[j, c] for c in range(rec_coords.shape[1])]
-
-        def tally_poses(name, p, keep=None):
-            tally[name] += np.bincount(p if keep is None else p[keep], minlength=poses)
-
-        for name, ligand_group, receptor_group, limit in (
-            ("Hydrophobic", "hydrophobic", "hydrophobic", rules.hydrophobic),
-            ("Cationic", "cation", "anion", rules.ionic),
-            ("Anionic", "anion", "cation", rules.ionic),
-        ):
-            tally_poses(name, pairs(ligand_group, 0, receptor_group, 0, limit)[0])
-        p, (acceptor,), (donor, hydrogen) = pairs("hbond_acceptor", 0, "hbond_donor", 0, rules.hbond)
-        tally_poses("HBAcceptor", p, hbond_geometry(acceptor, donor, hydrogen, rules.hbond_angle))
-        p, (donor, hydrogen), (acceptor,) = pairs("hbond_donor", 0, "hbond_acceptor", 0, rules.hbond)
-        tally_poses("HBDonor", p, hbond_geometry(acceptor, donor, hydrogen, rules.hbond_angle))
-        p, (acceptor, neighbour), (donor, halogen) = pairs("xbond_acceptor", 0, "xbond_donor", 1, rules.xbond)
-        geometry = xbond_geometry(acceptor, neighbour, donor, halogen, rules.xbond_axd, rules.xbond_xar)
-        tally_poses("XBAcceptor", p, geometry)
-        p, (donor, halogen), (acceptor, neighbour) = pairs("xbond_donor", 1, "xbond_acceptor", 0, rules.xbond)
-        geometry = xbond_geometry(acceptor, neighbour, donor, halogen, rules.xbond_axd, rules.xbond_xar)
-        tally_poses("XBDonor", p, geometry)
+        for rule in self._pair_rules:
+            lig_atoms = residue.groups[rule.ligand_group]
+            rec_coords, rec_slot = self.pocket.groups[rule.receptor_group]
+            if not len(lig_atoms) or not len(rec_coords):
+                continue
+            ligand = xyz[:, lig_atoms[:, rule.ligand_anchor]]
+            reach = in_reach(rec_coords[:, rule.receptor_anchor], ligand, rule.limit)
+            rec_coords = rec_coords[allowed[rec_slot] & reach]
+            p, i, j = pairs_within(ligand, rec_coords[:, rule.receptor_anchor], rule.limit)
+            if len(p) and rule.geometry is not None:
+                lig_points = [xyz[p, lig_atoms[i, c]] for c in range(lig_atoms.shape[1])]
+                p = p[rule.geometry(lig_points, [rec_coords[j, c] for c in range(rec_coords.shape[1])])]
+            tally[rule.name] += np.bincount(p, minlength=poses)
         tally["PiStacking"] += self._stacking(residue, xyz, allowed)
         return tally
 
