@@ -416,12 +416,15 @@ class ContactCounter:
         """{attribute: count} for one pose (an RDKit molecule with hydrogens and 3-D coordinates)."""
         return self.counts_many([pose])[0]
 
-    def counts_many(self, poses: Iterable) -> list[dict[str, float]]:
-        """``counts`` of each pose; poses of one topology (in any order) are counted together."""
+    def counts_many(self, poses: Iterable, signatures: Optional[list[bytes]] = None) -> list[dict[str, float]]:
+        """``counts`` of each pose; poses of one topology (in any order) are counted together. ``signatures``:
+        each pose's ``topology_signature`` when the caller has it already."""
         poses = list(poses)
+        if signatures is None:
+            signatures = [topology_signature(pose) for pose in poses]
         by_topology: dict = {}
-        for k, pose in enumerate(poses):
-            by_topology.setdefault(topology_signature(pose), []).append(k)
+        for k, signature in enumerate(signatures):
+            by_topology.setdefault(signature, []).append(k)
         results: list = [None] * len(poses)
         for signature, members in by_topology.items():
             coords = [poses[k].GetConformer().GetPositions() for k in members]

@@ -78,25 +78,21 @@ class PreparedReceptor:
 
 def near_atoms(points: np.ndarray, ligand: np.ndarray, radius: float) -> np.ndarray:
     """Mask of ``points`` within ``radius`` of any ``ligand`` atom, as ``chemistry._min_distances`` decides it:
-    a bounding-box filter, fast float32 distances, and the converter's float64 formula for the points whose
-    fast distance lies within ``BORDER`` of the radius."""
-    import torch
+    a bounding-box filter, each candidate's nearest ligand atom from a KD-tree (scipy's float64 distances),
+    and the converter's own formula for the points whose distance lies within ``BORDER`` of the radius."""
+    from scipy.spatial import cKDTree
 
     low, high = ligand.min(0) - radius - BORDER, ligand.max(0) + radius + BORDER
     candidates = np.flatnonzero(((points >= low) & (points <= high)).all(1))
     near = np.zeros(len(points), dtype=bool)
     if len(candidates) == 0:
         return near
-    pts = torch.from_numpy(points[candidates])
-    lig = torch.from_numpy(ligand)
-    best = torch.full((len(candidates),), float("inf"), dtype=torch.float64)
-    for start in range(0, len(lig), 8192):
-        best = torch.minimum(best, torch.cdist(pts, lig[start : start + 8192]).min(1).values)
-    best = best.numpy()
+    pts = points[candidates]
+    best, _ = cKDTree(ligand).query(pts, distance_upper_bound=radius + 2 * BORDER)
     border = np.abs(best - radius) <= BORDER
     decided = best <= radius
     if border.any():
-        decided[border] = chem._min_distances(points[candidates[border]], [ligand]) <= radius
+        decided[border] = chem._min_distances(pts[border], [ligand]) <= radius
     near[candidates] = decided
     return near
 
@@ -108,6 +104,10 @@ class Pocket:
     atoms: np.ndarray
     vdw: np.ndarray
     counter: object
+    xyz: np.ndarray = field(init=False)  # the rows' coordinates as float64, as pocket_rows compares them
+
+    def __post_init__(self) -> None:
+        self.xyz = self.atoms[:, :3].astype(np.float64)
 
 
 class PocketCache:
@@ -139,45 +139,36 @@ class PocketCache:
         return pocket
 
 
-def topology(mol) -> tuple:
-    """What a pose's feature columns depend on: per atom its element, charge, isotope, hydrogens, aromaticity
-    and hybridisation; per bond its atoms, type and aromaticity."""
-    atoms = tuple(
-        (
-            a.GetAtomicNum(),
-            a.GetFormalCharge(),
-            a.GetIsotope(),
-            a.GetTotalNumHs(),
-            a.GetIsAromatic(),
-            int(a.GetHybridization()),
-        )
-        for a in mol.GetAtoms()
-    )
-    bonds = tuple(
-        (b.GetBeginAtomIdx(), b.GetEndAtomIdx(), int(b.GetBondType()), b.GetIsAromatic()) for b in mol.GetBonds()
-    )
-    return atoms, bonds
+def topology(mol) -> bytes:
+    """What a pose's feature columns depend on, without its coordinates: RDKit's binary form of the molecule
+    without conformers or properties (atoms with their element, charge, hydrogens, aromaticity and
+    hybridisation; bonds with their types), the interaction counter's topology key too."""
+    from pecan.convert.contacts import topology_signature
+
+    return topology_signature(mol)
 
 
 @dataclass
 class LigandRows:
-    """Feature rows and radii of one ligand topology; ``rows(mol)`` gives a pose's rows with its coordinates."""
+    """Feature rows and radii of one ligand topology; ``rows(positions)`` gives a pose's rows."""
 
-    key: tuple
+    key: bytes
     template: np.ndarray
     vdw: np.ndarray
     heavy: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    has_hydrogens: bool = True
 
     @classmethod
-    def of(cls, mol) -> "LigandRows":
+    def of(cls, mol, key: bytes) -> "LigandRows":
         """Featurise ``mol`` (``chemistry.atom_features``, molcode +1)."""
-        heavy = np.array([a.GetIdx() for a in mol.GetAtoms() if a.GetAtomicNum() > 1], dtype=np.int64)
-        return cls(topology(mol), chem.atom_features(mol, 1.0), chem.van_der_waals(mol), heavy)
+        numbers = np.array([a.GetAtomicNum() for a in mol.GetAtoms()], dtype=np.int64)
+        heavy = np.flatnonzero(numbers > 1)
+        return cls(key, chem.atom_features(mol, 1.0), chem.van_der_waals(mol), heavy, bool((numbers == 1).any()))
 
-    def rows(self, mol) -> np.ndarray:
+    def rows(self, heavy_positions: np.ndarray) -> np.ndarray:
         """The rows of a pose of this topology: the template with the pose's heavy-atom coordinates."""
         rows = self.template.copy()
-        rows[:, 0:3] = mol.GetConformer().GetPositions()[self.heavy]
+        rows[:, 0:3] = heavy_positions
         return rows
 
 
@@ -188,15 +179,25 @@ class LigandFeaturiser:
         self.current: Optional[LigandRows] = None
         self.featurised = self.reused = 0
 
-    def rows(self, mol) -> tuple[np.ndarray, np.ndarray]:
-        """(rows, radii) of ``mol``'s heavy atoms, equal to ``atom_features(mol, 1.0)``, ``van_der_waals(mol)``."""
+    def topology(self, mol) -> LigandRows:
+        """The featurised topology of ``mol`` (featurised now when it differs from the last one)."""
         key = topology(mol)
         if self.current is None or self.current.key != key:
-            self.current = LigandRows.of(mol)
+            self.current = LigandRows.of(mol, key)
             self.featurised += 1
-            return self.current.template, self.current.vdw
-        self.reused += 1
-        return self.current.rows(mol), self.current.vdw
+        else:
+            self.reused += 1
+        return self.current
+
+    def rows(self, mol) -> tuple[np.ndarray, np.ndarray]:
+        """(rows, radii) of ``mol``'s heavy atoms, equal to ``atom_features(mol, 1.0)``, ``van_der_waals(mol)``."""
+        ligand = self.topology(mol)
+        return ligand.rows(heavy_positions(mol, ligand)), ligand.vdw
+
+
+def heavy_positions(mol, ligand: LigandRows) -> np.ndarray:
+    """``chemistry.heavy_positions(mol)`` (float64) through the topology's heavy-atom index."""
+    return mol.GetConformer().GetPositions()[ligand.heavy]
 
 
 @dataclass(frozen=True)
@@ -272,8 +273,12 @@ class GroupConverter:
             raise ConversionError(group.error)
         if not group.records:
             raise ConversionError(f"poses {group.source}: no records")
-        ligands = [chem.heavy_positions(m) for m in [crystal, *group.records] if m is not None]
+        poses = [m for m in group.records if m is not None]
+        kinds = [self.ligands.topology(m) for m in poses]
+        positions = [heavy_positions(m, kind) for m, kind in zip(poses, kinds)]
+        ligands = ([chem.heavy_positions(crystal)] if crystal is not None else []) + positions
         pocket = self.pockets.get(receptor, receptor.pocket_residues(ligands, radius))
+        prepared = {id(m): (kind, xyz) for m, kind, xyz in zip(poses, kinds, positions)}
         if pocket is None:
             raise ConversionError(f"no receptor atoms within {radius} A of any ligand")
         if crystal is not None:
@@ -286,30 +291,34 @@ class GroupConverter:
                 if mol is None:
                     raise ConversionError(f"{group.source}: RDKit cannot parse this record")
                 rmsd = chem.symmetric_rmsd(mol, crystal) if crystal is not None else float("nan")
-                ready.append((pose_id, mol, rmsd, *self._rows(mol, pocket)))
+                ready.append((pose_id, mol, rmsd, *self._rows(*prepared[id(mol)], pocket)))
             except ConversionError as err:
                 result.failures.append({"complex_id": group.complex_id, "pose_id": pose_id, "reason": str(err)})
-        for (pose_id, mol, rmsd, *rows), counts in zip(ready, self._counts(pocket, [r[1] for r in ready])):
+        kinds_of = [prepared[id(r[1])][0] for r in ready]
+        for (pose_id, mol, rmsd, *rows), counts in zip(ready, self._counts(pocket, [r[1] for r in ready], kinds_of)):
             result.poses.append(self._sample(group, mol, pose_id, rmsd, rows, counts))
         if not result.poses:
             raise ConversionError("no pose could be converted (see the pose rows)")
 
-    def _rows(self, mol, pocket: Pocket) -> tuple:
-        """A pose's ligand rows and radii, and the pocket rows and radii within reach of it."""
+    def _rows(self, kind: LigandRows, positions: np.ndarray, pocket: Pocket) -> tuple:
+        """A pose's ligand rows and radii, and the pocket rows and radii within reach of it (those
+        ``chemistry.pocket_rows`` keeps, decided by ``near_atoms``)."""
         radius = self.options.pocket_radius
-        ligand, ligand_vdw = self.ligands.rows(mol)
-        protein, protein_vdw = chem.pocket_rows(pocket.atoms, pocket.vdw, ligand[:, :3].astype(np.float64), radius)
+        ligand, ligand_vdw = kind.rows(positions), kind.vdw
+        keep = near_atoms(pocket.xyz, ligand[:, :3].astype(np.float64), radius)
+        protein, protein_vdw = pocket.atoms[keep], pocket.vdw[keep]
         if len(protein) == 0:
             raise ConversionError(f"no receptor atoms within {radius} A of this pose")
         return ligand, ligand_vdw, protein, protein_vdw
 
     @staticmethod
-    def _counts(pocket: Pocket, mols: list) -> list[dict]:
-        """The interaction counts of the poses (with hydrogens added where a pose has none); a counter that
-        counts many poses at once (``counts_many``) gets them together."""
-        poses = [_with_hydrogens(mol) for mol in mols]
+    def _counts(pocket: Pocket, mols: list, kinds: list) -> list[dict]:
+        """The interaction counts of the poses (with hydrogens added where a pose's topology has none); a
+        counter that counts many poses at once (``counts_many``) gets them together, with their topology."""
+        poses = [mol if kind.has_hydrogens else _with_hydrogens(mol) for mol, kind in zip(mols, kinds)]
         if hasattr(pocket.counter, "counts_many"):
-            return pocket.counter.counts_many(poses)
+            signatures = [kind.key if kind.has_hydrogens else topology(pose) for pose, kind in zip(poses, kinds)]
+            return pocket.counter.counts_many(poses, signatures)
         return [pocket.counter.counts(pose) for pose in poses]
 
     def _sample(self, group: LigandGroup, mol, pose_id: str, rmsd: float, rows: list, counts: dict) -> Sample:

@@ -64,6 +64,7 @@ class ScoredOutput:
         self._failures.writerow((["seq"] if part else []) + list(FAILURE_COLUMNS))
         self._groups = open(self._temps["the groups log"], "w") if part else None
         self._header = True
+        self._pending: list[pd.DataFrame] = []
         self.written = 0
         self.failed_poses = 0
         self.failed_ligands = 0
@@ -72,8 +73,7 @@ class ScoredOutput:
         """Ligand ``seq``'s rows (scores.csv columns, in rank order) and their records (same order)."""
         if self._groups is not None:
             self._groups.write(f"{seq},{len(mols)}\n")
-        scores[list(SCORE_COLUMNS)].to_csv(self._csv, header=self._header, index=False)
-        self._header = False
+        self._pending.append(scores[list(SCORE_COLUMNS)])
         for mol, row in zip(mols, scores.itertuples()):
             mol.SetProp("pecan_complex", str(row.complex_id))
             mol.SetProp("pecan_pose", str(row.pose_id))
@@ -84,6 +84,12 @@ class ScoredOutput:
                 mol.SetIntProp("label", int(row.label))
             self._sdf.write(mol)
         self.written += len(mols)
+
+    def flush(self) -> None:
+        """Write the scores CSV rows of the groups written since the last flush (one pandas call a chunk)."""
+        if self._pending:
+            pd.concat(self._pending, ignore_index=True).to_csv(self._csv, header=self._header, index=False)
+            self._header, self._pending = False, []
 
     def failure(self, complex_id: str, pose_id: str, source: str, reason: str, seq: int = 0) -> None:
         """One row of the failures file (``pose_id`` empty: the whole ligand)."""
@@ -108,6 +114,7 @@ class ScoredOutput:
 
     def _close_writers(self) -> None:
         if self._sdf is not None:
+            self.flush()
             self._sdf.close()
             self._csv.close()
             self._failures_file.close()

@@ -161,19 +161,20 @@ def scoring_setup(args: ScoreRequest, state: dict):
 
 
 def counter_factory():
-    """The interaction counter the converter uses (ProLIF's counts)."""
-    from pecan.convert.interactions import InteractionCounter
+    """The interaction counter: ``pecan.convert.contacts.ContactCounter``, the converter's ProLIF counts
+    evaluated with numpy (equal to them; tests/convert/test_contacts.py, benchmarks/bench_contacts.py)."""
+    from pecan.convert.contacts import ContactCounter
 
-    return InteractionCounter
+    return ContactCounter
 
 
 def score_poses(args: ScoreRequest, clock: Optional[StageClock] = None) -> int:
     """Read, convert, score and write, streaming (no shard, index or pack on disk); exit 0, 2 for a wrong
     invocation, 1 for bad inputs. ``clock`` collects the seconds per stage."""
+    import torch
+
     from pecan.scoring.checkpoint import read_checkpoint
     from pecan.scoring.settings import warn_if_synthetic
-
-    import torch
 
     clock = clock if clock is not None else StageClock()
     env, threads = None, torch.get_num_threads()

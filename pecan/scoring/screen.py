@@ -230,6 +230,7 @@ class ScreenRun:
             self.output.write_group(group.seq, scores, mols, labeled=bool(scores["label"].notna().all()))
             self.scored.add(scores)
             written += len(rows)
+        self.output.flush()
         return written
 
 
