@@ -15,7 +15,7 @@ from rdkit import Chem  # noqa: E402
 from rdkit.Geometry import Point3D  # noqa: E402
 
 from pecan.convert import chemistry as chem  # noqa: E402
-from pecan.convert import contacts  # noqa: E402
+from pecan.convert import contact_geometry as geo  # noqa: E402
 from pecan.convert.complexes import _with_hydrogens  # noqa: E402
 from pecan.convert.contacts import ContactCounter, topology_signature  # noqa: E402
 from pecan.convert.examples import prolif_data  # noqa: E402
@@ -105,9 +105,9 @@ def test_vector_arithmetic_is_point3d_bit_for_bit():
     u, v = rng.normal(size=(3000, 3)) * 10, rng.normal(size=(3000, 3)) * 10
     v[:1000] = u[:1000] * rng.uniform(0.5, 2, size=(1000, 1)) + rng.normal(size=(1000, 3)) * 1e-9  # near-parallel
     v[1000:1100] = -u[1000:1100]
-    found = contacts.angles(u, v)
-    unit, cross = contacts._unit(v - u), contacts._cross(u, v)
-    length = contacts._length(u - v)
+    found = geo.angles(u, v)
+    unit, cross = geo.unit(v - u), geo.cross(u, v)
+    length = geo.length(u - v)
     for k in range(len(u)):
         p, q = Point3D(*u[k]), Point3D(*v[k])
         assert found[k] == p.AngleTo(q)
@@ -122,13 +122,13 @@ def test_ring_frames_and_folding_follow_prolif():
     rng = np.random.default_rng(1)
     for size in (5, 6):
         rings = rng.normal(size=(200, size, 3)) * 20
-        centroids, normals = contacts.ring_frames(rings)
+        centroids, normals = geo.ring_frames(rings)
         for ring, centroid, normal in zip(rings, centroids, normals):
             assert tuple(centroid) == tuple(get_centroid(ring))
             assert tuple(normal) == tuple(get_ring_normal_vector(Point3D(*centroid), ring))
     values = np.concatenate([rng.uniform(0, math.pi, 2000), [0.0, math.pi / 2, math.pi, math.radians(90 - 35)]])
     for limits in [(0.0, math.radians(35)), (math.radians(50), math.radians(90))]:
-        folded = contacts._within(contacts.fold_ring_angle(values), limits)
+        folded = geo.within(geo.fold_ring_angle(values), limits)
         assert list(folded) == [angle_between_limits(a, *limits, ring=True) for a in values]
 
 
@@ -136,10 +136,10 @@ def test_plane_intersection_closed_form_agrees_with_the_solve():
     rng = np.random.default_rng(2)
     n1, n2 = rng.normal(size=(300, 3)), rng.normal(size=(300, 3))
     c1, c2 = rng.normal(size=(300, 3)) * 5, rng.normal(size=(300, 3)) * 5
-    closed = contacts.intersect_distance(n1, c1, n2, c2)
+    closed = geo.intersect_distance(n1, c1, n2, c2)
     for k in range(300):
         for radius in (closed[k] * (1 - 1e-9), closed[k] * (1 + 1e-9)):
-            assert contacts.planes_meet_near(n1[k], c1[k], n2[k], c2[k], radius) == (closed[k] <= radius)
+            assert geo.planes_meet_near(n1[k], c1[k], n2[k], c2[k], radius) == (closed[k] <= radius)
 
 
 # ---------------------------------------------------------------------------- ProLIF's complexes
@@ -246,7 +246,7 @@ def test_poses_pinned_on_the_limits(vina):
     for mol in molecules[1:]:
         xyz = mol.GetConformer().GetPositions()
         for atoms in residue.groups["rings"]:
-            ring_centroids, _ = contacts.ring_frames(xyz[atoms])
+            ring_centroids, _ = geo.ring_frames(xyz[atoms])
             for ring_centroid in ring_centroids:
                 gaps = np.linalg.norm(centroids - ring_centroid, axis=1)
                 for target in centroids[np.abs(gaps - 6.0) < 1.5]:
