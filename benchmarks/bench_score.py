@@ -59,7 +59,13 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--batch-size", type=int, default=0, help="pecan score --batch-size (0: its default)")
     parser.add_argument("--rounds", type=int, default=1, help="interleaved rounds of every case")
     parser.add_argument("--work", default="/tmp/pecan-bench-score", help="inputs and outputs go here")
-    parser.add_argument("--threads", type=int, default=2, help="torch threads (OMP_NUM_THREADS) of every child")
+    parser.add_argument(
+        "--threads", type=int, default=1, help="torch threads of each PECAN process (pecan score --threads)"
+    )
+    parser.add_argument(
+        "--ranks", type=int, default=0, help="also run pecan score as this many ranks (torchrun), wall only"
+    )
+    parser.add_argument("--gnina-threads", type=int, default=2, help="torch threads of GNINA (its fastest: all cores)")
     parser.add_argument("--gnina-python", default="", help="interpreter of the GNINA environment")
     parser.add_argument("--gnina-script", default="", help="benchmarks/peers/gnina_score.py")
     parser.add_argument("--gnina-ensemble-poses", type=int, default=100, help="poses the ensemble scores")
@@ -117,9 +123,9 @@ def child(args: argparse.Namespace) -> int:
     timed_method(clock, GroupConverter, "receptor", "receptor")
     counts = GroupConverter._counts
 
-    def timed_counts(pocket, mols):
+    def timed_counts(*args):
         with clock.timed("interactions"):
-            return counts(pocket, mols)
+            return counts(*args)
 
     GroupConverter._counts = staticmethod(timed_counts)
     work = Path(args.work)
@@ -141,7 +147,7 @@ def child(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     code = score_poses(request, clock)
     seconds = dict(clock.seconds)
-    seconds["features"] = seconds.pop("convert") - seconds["receptor"] - seconds["interactions"]
+    seconds["features"] = seconds.pop("convert", 0.0) - seconds.get("receptor", 0.0) - seconds.get("interactions", 0.0)
     figures = {
         "poses": args.child,
         "exit": code,
@@ -170,13 +176,30 @@ def run_pecan(args: argparse.Namespace, count: int) -> dict:
     return figures
 
 
+def run_pecan_ranks(args: argparse.Namespace, count: int) -> dict:
+    """`pecan score` of ``count`` poses as ``--ranks`` processes under torchrun (one thread each): wall time."""
+    work = Path(args.work)
+    argv = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(args.ranks), "-m", "pecan", "score"]
+    argv += [args.checkpoint, "--receptor", str(work / "receptor.pdb"), "--poses", str(work / f"poses_{count}.sdf")]
+    argv += ["--out", str(work / f"scored_ranks_{count}.sdf"), "--score-property", "vina_score", "--device", "cpu"]
+    argv += ["--group-by", "name" if args.layout == "screen" else "file", "--progress", "off", "--threads", "1"]
+    argv += ["--complex-id", "vina"] + (["--batch-size", str(args.batch_size)] if args.batch_size else [])
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
+    started = time.perf_counter()
+    done = subprocess.run(argv, capture_output=True, text=True, env=env)
+    wall = time.perf_counter() - started
+    if done.returncode != 0:
+        raise RuntimeError(f"pecan score on {args.ranks} ranks failed ({done.returncode}): {done.stderr[-2000:]}")
+    return {"poses": count, "ranks": args.ranks, "wall_seconds": wall, "poses_per_second": count / wall}
+
+
 def run_gnina(args: argparse.Namespace, manifest: Path, models: str, limit: int | None, tag: str) -> dict:
     """GNINA's score set ``models`` on the manifest's poses (the first ``limit``); its timing JSON and wall."""
     out = Path(args.work) / f"gnina_{tag}.csv"
     argv = [args.gnina_python, args.gnina_script, "--manifest", str(manifest), "--out", str(out)]
-    argv += ["--models", models, "--threads", str(args.threads), "--no-resume"]
+    argv += ["--models", models, "--threads", str(args.gnina_threads), "--no-resume"]
     argv += ["--limit", str(limit)] if limit else []
-    env = {**os.environ, "OMP_NUM_THREADS": str(args.threads)}
+    env = {**os.environ, "OMP_NUM_THREADS": str(args.gnina_threads)}
     started = time.perf_counter()
     done = subprocess.run(argv, capture_output=True, text=True, env=env)
     wall = time.perf_counter() - started
@@ -225,6 +248,9 @@ def main(argv=None) -> int:
         for count in args.poses:
             print(f"round {round_ + 1}: pecan score, {count} poses", flush=True)
             runs.setdefault(f"pecan_{count}", []).append(run_pecan(args, count))
+            if args.ranks > 1:
+                print(f"round {round_ + 1}: pecan score on {args.ranks} ranks, {count} poses", flush=True)
+                runs.setdefault(f"pecan_{args.ranks}ranks_{count}", []).append(run_pecan_ranks(args, count))
             if gnina and count <= args.gnina_max_poses:
                 print(f"round {round_ + 1}: GNINA default2018, {count} poses", flush=True)
                 runs.setdefault(f"gnina_default2018_{count}", []).append(
@@ -244,6 +270,9 @@ def main(argv=None) -> int:
             peer = cases.get(f"gnina_{models}_{count}")
             if peer:
                 case[f"speed_ratio_vs_gnina_{models}"] = case["poses_per_second"] / peer["poses_per_second"]
+                ranked = cases.get(f"pecan_{args.ranks}ranks_{count}")
+                if ranked:
+                    ranked[f"speed_ratio_vs_gnina_{models}"] = ranked["poses_per_second"] / peer["poses_per_second"]
     result = {
         "command": "python -m benchmarks.bench_score " + " ".join(argv if argv is not None else sys.argv[1:]),
         "checkpoint": args.checkpoint,
@@ -253,6 +282,8 @@ def main(argv=None) -> int:
         "cpu_count": os.cpu_count(),
         "load_average_at_end": os.getloadavg(),
         "threads": args.threads,
+        "gnina_threads": args.gnina_threads,
+        "layout": args.layout,
         "python": platform.python_version(),
     }
     text = json.dumps(result, indent=1, default=float)
