@@ -13,7 +13,6 @@ joins the ranks' outputs in input order (``pecan.scoring.ranks``).
 from __future__ import annotations
 
 import logging
-import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,10 +50,6 @@ class ScoreRequest:
     batch_size: int = 0  # 0: BATCH_SIZE
     progress: str = "auto"
     threads: int = 0  # 0: OMP_NUM_THREADS when set, else 1
-
-
-BATCH_SIZE = 64
-"""Graphs per forward pass when scoring (logits do not depend on it; larger batches amortise the overhead)."""
 
 
 def manifest_rows(args: ScoreRequest, state: dict) -> pd.DataFrame:
@@ -145,10 +140,10 @@ def scoring_setup(args: ScoreRequest, state: dict):
 
     from pecan.convert.complexes import Options
     from pecan.scoring.checkpoint import build_scoring_model, mapping_from_checkpoint, scoring_config
-    from pecan.train.distributed import discover, init_distributed, resolve_device
+    from pecan.train.distributed import discover, init_distributed, resolve_device, threads_from_environment
 
     env = discover()
-    torch.set_num_threads(args.threads or int(os.environ.get("OMP_NUM_THREADS") or 1))  # score_poses restores it
+    torch.set_num_threads(args.threads or threads_from_environment(1))  # score_poses restores it
     raw = mapping_from_checkpoint(state)
     raw["data"].update(data_dir=".")  # the config asks for a data source; nothing is read from it
     raw["train"].update(device=args.device)
@@ -158,14 +153,6 @@ def scoring_setup(args: ScoreRequest, state: dict):
     model = build_scoring_model(state, config.model, path, device)
     options = Options(pocket_radius=args.pocket_radius, rmsd_threshold=config.data.rmsd_threshold)
     return config, model, device, options, env
-
-
-def counter_factory():
-    """The interaction counter: ``pecan.convert.contacts.ContactCounter``, the converter's ProLIF counts
-    evaluated with numpy (equal to them; tests/convert/test_contacts.py, benchmarks/bench_contacts.py)."""
-    from pecan.convert.contacts import ContactCounter
-
-    return ContactCounter
 
 
 def score_poses(args: ScoreRequest, clock: Optional[StageClock] = None) -> int:

@@ -15,7 +15,7 @@ from pecan.scoring.figures import summary_lines
 from pecan.scoring.inputs import iter_groups
 from pecan.scoring.memory import StageClock
 from pecan.scoring.output import ScoredOutput
-from pecan.scoring.screen import CHUNK_POSES, Scored, ScreenRun, chunks
+from pecan.scoring.screen import BATCH_SIZE, CHUNK_POSES, Scored, ScreenRun, chunks, counter_factory
 from pecan.scoring.settings import score_property_default
 
 log = logging.getLogger("pecan")
@@ -74,8 +74,6 @@ def score_files(
 
 def _run(args, files, state, config, model, device, options, output, clock, rank: int, world_size: int) -> ScreenRun:
     """The scoring loop over this rank's groups, into ``output``."""
-    from pecan.scoring.poses import BATCH_SIZE, counter_factory
-
     try:
         run = ScreenRun(
             config,

@@ -34,6 +34,16 @@ log = logging.getLogger("pecan")
 
 CHUNK_POSES = 512
 """Poses gathered before a chunk is scored: batches span ligands, memory stays bounded."""
+BATCH_SIZE = 64
+"""Graphs per forward pass when scoring (logits do not depend on it; larger batches amortise the overhead)."""
+
+
+def counter_factory():
+    """The interaction counter: ``pecan.convert.contacts.ContactCounter``, the converter's ProLIF counts
+    evaluated with numpy (equal to them; tests/convert/test_contacts.py, benchmarks/bench_contacts.py)."""
+    from pecan.convert.contacts import ContactCounter
+
+    return ContactCounter
 
 
 def chunks(groups: Iterable[LigandGroup], chunk_poses: int, clock: StageClock) -> Iterator[list[LigandGroup]]:

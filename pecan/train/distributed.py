@@ -388,8 +388,7 @@ def physical_cores() -> int:
     if allowed is None or len(allowed) >= (psutil.cpu_count(logical=True) or 0):
         count = psutil.cpu_count(logical=False) or 0  # the whole machine's, from the kernel's topology
     else:
-        # Bound to part of the machine (Slurm/flux binding, taskset, cpuset): psutil counts the whole machine
-        # and cannot say which core a CPU is on, so the allowed CPUs' cores are read from /proc/cpuinfo.
+        # Bound to part of the machine (binding, taskset, cpuset): the allowed CPUs' cores, from /proc/cpuinfo.
         try:
             with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as handle:
                 count = _count_physical_cores(handle.read(), allowed)
@@ -406,12 +405,9 @@ def loader_workers_per_rank(local_world_size: int, reserve: int = 1) -> int:
 
     Each rank keeps ``reserve`` cores for its own main process (the training loop and, on GPU, the
     CUDA launch thread); hyperthreads are not counted because decode work saturates a core. Returns
-    0 (load in the main process) when a rank's share is no larger than ``reserve``.
-
-    This assumes the ranks of a node share one CPU set, as under torchrun, flux's default
-    ``cpu-affinity=on`` and ``srun --cpu-bind=none`` (what the launch scripts use). When each task is
-    bound to its own cores, ``physical_cores()`` already is the per-rank share: pass
-    ``local_world_size=1``.
+    0 (load in the main process) when a rank's share is no larger than ``reserve``. The ranks of a node
+    are assumed to share one CPU set (torchrun, flux's default ``cpu-affinity=on``, ``srun
+    --cpu-bind=none``); when each task is bound to its own cores, pass ``local_world_size=1``.
     """
     if local_world_size < 1:
         raise ValueError(f"local_world_size must be >= 1, got {local_world_size}")
@@ -431,6 +427,12 @@ class ThreadPlan:
     source: str  # "env" (OMP_NUM_THREADS/MKL_NUM_THREADS set) or "cores"
 
 
+def threads_from_environment(default: int, environ: Mapping[str, str] | None = None) -> int:
+    """torch's intra-op thread count when the environment sets one (``THREAD_ENV``), else ``default``."""
+    named = any((os.environ if environ is None else environ).get(name, "").strip() for name in THREAD_ENV)
+    return torch.get_num_threads() if named else default
+
+
 def plan_threads(
     local_world_size: int, num_workers: int, io_mode: str, environ: Mapping[str, str] | None = None
 ) -> ThreadPlan:
@@ -440,10 +442,9 @@ def plan_threads(
     process). Without a thread count in the environment the main process gets the cores the workers
     leave, at least one: oversubscribed cores make every phase slower while the data wait looks small.
     """
-    environ = os.environ if environ is None else environ
     share = max(1, physical_cores() // max(local_world_size, 1))
     if num_workers < 0:
         num_workers = io_modes.auto_workers(io_mode, loader_workers_per_rank(local_world_size))
-    if any(environ.get(name, "").strip() for name in THREAD_ENV):
+    if threads_from_environment(0, environ):
         return ThreadPlan(torch.get_num_threads(), num_workers, share, "env")
     return ThreadPlan(max(1, share - num_workers), num_workers, share, "cores")

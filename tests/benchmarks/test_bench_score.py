@@ -13,7 +13,7 @@ from benchmarks import bench_score
 
 
 def test_poses_are_the_vina_poses_repeated_with_unique_titles(tmp_path):
-    poses, manifest = bench_score.write_poses(tmp_path, 20)
+    poses, manifest = bench_score.write_poses(tmp_path, 20, "complex")
     mols = list(Chem.SDMolSupplier(str(poses), removeHs=False))
     assert [m.GetProp("_Name") for m in mols] == [f"pose_{k}" for k in range(1, 21)]
     assert mols[0].GetProp("vina_score") == mols[9].GetProp("vina_score")
