@@ -15,7 +15,7 @@ import argparse
 import logging
 import sys
 
-from pecan.commands import add_allow_option
+from pecan.commands import add_allow_option, add_progress_option, progress_mode
 
 
 def parse_args(argv=None, prog: str | None = None) -> argparse.Namespace:
@@ -67,12 +67,7 @@ def parse_args(argv=None, prog: str | None = None) -> argparse.Namespace:
         help="torch threads of this process (default: OMP_NUM_THREADS when set, else 1: a pose's graph is too "
         "small to share; use one process per core, under a launcher, to use more cores)",
     )
-    parser.add_argument(
-        "--progress",
-        choices=("auto", "bar", "lines", "off"),
-        default="auto",
-        help="progress display: a bar on a terminal, else a line every 30 s (auto, the default), or off",
-    )
+    add_progress_option(parser)
     add_allow_option(parser, "score with a pinned setting that differs from the trained one")
     parser.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N (default auto)")
     return parser.parse_args(argv)
@@ -96,4 +91,5 @@ def main(argv=None, prog: str | None = None) -> int:
         logging.getLogger("pecan.score").info(
             "scoring with the shipped model %s (its card: MODEL_CARD.md beside it)", args.checkpoint
         )
+    args.progress = progress_mode(args)
     return score_poses(ScoreRequest(**same_named(args, ScoreRequest, allow=tuple(args.allow))))

@@ -62,3 +62,7 @@ class InteractionCounter:
             for name, hits in interactions.items():
                 per_type[name] += len(hits)
         return {attr: float(sum(per_type[name] for name in names)) for attr, names in INTERACTION_MAP.items()}
+
+    def counts_many(self, poses, signatures=None) -> list[dict[str, float]]:
+        """``counts`` of each pose (``signatures`` is accepted for ``ContactCounter``'s interface, unused)."""
+        return [self.counts(pose) for pose in poses]

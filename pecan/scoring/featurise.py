@@ -189,11 +189,6 @@ class LigandFeaturiser:
             self.reused += 1
         return self.current
 
-    def rows(self, mol) -> tuple[np.ndarray, np.ndarray]:
-        """(rows, radii) of ``mol``'s heavy atoms, equal to ``atom_features(mol, 1.0)``, ``van_der_waals(mol)``."""
-        ligand = self.topology(mol)
-        return ligand.rows(heavy_positions(mol, ligand)), ligand.vdw
-
 
 def heavy_positions(mol, ligand: LigandRows) -> np.ndarray:
     """``chemistry.heavy_positions(mol)`` (float64) through the topology's heavy-atom index."""
@@ -313,13 +308,11 @@ class GroupConverter:
 
     @staticmethod
     def _counts(pocket: Pocket, mols: list, kinds: list) -> list[dict]:
-        """The interaction counts of the poses (with hydrogens added where a pose's topology has none); a
-        counter that counts many poses at once (``counts_many``) gets them together, with their topology."""
+        """The interaction counts of the poses (with hydrogens added where a pose's topology has none), counted
+        together with their topology signatures."""
         poses = [mol if kind.has_hydrogens else _with_hydrogens(mol) for mol, kind in zip(mols, kinds)]
-        if hasattr(pocket.counter, "counts_many"):
-            signatures = [kind.key if kind.has_hydrogens else topology(pose) for pose, kind in zip(poses, kinds)]
-            return pocket.counter.counts_many(poses, signatures)
-        return [pocket.counter.counts(pose) for pose in poses]
+        signatures = [kind.key if kind.has_hydrogens else topology(pose) for pose, kind in zip(poses, kinds)]
+        return pocket.counter.counts_many(poses, signatures)
 
     def _sample(self, group: LigandGroup, mol, pose_id: str, rmsd: float, rows: list, counts: dict) -> Sample:
         ligand, ligand_vdw, protein, protein_vdw = rows

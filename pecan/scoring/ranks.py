@@ -11,7 +11,6 @@ from typing import Any, Optional
 from pecan.runtime.errors import ConfigError, DataError
 from pecan.runtime.progress import Progress
 from pecan.scoring.featurise import GroupConverter
-from pecan.scoring.figures import summary_lines
 from pecan.scoring.inputs import iter_groups
 from pecan.scoring.memory import StageClock
 from pecan.scoring.output import ScoredOutput
@@ -120,21 +119,9 @@ def _commit(output: ScoredOutput, values: dict[str, Any]) -> None:
 
 def report(values: dict[str, Any], output: ScoredOutput, state: dict) -> None:
     """The summary lines, the warnings on the split, and what was written."""
-    if "complexes" not in state:
-        log.warning(
-            "the checkpoint does not record its training complexes (written before that was stored): "
-            "the split column is 'unknown' and the figures may include complexes it trained on"
-        )
-    trained_on = values["splits"].get("train")
-    if trained_on:
-        log.warning(
-            "%d of the %d scored complexes were used to train this checkpoint (split 'train'): their "
-            "figures are not held-out performance",
-            trained_on["complexes"],
-            values["complexes"],
-        )
-    for line in summary_lines(values):
-        print(line, flush=True)
+    from pecan.scoring.shards import report_figures
+
+    report_figures(values, state)
     if output.failed_poses or output.failed_ligands:
         print(
             f"not scored: {output.failed_poses} poses and {output.failed_ligands} whole ligands "

@@ -15,7 +15,7 @@ span ligands while memory stays bounded by one chunk (plus the largest group). P
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Optional
 
 import numpy as np
@@ -72,12 +72,9 @@ class Scored:
 
     poses: int = 0
     complexes: int = 0
-    split_poses: Optional[dict] = None
-    split_complexes: Optional[dict] = None
-    labeled_rows: Optional[list] = None
-
-    def __post_init__(self) -> None:
-        self.split_poses, self.split_complexes, self.labeled_rows = {}, {}, []
+    split_poses: dict = field(default_factory=dict)
+    split_complexes: dict = field(default_factory=dict)
+    labeled_rows: Optional[list] = field(default_factory=list)  # None once a pose without a label is scored
 
     def add(self, scores: pd.DataFrame) -> None:
         """One group's scores.csv rows (with their logits)."""

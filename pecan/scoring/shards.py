@@ -158,6 +158,13 @@ def write_outputs(scores: pd.DataFrame, values: dict[str, Any], out: Path, state
     """scores.csv and its metrics JSON (atomically), the summary lines and the warnings on the split."""
     write_csv(scores[list(SCORE_COLUMNS)], out)
     write_text(metrics_path(out), json_text(values, indent=2, default=float))
+    report_figures(values, state)
+    print(f"wrote {out} and {metrics_path(out)}", flush=True)
+
+
+def report_figures(values: dict[str, Any], state: dict) -> None:
+    """The warnings on the split (no record of the training complexes; complexes it trained on) and the
+    summary lines of a scoring run (`pecan predict` and `pecan score`)."""
     if "complexes" not in state:
         log.warning(
             "the checkpoint does not record its training complexes (written before that was stored): "
@@ -173,7 +180,6 @@ def write_outputs(scores: pd.DataFrame, values: dict[str, Any], out: Path, state
         )
     for line in summary_lines(values):
         print(line, flush=True)
-    print(f"wrote {out} and {metrics_path(out)}", flush=True)
 
 
 def score_shards(config: Config, checkpoint: str, out: str, allow: tuple[str, ...] = ()) -> int:

@@ -14,7 +14,14 @@ from rdkit import Chem
 from pecan.convert import chemistry as chem
 from pecan.convert.complexes import ComplexEntry, Options, convert_complex
 from pecan.convert.examples import prolif_data, vina_poses_with_scores
-from pecan.scoring.featurise import GroupConverter, LigandFeaturiser, LigandGroup, PreparedReceptor, near_atoms
+from pecan.scoring.featurise import (
+    GroupConverter,
+    LigandFeaturiser,
+    LigandGroup,
+    PreparedReceptor,
+    heavy_positions,
+    near_atoms,
+)
 
 
 def assert_same_samples(fast, reference):
@@ -71,9 +78,9 @@ def test_a_different_topology_is_featurised_afresh(vina):
     AllChem.EmbedMolecule(other, randomSeed=3)
     featuriser = LigandFeaturiser()
     for mol in (first, other, first):
-        rows, vdw = featuriser.rows(mol)
-        np.testing.assert_array_equal(rows, chem.atom_features(mol, 1.0))
-        np.testing.assert_array_equal(vdw, chem.van_der_waals(mol))
+        kind = featuriser.topology(mol)
+        np.testing.assert_array_equal(kind.rows(heavy_positions(mol, kind)), chem.atom_features(mol, 1.0))
+        np.testing.assert_array_equal(kind.vdw, chem.van_der_waals(mol))
     assert featuriser.featurised == 3 and featuriser.reused == 0
 
 
