@@ -82,6 +82,14 @@ def parse_args(argv=None) -> argparse.Namespace:
         "never trained on",
     )
     parser.add_argument(
+        "--train-extra",
+        type=Path,
+        default=None,
+        help="more training poses of the same complexes (a manifest like pecan redock's with the same complex ids "
+        "and group column, e.g. benchmarks/corpus/augmented): added to each fold's training complexes, never "
+        "scored",
+    )
+    parser.add_argument(
         "--only",
         type=Path,
         default=None,
@@ -205,17 +213,27 @@ def convert(docked: Path, shards: Path, only: set[str] | None = None) -> pd.Data
 
 
 def fold_csvs(
-    index: pd.DataFrame, families: dict, family: str, fold_dir: Path, tag: str, test_index: pd.DataFrame | None = None
+    index: pd.DataFrame,
+    families: dict,
+    family: str,
+    fold_dir: Path,
+    tag: str,
+    test_index: pd.DataFrame | None = None,
+    extra_index: pd.DataFrame | None = None,
 ) -> tuple[Path, Path, int]:
     """Index CSVs of the training families and of the held-out one (named by tag: recipes may run at once), and
     the held-out complexes' count; the held-out poses come from ``test_index`` when given (another pose source
-    of the same complexes)."""
+    of the same complexes); ``extra_index`` adds training poses of the training families' complexes only."""
     fold_dir.mkdir(parents=True, exist_ok=True)
     held_out = index["complex_id"].map(families) == family
     source = index if test_index is None else test_index
     tested = source[source["complex_id"].map(families) == family]
     train, test = fold_dir / f"{tag}_train.csv", fold_dir / f"{tag}_test.csv"
-    write_index_csv(index[~held_out], train)
+    training = index[~held_out]
+    if extra_index is not None:
+        trained = set(training["complex_id"])  # an extra complex must be a training complex (--only applies)
+        training = pd.concat([training, extra_index[extra_index["complex_id"].isin(trained)]], ignore_index=True)
+    write_index_csv(training, train)
     write_index_csv(tested, test)
     return train, test, tested["complex_id"].nunique()
 
@@ -342,6 +360,10 @@ def main(argv=None) -> int:
         # every complex of the other source: --only restricts what the model trains on
         test_index = convert(args.test_docked, args.work / f"shards_{args.test_docked.name}")
         test_index["shard"] = f"shards_{args.test_docked.name}/" + test_index["shard"]
+    extra_index = None
+    if args.train_extra is not None:
+        extra_index = convert(args.train_extra, args.work / f"shards_{args.train_extra.name}", only)
+        extra_index["shard"] = f"shards_{args.train_extra.name}/" + extra_index["shard"]
     manifest = pd.read_csv(args.docked / "manifest.csv", dtype=str, keep_default_na=False)
     if args.group_column not in manifest.columns:
         raise SystemExit(f"error: {args.docked / 'manifest.csv'} has no column {args.group_column!r} (--group-column)")
@@ -355,7 +377,7 @@ def main(argv=None) -> int:
     folds, pooled, per_seed = {}, [], {seed: [] for seed in seeds}
     for family in chosen:
         fold_dir = args.work / "folds" / family
-        train, test, tested = fold_csvs(index, families, family, fold_dir, args.tag, test_index)
+        train, test, tested = fold_csvs(index, families, family, fold_dir, args.tag, test_index, extra_index)
         if not tested:
             print(f"fold {family}: no held-out complex in {args.test_docked}; skipped", flush=True)
             continue
