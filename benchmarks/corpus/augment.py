@@ -82,8 +82,8 @@ def crystal_like(start, crystal, torsions):
 
     mol = Chem.Mol(start)
     conf, ref = mol.GetConformer(), crystal.GetConformer()
-    for i, j, k, l in torsions:
-        rdMolTransforms.SetDihedralDeg(conf, i, j, k, l, rdMolTransforms.GetDihedralDeg(ref, i, j, k, l))
+    for torsion in torsions:
+        rdMolTransforms.SetDihedralDeg(conf, *torsion, rdMolTransforms.GetDihedralDeg(ref, *torsion))
     heavy = [(a.GetIdx(), a.GetIdx()) for a in crystal.GetAtoms()]
     rdMolAlign.AlignMol(mol, crystal, atomMap=heavy)
     return mol
@@ -117,9 +117,9 @@ def moved(mol, torsions, rng, scale, box: prepare.Box):
     _, shift, turn, twist = scale
     out = Chem.Mol(mol)
     conf = out.GetConformer()
-    for i, j, k, l in torsions:
+    for torsion in torsions:
         change = rng.uniform(-180, 180) if twist is None else rng.normal(0.0, twist)
-        rdMolTransforms.SetDihedralDeg(conf, i, j, k, l, rdMolTransforms.GetDihedralDeg(conf, i, j, k, l) + change)
+        rdMolTransforms.SetDihedralDeg(conf, *torsion, rdMolTransforms.GetDihedralDeg(conf, *torsion) + change)
     xyz = conf.GetPositions()
     centre = xyz.mean(0)
     if shift is None:  # anywhere in the inner half of the box
@@ -197,6 +197,18 @@ def augment_one(row: dict, record: dict, args: argparse.Namespace, receptors: Pa
     return len(mols)
 
 
+def write_manifest(manifest: pd.DataFrame, args: argparse.Namespace) -> Path:
+    """The converter's manifest of the complexes with extra poses so far (written atomically)."""
+    from pecan.runtime.fileio import write_csv
+
+    written = manifest[[(args.out / "poses" / f"{c}.sdf").exists() for c in manifest["complex_id"]]].copy()
+    for column in ("receptor", "crystal_ligand"):  # relative to the output directory, as the converter reads them
+        written[column] = [os.path.relpath((args.docked / p).resolve(), args.out.resolve()) for p in written[column]]
+    out = args.out / "manifest.csv"
+    write_csv(written, out)
+    return out
+
+
 def main(argv=None) -> int:
     """Every docked complex's extra poses, then the manifest of those written so far."""
     args = parse_args(argv)
@@ -218,15 +230,12 @@ def main(argv=None) -> int:
         except (RedockError, RuntimeError, ValueError) as err:
             print(f"{row['complex_id']}: skipped ({type(err).__name__}: {err})", flush=True)
             continue
+        write_manifest(manifest, args)  # after every complex: a long run's finished part can be converted already
         done += 1
         rate = (time.perf_counter() - began) / done
         print(f"[{n}/{len(manifest)}] {row['complex_id']}: {count} poses ({rate:.1f} s a complex)", flush=True)
-    written = manifest[[(args.out / "poses" / f"{c}.sdf").exists() for c in manifest["complex_id"]]].copy()
-    for column in ("receptor", "crystal_ligand"):  # relative to the output directory, as the converter reads them
-        written[column] = [os.path.relpath((args.docked / p).resolve(), args.out.resolve()) for p in written[column]]
-    out = args.out / "manifest.csv"
-    written.to_csv(out, index=False)
-    print(f"{len(written)} complexes with extra poses; wrote {out}")
+    out = write_manifest(manifest, args)
+    print(f"{len(pd.read_csv(out))} complexes with extra poses; wrote {out}")
     return 0
 
 

@@ -364,6 +364,8 @@ def main(argv=None) -> int:
     if args.train_extra is not None:
         extra_index = convert(args.train_extra, args.work / f"shards_{args.train_extra.name}", only)
         extra_index["shard"] = f"shards_{args.train_extra.name}/" + extra_index["shard"]
+        # the complex's crystal pose is in the docked index already (one row per pose id)
+        extra_index = extra_index[pd.to_numeric(extra_index["is_crystal"], errors="coerce").fillna(0) == 0]
     manifest = pd.read_csv(args.docked / "manifest.csv", dtype=str, keep_default_na=False)
     if args.group_column not in manifest.columns:
         raise SystemExit(f"error: {args.docked / 'manifest.csv'} has no column {args.group_column!r} (--group-column)")

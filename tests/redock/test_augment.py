@@ -1,7 +1,6 @@
 """benchmarks/corpus/augment.py: extra training poses around the crystal pose, minimised by Vina."""
 
 import shutil
-from pathlib import Path
 
 import pandas as pd
 import pytest
