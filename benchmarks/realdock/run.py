@@ -26,9 +26,11 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT))
 
+from pecan.config import load as load_config  # noqa: E402 - after the sys.path line (run as a script)
 from pecan.convert.complexes import Options  # noqa: E402 - after the sys.path line (run as a script)
 from pecan.convert.run import convert as convert_structures  # noqa: E402 - after the sys.path line (run as a script)
 from pecan.convert.run import summary_line  # noqa: E402 - after the sys.path line (run as a script)
+from pecan.data.index import split_by_complex  # noqa: E402 - after the sys.path line (run as a script)
 from pecan.data.index_rows import read_index_rows  # noqa: E402 - after the sys.path line (run as a script)
 from pecan.data.layout import write_index_csv  # noqa: E402 - after the sys.path line (run as a script)
 from pecan.redock.ranking import complex_table, summarize  # noqa: E402 - after the sys.path line (run as a script)
@@ -220,10 +222,12 @@ def fold_csvs(
     tag: str,
     test_index: pd.DataFrame | None = None,
     extra_index: pd.DataFrame | None = None,
+    split: tuple[float, int] = (0.15, 0),
 ) -> tuple[Path, Path, int]:
     """Index CSVs of the training families and of the held-out one (named by tag: recipes may run at once), and
     the held-out complexes' count; the held-out poses come from ``test_index`` when given (another pose source
-    of the same complexes); ``extra_index`` adds training poses of the training families' complexes only."""
+    of the same complexes); ``extra_index`` adds training poses of the training families' complexes only, whose
+    validation complexes (``split``: the recipe's val_fraction and split_seed) then go to <tag>_val.csv."""
     fold_dir.mkdir(parents=True, exist_ok=True)
     held_out = index["complex_id"].map(families) == family
     source = index if test_index is None else test_index
@@ -231,8 +235,14 @@ def fold_csvs(
     train, test = fold_dir / f"{tag}_train.csv", fold_dir / f"{tag}_test.csv"
     training = index[~held_out]
     if extra_index is not None:
-        trained = set(training["complex_id"])  # an extra complex must be a training complex (--only applies)
-        training = pd.concat([training, extra_index[extra_index["complex_id"].isin(trained)]], ignore_index=True)
+        # The validation complexes the recipe's own split would pick (same function, fraction and seed), with
+        # their docked poses only, as the held-out fold has: best.pt is not chosen on poses that know the
+        # crystal pose. The other training complexes get their extra poses.
+        fit, val = split_by_complex(training, split[0], split[1])
+        training = pd.concat([fit, extra_index[extra_index["complex_id"].isin(set(fit["complex_id"]))]])
+        write_index_csv(val, fold_dir / f"{tag}_val.csv")
+    else:
+        (fold_dir / f"{tag}_val.csv").unlink(missing_ok=True)  # the recipe's own split, as without extra poses
     write_index_csv(training, train)
     write_index_csv(tested, test)
     return train, test, tested["complex_id"].nunique()
@@ -253,6 +263,7 @@ def run_fold(
         "train.resume=never",
         "synthetic.enabled=false",
         *([f"train.seed={seed}"] if seed else []),
+        *([f"data.val_csvs=[{val}]"] if (val := fold_dir / f"{args.tag}_val.csv").exists() else []),
     ]
     settings = [item for value in [*fixed, *args.overrides] for item in ("--set", value)]
     main_app = str(ROOT / "main_app.py")
@@ -360,6 +371,7 @@ def main(argv=None) -> int:
         # every complex of the other source: --only restricts what the model trains on
         test_index = convert(args.test_docked, args.work / f"shards_{args.test_docked.name}")
         test_index["shard"] = f"shards_{args.test_docked.name}/" + test_index["shard"]
+    recipe = load_config(args.config, args.overrides)
     extra_index = None
     if args.train_extra is not None:
         extra_index = convert(args.train_extra, args.work / f"shards_{args.train_extra.name}", only)
@@ -379,7 +391,16 @@ def main(argv=None) -> int:
     folds, pooled, per_seed = {}, [], {seed: [] for seed in seeds}
     for family in chosen:
         fold_dir = args.work / "folds" / family
-        train, test, tested = fold_csvs(index, families, family, fold_dir, args.tag, test_index, extra_index)
+        train, test, tested = fold_csvs(
+            index,
+            families,
+            family,
+            fold_dir,
+            args.tag,
+            test_index,
+            extra_index,
+            (recipe.data.val_fraction, recipe.data.split_seed),
+        )
         if not tested:
             print(f"fold {family}: no held-out complex in {args.test_docked}; skipped", flush=True)
             continue

@@ -97,3 +97,38 @@ def test_the_ensemble_averages_each_poses_score_over_the_seeds():
     assert spread["pooled"]["1"]["per_complex"]["a"]["model_top1"] == 1
     with pytest.raises(ValueError, match="same poses"):
         run.ensemble([first, _scores([0.1, 0.2, 0.3, 0.4]).assign(pose_id=["x", "a2", "b1", "b2"])])
+
+
+def test_extra_poses_go_to_training_complexes_only_and_validation_keeps_docked_poses(tmp_path):
+    from pecan.data.index import split_by_complex
+    from pecan.data.index_rows import read_index_rows
+
+    complexes = [f"c{k}" for k in range(10)]
+    families = {c: ("held" if k < 2 else "train") for k, c in enumerate(complexes)}
+
+    def rows(suffix):
+        return pd.DataFrame(
+            {
+                "shard": [f"{c}.hdf5" for c in complexes for _ in range(2)],
+                "complex_id": [c for c in complexes for _ in range(2)],
+                "pose_id": [f"{c}_{suffix}{k}" for c in complexes for k in range(2)],
+                "label": [1, 0] * len(complexes),
+                "docking_score": -5.0,
+            }
+        )
+
+    docked, extra = rows("pose"), rows("aug")
+    run = _benchmark_module()
+    train, test, tested = run.fold_csvs(docked, families, "held", tmp_path, "t", None, extra, (0.25, 3))
+    assert tested == 2
+    train_rows, val_rows = read_index_rows(train), read_index_rows(tmp_path / "t_val.csv")
+    _, expected_val = split_by_complex(docked[docked["complex_id"].map(families) == "train"], 0.25, 3)
+    assert sorted(val_rows["pose_id"]) == sorted(expected_val["pose_id"])  # the recipe's own split, docked only
+    val_complexes = set(val_rows["complex_id"])
+    assert not val_complexes & set(train_rows["complex_id"])
+    assert not {"c0", "c1"} & set(train_rows["complex_id"])  # nothing of the held-out fold is trained on
+    trained = set(train_rows["complex_id"])
+    assert trained == {f"c{k}" for k in range(2, 10)} - val_complexes
+    assert all(train_rows["pose_id"].str.contains("_aug").groupby(train_rows["complex_id"]).sum() == 2)
+    run.fold_csvs(docked, families, "held", tmp_path, "t")  # without extra poses: the recipe's split again
+    assert not (tmp_path / "t_val.csv").exists()
