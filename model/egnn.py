@@ -308,6 +308,9 @@ class EGNNClassifier(nn.Module):
         self.docking_prior_start = float(docking_prior)
         self.docking_prior = nn.Parameter(torch.tensor(self.docking_prior_start)) if docking_prior > 0 else None
         self.zero_head_output()
+        # Scoring sets this (``pecan score``): with positions fixed, each layer then computes only the messages
+        # that reach the ligand readout (the same logits, ~half the edge work); training never does.
+        self.readout_edges_only = False
 
     def reset_parameters(self) -> None:
         """Re-initialise all learnable parameters."""
@@ -334,11 +337,14 @@ class EGNNClassifier(nn.Module):
         # the sums h + update then promote to float32 instead of rounding away at every layer.
         h = self.embedding(batch.x).float()
         pos = batch.pos.float()
-        geometry = self.shared_geometry(pos, batch.edge_index, batch.edge_type)
-        last = len(self.layers) - 1
-        for index, layer in enumerate(self.layers):
-            # The last layer's positions feed nothing downstream, so its move is not computed.
-            h, pos = layer(h, pos, batch.edge_index, batch.edge_type, geometry, keep_positions=index == last)
+        if self.readout_edges_only and not self.update_coords:
+            h = self.readout_layers(h, pos, batch)
+        else:
+            geometry = self.shared_geometry(pos, batch.edge_index, batch.edge_type)
+            last = len(self.layers) - 1
+            for index, layer in enumerate(self.layers):
+                # The last layer's positions feed nothing downstream, so its move is not computed.
+                h, pos = layer(h, pos, batch.edge_index, batch.edge_type, geometry, keep_positions=index == last)
         pooled = ligand_mean_max(h.float(), batch.is_ligand, batch.batch, num_graphs)
         pooled = with_pose_features(pooled, batch, self.use_pose_features)
         if self.use_docking_score:
@@ -348,6 +354,21 @@ class EGNNClassifier(nn.Module):
             gap = batch.docking_features.float().reshape(num_graphs, -1)[:, 1]
             logits = logits - self.docking_prior * gap
         return logits
+
+    def readout_layers(self, h: Tensor, pos: Tensor, batch) -> Tensor:
+        """The layers' node features, each layer computing only the messages the ligand readout depends on
+        (``readout_edges``); the rows of nodes outside that reach are left unfinished. Positions stay fixed."""
+        edges = readout_edges(batch.edge_index, batch.is_ligand, len(self.layers))
+        edge_index, edge_type = batch.edge_index.index_select(1, edges[0]), batch.edge_type.index_select(0, edges[0])
+        geometry = self.layers[0].geometry(pos, edge_index, edge_type)
+        for index, layer in enumerate(self.layers):
+            if index:
+                # Each layer's edges are a subset of the layer before's, in the same (target-sorted) order.
+                rows = torch.searchsorted(edges[index - 1], edges[index])
+                edge_index, edge_type = edge_index.index_select(1, rows), edge_type.index_select(0, rows)
+                geometry = geometry._replace(radial=geometry.radial.index_select(0, rows))
+            h, _ = layer(h, pos, edge_index, edge_type, geometry, keep_positions=True)
+        return h
 
     def unused_anchor(self) -> Tensor | float:
         """Zero times the parameters no output depends on (the last layer's coordinate MLP).
@@ -365,6 +386,22 @@ class EGNNClassifier(nn.Module):
         if self.update_coords:
             return None
         return self.layers[0].geometry(pos, edge_index, edge_type)
+
+
+def readout_edges(edge_index: Tensor, is_ligand: Tensor, layers: int) -> list[Tensor]:
+    """Per layer, the indices (ascending) of the edges whose messages reach a ligand-only readout after
+    ``layers`` layers: the last layer's are the edges into ligand atoms; each earlier layer's are the edges
+    into the nodes whose features the next layer reads (its targets and their sources). Every other
+    message changes only node rows the readout never reads."""
+    source, target = edge_index[0], edge_index[1]
+    needed = is_ligand.bool()
+    edges: list[Tensor] = []
+    for _ in range(layers):
+        kept = needed.index_select(0, target).nonzero().squeeze(1)
+        edges.append(kept)
+        needed = needed.clone()
+        needed[source.index_select(0, kept)] = True
+    return edges[::-1]
 
 
 def build(cfg, sizes: dict[str, int]) -> EGNNClassifier:
