@@ -208,6 +208,7 @@ class LigandGroup:
     affinity: float = float("nan")
     error: str = ""  # why the poses file could not be read ('' when it could)
     seq: int = 0  # the group's number in the input order (ranks share the groups by it)
+    texts: Optional[list] = None  # each record's SDF text (bytes), None for one read from mol2 or PDB
 
 
 class GroupConverter:

@@ -240,8 +240,10 @@ class ScreenRun:
                 }
             )
             record_of = {pose_id: k for k, pose_id in enumerate(_pose_ids(group))}
-            mols = [group.records[record_of[pose_id]] for pose_id in scores["pose_id"]]
-            self.output.write_group(group.seq, scores, mols, labeled=bool(scores["label"].notna().all()))
+            records = [record_of[pose_id] for pose_id in scores["pose_id"]]
+            mols = [group.records[k] for k in records]
+            texts = None if group.texts is None else [group.texts[k] for k in records]
+            self.output.write_group(group.seq, scores, mols, bool(scores["label"].notna().all()), texts)
             self.scored.add(scores)
             written += len(rows)
         self.output.flush()
