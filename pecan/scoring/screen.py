@@ -34,8 +34,10 @@ log = logging.getLogger("pecan")
 
 CHUNK_POSES = 512
 """Poses gathered before a chunk is scored: batches span ligands, memory stays bounded."""
-BATCH_SIZE = 64
-"""Graphs per forward pass when scoring (logits do not depend on it; larger batches amortise the overhead)."""
+BATCH_SIZE = 16
+"""Graphs per forward pass when scoring (logits do not depend on it). Small on purpose: a pose's graph has
+~2,000 edges, and the edge tensors of 16 graphs stay in a core's cache, where 64 graphs' stream from memory
+(the forward ~20% slower per pose on one thread; BENCHMARKS.md, `pecan score`)."""
 
 
 def counter_factory():

@@ -461,3 +461,16 @@ def test_readout_edges_reach_back_one_hop_per_layer():
     targets = [sorted(edge_index[1, e].tolist()) for e in edges]
     assert targets == [[0, 1, 1, 2, 2], [0, 1, 1], [0]]
     assert all(bool((e[1:] > e[:-1]).all()) for e in edges)  # ascending: the edge order is kept
+
+
+def test_distance_expansion_sets_underflowing_gaussians_to_zero():
+    """Gaussians under float32's normal range are 0 (not evaluated: exp's slow path); every other value is
+    the plain formula's."""
+    from model.readout import GaussianDistanceExpansion
+
+    expansion = GaussianDistanceExpansion(16, 4.5)
+    distance = torch.linspace(0.0, 12.0, 4001)
+    plain = torch.exp(expansion.coefficient * (distance.unsqueeze(-1) - expansion.centres) ** 2)
+    got = expansion(distance)
+    assert (got == 0).any() and (plain[got == 0] < 2e-38).all()
+    torch.testing.assert_close(got[got > 0], plain[got > 0], rtol=0, atol=0)
