@@ -439,10 +439,9 @@ def test_edge_between_atoms_at_the_same_position_has_no_direction():
 def test_readout_edges_only_gives_the_same_logits(layers):
     """Scoring's pruned layers (only the messages that reach the ligand readout) give the full model's logits,
     on graphs wide enough that some protein atoms lie beyond the readout's reach."""
-    from model.egnn import readout_edges
-
     batch = make_batch(seed=3, sizes=((6, 40), (5, 45), (8, 30)))
-    assert len(readout_edges(batch.edge_index, batch.is_ligand, 2)[-1]) < batch.edge_index.shape[1] / 2
+    into_ligand = batch.is_ligand[batch.edge_index[1]].sum()
+    assert into_ligand < batch.edge_index.shape[1] / 2  # most messages reach no ligand atom in the last layer
     model = make_model(layers=layers, docking_prior=0.0)
     with torch.no_grad():
         reference = model(batch)
@@ -451,26 +450,11 @@ def test_readout_edges_only_gives_the_same_logits(layers):
     torch.testing.assert_close(pruned, reference, atol=1e-6, rtol=1e-6)
 
 
-def test_readout_edges_reach_back_one_hop_per_layer():
-    from model.egnn import readout_edges
+def test_readout_nodes_reach_back_one_hop_per_layer():
+    from model.egnn import readout_nodes
 
-    # A chain 0 (ligand) <- 1 <- 2 <- 3, both directions: each earlier layer reaches one atom further.
-    edge_index = torch.tensor([[1, 0, 2, 1, 3, 2], [0, 1, 1, 2, 2, 3]])
-    is_ligand = torch.tensor([True, False, False, False])
-    edges = readout_edges(edge_index, is_ligand, 3)
-    targets = [sorted(edge_index[1, e].tolist()) for e in edges]
-    assert targets == [[0, 1, 1, 2, 2], [0, 1, 1], [0]]
-    assert all(bool((e[1:] > e[:-1]).all()) for e in edges)  # ascending: the edge order is kept
-
-
-def test_distance_expansion_sets_underflowing_gaussians_to_zero():
-    """Gaussians under float32's normal range are 0 (not evaluated: exp's slow path); every other value is
-    the plain formula's."""
-    from model.readout import GaussianDistanceExpansion
-
-    expansion = GaussianDistanceExpansion(16, 4.5)
-    distance = torch.linspace(0.0, 12.0, 4001)
-    plain = torch.exp(expansion.coefficient * (distance.unsqueeze(-1) - expansion.centres) ** 2)
-    got = expansion(distance)
-    assert (got == 0).any() and (plain[got == 0] < 2e-38).all()
-    torch.testing.assert_close(got[got > 0], plain[got > 0], rtol=0, atol=0)
+    # A chain 0 (ligand) - 1 - 2 - 3 - 4, both directions: each earlier layer reaches one atom further.
+    edge_index = torch.tensor([[1, 0, 2, 1, 3, 2, 4, 3], [0, 1, 1, 2, 2, 3, 3, 4]])
+    is_ligand = torch.tensor([True, False, False, False, False])
+    needed = readout_nodes(edge_index, is_ligand, 3)
+    assert [m.nonzero().squeeze(1).tolist() for m in needed] == [[0, 1, 2], [0, 1], [0]]
