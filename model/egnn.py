@@ -219,7 +219,7 @@ class EGNNLayer(nn.Module):
         edge_weight = torch.cat([weight[:, 2 * hidden : radial_end], type_table.t()], dim=1)
         gathered = node_projection[:, :hidden].index_select(0, target)
         gathered = gathered.add_(node_projection[:, hidden:].index_select(0, source))
-        if not torch.is_grad_enabled():
+        if not torch.is_grad_enabled() and not torch.is_autocast_enabled(h.device.type):
             return self._message_in_place(gathered, radial, edge_weight)
         pre_activation = torch.addmm(gathered, radial, edge_weight.t())
         message = self.edge_mlp[3](self.edge_mlp[2](F.silu(pre_activation)))
@@ -228,8 +228,9 @@ class EGNNLayer(nn.Module):
         return message
 
     def _message_in_place(self, gathered: Tensor, radial: Tensor, edge_weight: Tensor) -> Tensor:
-        """``message``'s last steps without autograd, each edge tensor updated in place: the same values, one
-        pass over E x hidden floats less per step (an edge tensor is the size of a core's cache)."""
+        """``message``'s last steps without autograd or autocast (in-place ops are not autocast), each edge
+        tensor updated in place: the same values, one pass over E x hidden floats less per step (an edge
+        tensor is the size of a core's cache)."""
         message = F.silu(gathered.addmm_(radial, edge_weight.t()), inplace=True)
         message = F.silu(self.edge_mlp[2](message), inplace=True)
         if self.gate is not None:
