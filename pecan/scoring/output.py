@@ -67,27 +67,34 @@ class ScoredOutput:
         self.failed_poses = 0
         self.failed_ligands = 0
 
-    def write_group(self, seq: int, scores: pd.DataFrame, mols: list, labeled: bool, texts: list = None) -> None:
-        """Ligand ``seq``'s rows (scores.csv columns, in rank order) and their records (same order): each
-        record's SDF text (``texts``; RDKit's rendering of its molecule where it has none) with the scores."""
+    def write_groups(self, scores: pd.DataFrame, groups: list[tuple]) -> None:
+        """Consecutive ligands' rows (``scores``: scores.csv's columns, each ligand in rank order) and records:
+        ``groups`` holds per ligand its number, its molecules and SDF texts in the rows' order (texts None: RDKit
+        renders each molecule) and whether its poses are labelled."""
         self._pending.append(scores[list(SCORE_COLUMNS)])
-        texts = texts if texts is not None else [None] * len(mols)
-        records = []
-        for mol, text, row in zip(mols, texts, scores.itertuples()):
-            properties = {
-                "pecan_complex": str(row.complex_id),
-                "pecan_pose": str(row.pose_id),
-                "pecan_score": float(row.pecan_score),
-                "pecan_rank": int(row.pecan_rank),
-            }
-            if labeled and not math.isnan(float(row.rmsd)):
-                properties.update(rmsd=float(row.rmsd), label=int(row.label))
-            records.append(with_properties(text if text is not None else rdkit_record(mol), properties))
-        block = b"".join(records)
-        self._sdf.write(block)
-        if self._groups is not None:
-            self._groups.write(f"{seq},{len(mols)},{len(block)}\n")
-        self.written += len(mols)
+        columns = [scores[name].tolist() for name in ("complex_id", "pose_id", "pecan_score", "pecan_rank", "rmsd")]
+        labels = scores["label"].tolist()
+        start = 0
+        for seq, mols, texts, labeled in groups:
+            records = []
+            for k, mol in enumerate(mols, start):
+                complex_id, pose_id, score, rank, rmsd = (column[k] for column in columns)
+                properties = {
+                    "pecan_complex": str(complex_id),
+                    "pecan_pose": str(pose_id),
+                    "pecan_score": float(score),
+                    "pecan_rank": int(rank),
+                }
+                if labeled and not math.isnan(float(rmsd)):
+                    properties.update(rmsd=float(rmsd), label=int(labels[k]))
+                text = texts[k - start] if texts is not None else rdkit_record(mol)
+                records.append(with_properties(text, properties))
+            start += len(mols)
+            block = b"".join(records)
+            self._sdf.write(block)
+            if self._groups is not None:
+                self._groups.write(f"{seq},{len(mols)},{len(block)}\n")
+            self.written += len(mols)
 
     def flush(self) -> None:
         """Write the scores CSV rows of the groups written since the last flush (one pandas call a chunk)."""
