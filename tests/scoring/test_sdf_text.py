@@ -169,3 +169,39 @@ def test_a_record_without_text_is_written_as_rdkit_writes_it():
     written = with_properties(sdf_text.rdkit_record(mol), {"pecan_rank": 1})
     back = rdkit_records(written)[0]
     assert back.GetProp("_Name") == "m2" and back.GetProp("pecan_rank") == "1"
+
+
+def test_scored_output_writes_texts_as_read_and_molecules_without_text_as_rdkit_writes_them(tmp_path):
+    """A poses file's records keep their text; a mol2 or PDB record (no text) is RDKit's rendering; both get
+    the scores, and a part's groups log gives each group's bytes for the join."""
+    import pandas as pd
+
+    from pecan.scoring.output import ScoredOutput
+
+    text = record("CCO", "a", vina_score=-5.5)
+    mol = Chem.AddHs(Chem.MolFromSmiles("c1ccccc1"))
+    mol.SetProp("_Name", "b")
+    scores = pd.DataFrame(
+        {
+            "complex_id": ["a", "b"],
+            "pose_id": ["a", "b"],
+            "split": ["unknown", "unknown"],
+            "pecan_score": [0.25, 0.75],
+            "pecan_rank": [1, 1],
+            "docking_score": [-5.5, float("nan")],
+            "rmsd": [float("nan"), float("nan")],
+            "label": pd.array([pd.NA, pd.NA], dtype="Int64"),
+            "logit": [-1.0986, 1.0986],
+        }
+    )
+    out = ScoredOutput(tmp_path / "part.sdf", part=True)
+    out.write_groups(scores, [(0, [RecordParser()(text)], [text], False), (3, [mol], None, False)])
+    out.flush()
+    out.commit({})
+    written = (tmp_path / "part.sdf").read_bytes()
+    assert written.startswith(text[: text.index(b"$$$$")])
+    back = rdkit_records(written)
+    assert [m.GetProp("_Name") for m in back] == ["a", "b"] and back[1].GetNumAtoms() == 12
+    assert [m.GetProp("pecan_score") for m in back] == ["0.25", "0.75"]
+    sizes = [int(line.split(",")[2]) for line in (tmp_path / "part.groups").read_text().splitlines()]
+    assert sum(sizes) == len(written) and written[: sizes[0]].endswith(b"$$$$\n")
