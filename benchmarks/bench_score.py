@@ -234,7 +234,11 @@ def limiting(stages: dict[str, float]) -> dict:
 def main(argv=None) -> int:
     args = parse_args(argv)
     if args.child:
-        return child(args)
+        code = child(args)
+        # As `pecan score`'s own process ends (pecan.cli.run): outputs committed, streams flushed, no teardown.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
     from pecan.convert.examples import prolif_data
 
     work = Path(args.work)

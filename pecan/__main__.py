@@ -1,7 +1,5 @@
 """`python -m pecan ...` is the `pecan` command."""
 
-import sys
+from pecan.cli import run
 
-from pecan.cli import main
-
-sys.exit(main())
+run()

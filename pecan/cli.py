@@ -8,6 +8,8 @@ redock) are needed only by that command. To add one: a module under ``pecan/comm
 from __future__ import annotations
 
 import importlib
+import logging
+import os
 import sys
 
 # name -> (module with main(argv, prog), one-line help). Order is the order of `pecan --help`.
@@ -22,6 +24,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "config": ("pecan.commands.config", "print the resolved config of CONFIG, or --keys: every key with its doc"),
     "redock": ("pecan.commands.redock", "redock crystal ligands with AutoDock Vina into poses convert reads"),
 }
+
+
+QUICK_EXIT = ("score",)
+"""Commands whose process ends without the interpreter's teardown (``run``)."""
 
 
 def usage() -> str:
@@ -43,3 +49,22 @@ def main(argv=None) -> int:
         return 2
     module = importlib.import_module(COMMANDS[name][0])
     return module.main(rest, prog=f"pecan {name}")
+
+
+def run() -> None:
+    """The `pecan` process (console script and ``python -m pecan``): ``main``, then exit with its code.
+
+    After `pecan score`, whose outputs are committed (written, closed and renamed) before ``main`` returns,
+    the interpreter's teardown is skipped: stdout, stderr and the logs are flushed, then ``os._exit``.
+    Clearing the modules of torch, pandas, RDKit and ProLIF takes ~1 s, a fifth of a 1,000-pose screen's
+    wall time; no command here leaves work to an exit handler."""
+    code = main()
+    if sys.argv[1:2] and sys.argv[1] in QUICK_EXIT:
+        logging.shutdown()
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):  # a closed pipe: nothing more can reach it
+                pass
+        os._exit(code)
+    sys.exit(code)

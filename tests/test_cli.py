@@ -115,3 +115,22 @@ def test_convert_rejects_bad_options_with_exit_2(tmp_path, capsys):
     pytest.importorskip("rdkit")
     assert cli.main(["convert", str(tmp_path / "m.csv"), "--out", str(tmp_path), "--workers", "0"]) == 2
     assert "--workers" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command, quick", [("score", True), ("config", False)])
+def test_run_skips_the_teardown_only_after_score(monkeypatch, command, quick):
+    """`pecan score`'s process ends with os._exit (its outputs are committed; the teardown costs ~1 s), after
+    the logs and streams are flushed; every other command exits normally."""
+    ended = []
+
+    def quick_exit(code):
+        ended.append(code)
+        raise SystemExit(code)
+
+    monkeypatch.setattr(cli, "main", lambda: 3)
+    monkeypatch.setattr(cli.os, "_exit", quick_exit)
+    monkeypatch.setattr(cli.logging, "shutdown", lambda: ended.append("logs flushed"))
+    monkeypatch.setattr(sys, "argv", ["pecan", command])
+    with pytest.raises(SystemExit) as done:
+        cli.run()
+    assert done.value.code == 3 and ended == (["logs flushed", 3] if quick else [])

@@ -58,7 +58,7 @@ def parse_args(argv=None, prog: str | None = None) -> argparse.Namespace:
         "each run of consecutive records with the same title (a virtual screen's SDF)",
     )
     parser.add_argument(
-        "--batch-size", type=int, default=0, help="graphs per forward pass (default 64; scores do not depend on it)"
+        "--batch-size", type=int, default=0, help="graphs per forward pass (default 16; scores do not depend on it)"
     )
     parser.add_argument(
         "--threads",

@@ -167,6 +167,8 @@ def scalar(attrs, name: str, where: str = "") -> float:
     value = attrs.get(name)
     if value is None:
         return np.nan
+    if isinstance(value, (float, int)):  # a Python number (pecan score's in-memory samples): no array round trip
+        return float(value)
     try:
         return float(np.asarray(value).reshape(-1)[0])
     except (TypeError, ValueError, IndexError):

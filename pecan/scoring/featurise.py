@@ -29,6 +29,8 @@ from pecan.data import layout
 
 # Distances this close to the pocket radius are recomputed exactly as the converter computes them.
 BORDER = 1e-3
+# Point-atom pairs up to which nearest distances come from one matrix product rather than a KD-tree.
+BRUTE_FORCE_PAIRS = 100_000
 
 
 @dataclass
@@ -78,23 +80,37 @@ class PreparedReceptor:
 
 def near_atoms(points: np.ndarray, ligand: np.ndarray, radius: float) -> np.ndarray:
     """Mask of ``points`` within ``radius`` of any ``ligand`` atom, as ``chemistry._min_distances`` decides it:
-    a bounding-box filter, each candidate's nearest ligand atom from a KD-tree (scipy's float64 distances),
-    and the converter's own formula for the points whose distance lies within ``BORDER`` of the radius."""
-    from scipy.spatial import cKDTree
-
+    a bounding-box filter, each candidate's nearest ligand atom (float64 distances), and the converter's own
+    formula for the points whose distance lies within ``BORDER`` of the radius."""
     low, high = ligand.min(0) - radius - BORDER, ligand.max(0) + radius + BORDER
     candidates = np.flatnonzero(((points >= low) & (points <= high)).all(1))
     near = np.zeros(len(points), dtype=bool)
     if len(candidates) == 0:
         return near
     pts = points[candidates]
-    best, _ = cKDTree(ligand).query(pts, distance_upper_bound=radius + 2 * BORDER)
+    best = nearest_distances(pts, ligand, radius + 2 * BORDER)
     border = np.abs(best - radius) <= BORDER
     decided = best <= radius
     if border.any():
         decided[border] = chem._min_distances(pts[border], [ligand]) <= radius
     near[candidates] = decided
     return near
+
+
+def nearest_distances(points: np.ndarray, ligand: np.ndarray, bound: float) -> np.ndarray:
+    """Each point's distance to its nearest ``ligand`` atom (inf beyond ``bound``). One pose's pocket (a few
+    hundred points, tens of atoms) in one matrix product, |p|^2 + |l|^2 - 2 p.l: its rounding (~1e-12 A at
+    these coordinates) is far inside ``BORDER``, so the decisions are those of exact distances. A KD-tree
+    (scipy) for larger sets, such as a receptor against all poses of a ligand."""
+    if len(points) * len(ligand) > BRUTE_FORCE_PAIRS:
+        from scipy.spatial import cKDTree
+
+        return cKDTree(ligand).query(points, distance_upper_bound=bound)[0]
+    squared = np.einsum("ij,ij->i", points, points)[:, None] - 2.0 * (points @ ligand.T)
+    squared += np.einsum("ij,ij->i", ligand, ligand)[None, :]
+    best = np.sqrt(np.maximum(squared.min(1), 0.0))
+    best[best > bound] = np.inf
+    return best
 
 
 @dataclass
@@ -208,6 +224,7 @@ class LigandGroup:
     affinity: float = float("nan")
     error: str = ""  # why the poses file could not be read ('' when it could)
     seq: int = 0  # the group's number in the input order (ranks share the groups by it)
+    texts: Optional[list] = None  # each record's SDF text (bytes), None for one read from mol2 or PDB
 
 
 class GroupConverter:

@@ -4,6 +4,7 @@ the docking score's own AUC and top-k on the same poses. The summary leads with 
 
 from __future__ import annotations
 
+import logging
 import math
 from typing import Any
 
@@ -11,6 +12,8 @@ import numpy as np
 import pandas as pd
 
 from pecan.train.metrics import accuracy, first_native_rank, roc_auc, topk_success
+
+log = logging.getLogger(__name__)
 
 HELD_OUT_FIRST = ("val", "test", "unseen", "unknown", "train")
 """Order of the summary lines: figures on complexes the model never trained on come first."""
@@ -86,3 +89,23 @@ def summary_lines(values: dict[str, Any]) -> list[str]:
     """The printed summary: one line per split, held-out splits first, then the line over all poses."""
     lines = [f"{split:>7}: {metrics_line(part)}" for split, part in values.get("splits", {}).items()]
     return [*lines, f"{'all':>7}: {metrics_line(values)}"]
+
+
+def report_figures(values: dict[str, Any], state: dict) -> None:
+    """The warnings on the split (no record of the training complexes; complexes it trained on) and the
+    summary lines of a scoring run (`pecan predict` and `pecan score`)."""
+    if "complexes" not in state:
+        log.warning(
+            "the checkpoint does not record its training complexes (written before that was stored): "
+            "the split column is 'unknown' and the figures may include complexes it trained on"
+        )
+    trained_on = values["splits"].get("train")
+    if trained_on:
+        log.warning(
+            "%d of the %d scored complexes were used to train this checkpoint (split 'train'): their "
+            "figures are not held-out performance",
+            trained_on["complexes"],
+            values["complexes"],
+        )
+    for line in summary_lines(values):
+        print(line, flush=True)

@@ -13,8 +13,11 @@ poses file). ``--group-by`` says what a group is:
 
 A group name met again later (a title that reappears after other ligands, two files with one stem) gets a
 numbered suffix, ``NAME#2``, with a warning: its poses are ranked on their own, never silently merged.
-SDF records are parsed one at a time (RDKit's ``ForwardSDMolSupplier``): only the group being scored is in
-memory, never the whole file.
+An SDF is split into its records' text as it is read (``pecan.scoring.sdf_text``): a title is read from
+the text, so a record RDKit cannot parse is grouped by its title too (and is a failure row of that ligand),
+and a record is parsed by RDKit only when its group is scored here (under a launcher, only the rank's own
+groups). Only the group being scored is in memory, never the whole file; its records' text goes with it, to
+be written back with the scores.
 """
 
 from __future__ import annotations
@@ -54,22 +57,42 @@ def poses_in(directory: Path) -> list[Path]:
     return files
 
 
-def iter_records(path: Path) -> Iterator:
-    """The records of a poses file one at a time (None for a record RDKit cannot parse); SDF is streamed,
-    mol2 and PDB are read whole (``chemistry.read_ligands``)."""
+class Record:
+    """One record of a poses file: its SDF text (None for a mol2 or PDB record), its title and its molecule,
+    parsed from the text on first use (None when RDKit cannot parse it)."""
+
+    __slots__ = ("text", "title", "_mol", "_parser")
+
+    def __init__(self, text: Optional[bytes], title: str, mol=None, parser=None) -> None:
+        self.text, self.title, self._mol, self._parser = text, title, mol, parser
+
+    @property
+    def mol(self):
+        """The RDKit molecule (parsed now, once, for an SDF record)."""
+        if self._parser is not None:
+            self._mol, self._parser = self._parser(self.text), None
+        return self._mol
+
+
+def iter_records(path: Path) -> Iterator[Record]:
+    """The records of a poses file one at a time; SDF is streamed and split as text (parsed only when a
+    record's molecule is asked for), mol2 and PDB are read whole (``chemistry.read_ligands``)."""
     from pecan.convert import chemistry as chem
+    from pecan.scoring.sdf_text import RecordParser, record_title, split_records
 
     if path.suffix.lower() not in (".sdf", ".sd"):
-        yield from chem.read_ligands(path)
+        yield from (Record(None, title(mol), mol) for mol in chem.read_ligands(path))
         return
     if not path.exists():
         raise chem.ConversionError(f"{path}: file not found")
+    parser = RecordParser()
     with open(path, "rb") as handle:
-        yield from chem.Chem.ForwardSDMolSupplier(handle, removeHs=False)
+        for text in split_records(handle):
+            yield Record(text, record_title(text), parser=parser)
 
 
 def title(mol) -> str:
-    """A record's title, stripped ('' for none or an unparsable record)."""
+    """A molecule's title, stripped ('' for none or an unparsable record)."""
     return mol.GetProp("_Name").strip() if mol is not None and mol.HasProp("_Name") else ""
 
 
@@ -114,8 +137,8 @@ def iter_groups(files: list[PosesFile], group_by: str, rank: int = 0, world_size
                 yield _group(item, name, list(_records(item, errors)), errors, seq)
             continue
         name, records = None, []
-        for mol in _records(item, errors):
-            label = title(mol)
+        for record in _records(item, errors):
+            label = record.title
             if name is None or (label and label != name):
                 if name is not None:
                     seq += 1
@@ -123,7 +146,7 @@ def iter_groups(files: list[PosesFile], group_by: str, rank: int = 0, world_size
                     if mine():
                         yield _group(item, group_name, records, [], seq)
                 name, records = label or item.name, []
-            records.append(mol)
+            records.append(record)
         seq += 1
         group_name = unique(item.prefix + (name or item.name), str(item.path))
         if mine():
@@ -140,12 +163,14 @@ def _records(item: PosesFile, errors: list[str]) -> Iterator:
         errors.append(str(err))
 
 
-def _group(item: PosesFile, name: str, records: list, errors: list[str], seq: int) -> LigandGroup:
+def _group(item: PosesFile, name: str, records: list[Record], errors: list[str], seq: int) -> LigandGroup:
+    """The group of ``records``, parsed now (only a group scored here is made)."""
     return LigandGroup(
         complex_id=name,
         receptor=item.receptor,
         source=str(item.path),
-        records=records,
+        records=[record.mol for record in records],
+        texts=[record.text for record in records],
         crystal=item.crystal,
         score_property=item.score_property,
         affinity=item.affinity,

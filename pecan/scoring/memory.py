@@ -42,7 +42,8 @@ def converted_index(converted: list, data, source: str = "pecan score") -> tuple
     """The index rows of the converted complexes' poses (crystal poses are never scored) and the samples in
     the same order; rows as ``pecan.data.index_derived`` derives them from a converted shard, with labels
     under the data section's rules."""
-    rows, samples = [], []
+    columns: dict[str, list] = {name: [] for name in layout.INDEX_COLUMNS}
+    samples = []
     for item in converted:
         for sample in item.poses:
             attrs = sample.attrs
@@ -57,9 +58,10 @@ def converted_index(converted: list, data, source: str = "pecan score") -> tuple
                 "is_crystal": 0,
             }
             row.update({name: layout.scalar(attrs, name) for name in layout.INTERACTION_ATTRS})
-            rows.append(row)
+            for name, value in row.items():
+                columns[name].append(value)
             samples.append(sample)
-    index = pd.DataFrame(rows, columns=list(layout.INDEX_COLUMNS))
+    index = pd.DataFrame(columns)  # by column: a frame of row dicts costs ~0.1 ms a pose to build
     index = normalise(
         index,
         data.rmsd_threshold,

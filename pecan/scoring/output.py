@@ -2,7 +2,8 @@
 
 - ``X.sdf``: every scored pose's input record, each ligand's poses sorted by PECAN score (best first), with
   the SD properties ``pecan_complex``, ``pecan_pose``, ``pecan_score``, ``pecan_rank`` (and ``rmsd``/``label``
-  when a crystal ligand was given);
+  when a crystal ligand was given) added before its ``$$$$`` line: an SDF record's own text, kept as it was
+  read (``pecan.scoring.sdf_text``), a mol2 or PDB record as RDKit writes it;
 - ``X.csv``: scores.csv (``pecan.scoring.scores_csv.SCORE_COLUMNS``), ligands in input order, each by rank;
 - ``X.failures.csv``: ``complex_id, pose_id, source, reason`` of every pose (or whole ligand, ``pose_id``
   empty) that could not be scored; header only when none failed;
@@ -17,7 +18,6 @@ from __future__ import annotations
 
 import csv
 import math
-import re
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -27,9 +27,9 @@ import pandas as pd
 
 from pecan.runtime.fileio import atomic_path, json_text
 from pecan.scoring.scores_csv import SCORE_COLUMNS
+from pecan.scoring.sdf_text import rdkit_record, with_properties
 
 FAILURE_COLUMNS = ("complex_id", "pose_id", "source", "reason")
-PROPERTY_NUMBER = re.compile(r"\(\d+\) $")
 
 
 def output_paths(out: Path) -> dict[str, Path]:
@@ -45,19 +45,17 @@ def output_paths(out: Path) -> dict[str, Path]:
 
 class ScoredOutput:
     """The four outputs of one run, open for streaming; ``commit`` renames them into place. A ``part`` (one
-    rank's share under a launcher, ``merge_parts``) also logs each group's number and row count, and its
-    failure rows start with the group's number."""
+    rank's share under a launcher, ``merge_parts``) also logs each group's number, row count and SDF bytes,
+    and its failure rows start with the group's number."""
 
     def __init__(self, out: Path, part: bool = False) -> None:
-        from rdkit import Chem
-
         self.part = part
         self.paths = output_paths(Path(out))
         if part:
             self.paths["the groups log"] = Path(out).with_suffix(".groups")
         self._stack = ExitStack()
         self._temps = {what: self._stack.enter_context(atomic_path(path)) for what, path in self.paths.items()}
-        self._sdf = Chem.SDWriter(str(self._temps["--out"]))
+        self._sdf = open(self._temps["--out"], "wb")
         self._csv = open(self._temps["the scores CSV"], "w", newline="")
         self._failures_file = open(self._temps["the failures CSV"], "w", newline="")
         self._failures = csv.writer(self._failures_file)
@@ -69,21 +67,34 @@ class ScoredOutput:
         self.failed_poses = 0
         self.failed_ligands = 0
 
-    def write_group(self, seq: int, scores: pd.DataFrame, mols: list, labeled: bool) -> None:
-        """Ligand ``seq``'s rows (scores.csv columns, in rank order) and their records (same order)."""
-        if self._groups is not None:
-            self._groups.write(f"{seq},{len(mols)}\n")
+    def write_groups(self, scores: pd.DataFrame, groups: list[tuple]) -> None:
+        """Consecutive ligands' rows (``scores``: scores.csv's columns, each ligand in rank order) and records:
+        ``groups`` holds per ligand its number, its molecules and SDF texts in the rows' order (texts None: RDKit
+        renders each molecule) and whether its poses are labelled."""
         self._pending.append(scores[list(SCORE_COLUMNS)])
-        for mol, row in zip(mols, scores.itertuples()):
-            mol.SetProp("pecan_complex", str(row.complex_id))
-            mol.SetProp("pecan_pose", str(row.pose_id))
-            mol.SetDoubleProp("pecan_score", float(row.pecan_score))
-            mol.SetIntProp("pecan_rank", int(row.pecan_rank))
-            if labeled and not math.isnan(float(row.rmsd)):
-                mol.SetDoubleProp("rmsd", float(row.rmsd))
-                mol.SetIntProp("label", int(row.label))
-            self._sdf.write(mol)
-        self.written += len(mols)
+        columns = [scores[name].tolist() for name in ("complex_id", "pose_id", "pecan_score", "pecan_rank", "rmsd")]
+        labels = scores["label"].tolist()
+        start = 0
+        for seq, mols, texts, labeled in groups:
+            records = []
+            for k, mol in enumerate(mols, start):
+                complex_id, pose_id, score, rank, rmsd = (column[k] for column in columns)
+                properties = {
+                    "pecan_complex": str(complex_id),
+                    "pecan_pose": str(pose_id),
+                    "pecan_score": float(score),
+                    "pecan_rank": int(rank),
+                }
+                if labeled and not math.isnan(float(rmsd)):
+                    properties.update(rmsd=float(rmsd), label=int(labels[k]))
+                text = texts[k - start] if texts is not None else rdkit_record(mol)
+                records.append(with_properties(text, properties))
+            start += len(mols)
+            block = b"".join(records)
+            self._sdf.write(block)
+            if self._groups is not None:
+                self._groups.write(f"{seq},{len(mols)},{len(block)}\n")
+            self.written += len(mols)
 
     def flush(self) -> None:
         """Write the scores CSV rows of the groups written since the last flush (one pandas call a chunk)."""
@@ -124,31 +135,27 @@ class ScoredOutput:
 
     def merge_parts(self, parts: list[Path]) -> None:
         """Join the ranks' committed parts (their ``--out`` paths, rank order) into this output in input order:
-        groups by their number, each group's CSV rows and SDF records as the rank wrote them; failure rows
-        sorted by group number. The parts are not removed."""
+        groups by their number, each group's CSV rows and SDF records as the rank wrote them (the records'
+        bytes copied whole); failure rows sorted by group number. The parts are not removed."""
         self._close_writers_for_merge()
         logs = []
         for rank, part in enumerate(parts):
             for line in output_paths(part)["--out"].with_suffix(".groups").read_text().splitlines():
-                seq, count = line.split(",")
-                logs.append((int(seq), rank, int(count)))
+                seq, count, size = line.split(",")
+                logs.append((int(seq), rank, int(count), int(size)))
         csvs = [open(output_paths(p)["the scores CSV"]) for p in parts]
-        sdfs = [open(p) for p in parts]
+        sdfs = [open(p, "rb") for p in parts]
         try:
-            with open(self._temps["the scores CSV"], "w") as csv_out, open(self._temps["--out"], "w") as sdf_out:
+            with open(self._temps["the scores CSV"], "w") as csv_out, open(self._temps["--out"], "wb") as sdf_out:
                 header = [handle.readline() for handle in csvs]
                 if logs:
                     csv_out.write(next(h for h in header if h))
                     self._header = False
-                for _, rank, count in sorted(logs):
+                for _, rank, count, size in sorted(logs):
                     for _ in range(count):
                         csv_out.write(csvs[rank].readline())
-                        self.written += 1
-                        for line in sdfs[rank]:
-                            # RDKit numbers each record's property lines ("> <name>  (k)"): renumber them.
-                            sdf_out.write(PROPERTY_NUMBER.sub(f"({self.written}) ", line) if line[:1] == ">" else line)
-                            if line.startswith("$$$$"):
-                                break
+                    sdf_out.write(sdfs[rank].read(size))
+                    self.written += count
         finally:
             for handle in csvs + sdfs:
                 handle.close()

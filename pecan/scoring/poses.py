@@ -151,6 +151,8 @@ def scoring_setup(args: ScoreRequest, state: dict):
     config = scoring_config(state, config_module.load_mapping(raw, (), "pecan score"), path, tuple(args.allow))
     device = resolve_device(config.train.device, init_distributed(env), env.local_rank)
     model = build_scoring_model(state, config.model, path, device)
+    if hasattr(model, "readout_edges_only"):  # the EGNN: only the messages its ligand readout reads (same logits)
+        model.readout_edges_only = True
     options = Options(pocket_radius=args.pocket_radius, rmsd_threshold=config.data.rmsd_threshold)
     return config, model, device, options, env
 

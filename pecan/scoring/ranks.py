@@ -119,7 +119,8 @@ def _commit(output: ScoredOutput, values: dict[str, Any]) -> None:
 
 def report(values: dict[str, Any], output: ScoredOutput, state: dict) -> None:
     """The summary lines, the warnings on the split, and what was written."""
-    from pecan.scoring.shards import report_figures
+    # figures, not shards: shards imports the data loader and PyG (3 s of imports at the end of a run)
+    from pecan.scoring.figures import report_figures
 
     report_figures(values, state)
     if output.failed_poses or output.failed_ligands:

@@ -34,8 +34,10 @@ log = logging.getLogger("pecan")
 
 CHUNK_POSES = 512
 """Poses gathered before a chunk is scored: batches span ligands, memory stays bounded."""
-BATCH_SIZE = 64
-"""Graphs per forward pass when scoring (logits do not depend on it; larger batches amortise the overhead)."""
+BATCH_SIZE = 16
+"""Graphs per forward pass when scoring (logits do not depend on it). Small on purpose: a pose's graph has
+~2,000 edges, and the edge tensors of 16 graphs stay in a core's cache, where 64 graphs' stream from memory
+(the forward ~20% slower per pose on one thread; BENCHMARKS.md, `pecan score`)."""
 
 
 def counter_factory():
@@ -76,13 +78,14 @@ class Scored:
     split_complexes: dict = field(default_factory=dict)
     labeled_rows: Optional[list] = field(default_factory=list)  # None once a pose without a label is scored
 
-    def add(self, scores: pd.DataFrame) -> None:
-        """One group's scores.csv rows (with their logits)."""
+    def add(self, scores: pd.DataFrame, sizes: list[int]) -> None:
+        """The scores.csv rows (with their logits) of consecutive groups of ``sizes`` rows each."""
         self.poses += len(scores)
-        self.complexes += 1
-        split = str(scores["split"].iloc[0])
-        self.split_poses[split] = self.split_poses.get(split, 0) + len(scores)
-        self.split_complexes[split] = self.split_complexes.get(split, 0) + 1
+        self.complexes += len(sizes)
+        firsts = np.cumsum([0, *sizes[:-1]])
+        for split, size in zip(scores["split"].to_numpy()[firsts], sizes):
+            self.split_poses[split] = self.split_poses.get(split, 0) + size
+            self.split_complexes[split] = self.split_complexes.get(split, 0) + 1
         if self.labeled_rows is not None:
             if scores["label"].isna().any():
                 self.labeled_rows = None
@@ -195,19 +198,27 @@ class ScreenRun:
                 self._fail(groups[table.complex_id[i]], str(table.pose_id[i]), str(err))
         return graphs, rows
 
-    @torch.no_grad()
     def _forward(self, graphs: list, table: SampleTable, rows: np.ndarray, logits: np.ndarray) -> None:
         from pecan.train.components import amp_context
 
-        for batch in batches(graphs, table, rows, self.batch_size):
-            batch = batch.to(self.device)
-            with amp_context(self.device, self.config.train.amp):
-                values = self.model(batch).float()
-            logits[batch.sample_id.cpu().numpy()] = values.cpu().numpy().reshape(-1)
+        # Subnormal floats flushed to zero while the model runs: the distance expansion's Gaussians underflow
+        # to subnormals on every long edge, and x86 arithmetic on them is many times slower (the values change
+        # by < 1e-38). The flag is per thread and set back at once, so no other stage computes with it.
+        torch.set_flush_denormal(True)
+        try:
+            with torch.inference_mode():
+                for batch in batches(graphs, table, rows, self.batch_size):
+                    batch = batch.to(self.device)
+                    with amp_context(self.device, self.config.train.amp):
+                        values = self.model(batch).float()
+                    logits[batch.sample_id.cpu().numpy()] = values.cpu().numpy().reshape(-1)
+        finally:
+            torch.set_flush_denormal(False)
 
     def _write(self, converted: list, frame: pd.DataFrame, logits: np.ndarray) -> int:
-        """Each group's scored poses, ranked, to the outputs; a group none of whose poses scored is a failure."""
-        start, written = 0, 0
+        """Each group's scored poses, ranked, to the outputs; a group none of whose poses scored is a failure.
+        The chunk's rows make one table (scores.csv's columns and the logits, each group in rank order)."""
+        start, kept = 0, []
         for group, item in converted:
             first, start = start, start + len(item.poses)
             rows = np.arange(first, start)
@@ -216,29 +227,41 @@ class ScreenRun:
                 self._fail(group, "", "no pose of this ligand could be scored (see its poses)")
                 continue
             order, score, rank = ranked(logits[rows])
-            rows, score, rank = rows[order], score[order], rank[order]
-            known = frame.iloc[rows]
-            split = assign_splits(pd.Series([item.complex_id]), self.state.get("complexes"), {item.complex_id})[0]
-            scores = pd.DataFrame(
-                {
-                    "complex_id": known["complex_id"].to_numpy(dtype=object),
-                    "pose_id": known["pose_id"].to_numpy(dtype=object),
-                    "split": split,
-                    "pecan_score": score,
-                    "pecan_rank": rank,
-                    "docking_score": known["docking_score"].to_numpy(dtype=float),
-                    "rmsd": known["rmsd"].to_numpy(dtype=float),
-                    "label": known["label"].reset_index(drop=True),  # its index dtype: 1, not 1.0, in the CSV
-                    "logit": logits[rows],
-                }
-            )
+            kept.append((group, rows[order], score[order], rank[order]))
+        if not kept:
+            self.output.flush()
+            return 0
+        rows = np.concatenate([k[1] for k in kept])
+        sizes = [len(k[1]) for k in kept]
+        names = [group.complex_id for group, *_ in kept]
+        splits = assign_splits(pd.Series(names), self.state.get("complexes"), set(names))
+        known = frame.iloc[rows]
+        table = pd.DataFrame(
+            {
+                "complex_id": known["complex_id"].to_numpy(dtype=object),
+                "pose_id": known["pose_id"].to_numpy(dtype=object),
+                "split": np.repeat(np.asarray(splits, dtype=object), sizes),
+                "pecan_score": np.concatenate([k[2] for k in kept]),
+                "pecan_rank": np.concatenate([k[3] for k in kept]),
+                "docking_score": known["docking_score"].to_numpy(dtype=float),
+                "rmsd": known["rmsd"].to_numpy(dtype=float),
+                "label": known["label"].reset_index(drop=True),  # its index dtype: 1, not 1.0, in the CSV
+                "logit": logits[rows],
+            }
+        )
+        labeled, pose_ids = table["label"].notna().to_numpy(), table["pose_id"].tolist()
+        groups, end = [], 0
+        for (group, *_), size in zip(kept, sizes):
+            end += size
             record_of = {pose_id: k for k, pose_id in enumerate(_pose_ids(group))}
-            mols = [group.records[record_of[pose_id]] for pose_id in scores["pose_id"]]
-            self.output.write_group(group.seq, scores, mols, labeled=bool(scores["label"].notna().all()))
-            self.scored.add(scores)
-            written += len(rows)
+            records = [record_of[pose_id] for pose_id in pose_ids[end - size : end]]
+            texts = None if group.texts is None else [group.texts[k] for k in records]
+            mols = [group.records[k] for k in records]
+            groups.append((group.seq, mols, texts, bool(labeled[end - size : end].all())))
+        self.output.write_groups(table, groups)
+        self.scored.add(table, sizes)
         self.output.flush()
-        return written
+        return len(rows)
 
 
 def _pose_ids(group: LigandGroup) -> list[str]:

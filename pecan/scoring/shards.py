@@ -27,7 +27,7 @@ from pecan.runtime.fileio import json_text, write_csv, write_text
 from pecan.runtime.progress import resolve_mode
 from pecan.scoring.checkpoint import build_scoring_model, read_checkpoint, scoring_config
 from pecan.scoring.evaluate import score_share
-from pecan.scoring.figures import split_metrics, summary_lines
+from pecan.scoring.figures import report_figures, split_metrics
 from pecan.scoring.scores_csv import SCORE_COLUMNS
 from pecan.scoring.settings import assign_splits, warn_if_synthetic
 from pecan.train.distributed import DistEnv, barrier, gather_varlen
@@ -160,26 +160,6 @@ def write_outputs(scores: pd.DataFrame, values: dict[str, Any], out: Path, state
     write_text(metrics_path(out), json_text(values, indent=2, default=float))
     report_figures(values, state)
     print(f"wrote {out} and {metrics_path(out)}", flush=True)
-
-
-def report_figures(values: dict[str, Any], state: dict) -> None:
-    """The warnings on the split (no record of the training complexes; complexes it trained on) and the
-    summary lines of a scoring run (`pecan predict` and `pecan score`)."""
-    if "complexes" not in state:
-        log.warning(
-            "the checkpoint does not record its training complexes (written before that was stored): "
-            "the split column is 'unknown' and the figures may include complexes it trained on"
-        )
-    trained_on = values["splits"].get("train")
-    if trained_on:
-        log.warning(
-            "%d of the %d scored complexes were used to train this checkpoint (split 'train'): their "
-            "figures are not held-out performance",
-            trained_on["complexes"],
-            values["complexes"],
-        )
-    for line in summary_lines(values):
-        print(line, flush=True)
 
 
 def score_shards(config: Config, checkpoint: str, out: str, allow: tuple[str, ...] = ()) -> int:

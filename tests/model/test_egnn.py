@@ -433,3 +433,28 @@ def test_edge_between_atoms_at_the_same_position_has_no_direction():
     with torch.no_grad():
         _, moved = layer(torch.randn(2, 8), pos, edge_index, edge_type)
     assert moved.tolist() == pos.tolist()
+
+
+@pytest.mark.parametrize("layers", [1, 2, 3])
+def test_readout_edges_only_gives_the_same_logits(layers):
+    """Scoring's pruned layers (only the messages that reach the ligand readout) give the full model's logits,
+    on graphs wide enough that some protein atoms lie beyond the readout's reach."""
+    batch = make_batch(seed=3, sizes=((6, 40), (5, 45), (8, 30)))
+    into_ligand = batch.is_ligand[batch.edge_index[1]].sum()
+    assert into_ligand < batch.edge_index.shape[1] / 2  # most messages reach no ligand atom in the last layer
+    model = make_model(layers=layers, docking_prior=0.0)
+    with torch.no_grad():
+        reference = model(batch)
+        model.readout_edges_only = True
+        pruned = model(batch)
+    torch.testing.assert_close(pruned, reference, atol=1e-6, rtol=1e-6)
+
+
+def test_readout_nodes_reach_back_one_hop_per_layer():
+    from model.egnn import readout_nodes
+
+    # A chain 0 (ligand) - 1 - 2 - 3 - 4, both directions: each earlier layer reaches one atom further.
+    edge_index = torch.tensor([[1, 0, 2, 1, 3, 2, 4, 3], [0, 1, 1, 2, 2, 3, 3, 4]])
+    is_ligand = torch.tensor([True, False, False, False, False])
+    needed = readout_nodes(edge_index, is_ligand, 3)
+    assert [m.nonzero().squeeze(1).tolist() for m in needed] == [[0, 1, 2], [0, 1], [0]]

@@ -84,10 +84,15 @@ def test_a_different_topology_is_featurised_afresh(vina):
     assert featuriser.featurised == 3 and featuriser.reused == 0
 
 
-def test_near_atoms_decides_as_the_converter_even_at_the_radius():
+@pytest.mark.parametrize("pairs", [0, 10**9])  # nearest distances from a KD-tree, or from one matrix product
+@pytest.mark.parametrize("offset", [0.0, 250.0])  # coordinates far from the origin, as in a large receptor
+def test_near_atoms_decides_as_the_converter_even_at_the_radius(monkeypatch, pairs, offset):
+    from pecan.scoring import featurise
+
+    monkeypatch.setattr(featurise, "BRUTE_FORCE_PAIRS", pairs)
     rng = np.random.default_rng(0)
-    ligand = rng.normal(size=(40, 3)) * 3
-    points = rng.normal(size=(3000, 3)) * 12
+    ligand = rng.normal(size=(40, 3)) * 3 + offset
+    points = rng.normal(size=(3000, 3)) * 12 + offset
     # Points at exactly the radius (and a hair either side) of a ligand atom.
     direction = rng.normal(size=(60, 3))
     direction /= np.linalg.norm(direction, axis=1, keepdims=True)

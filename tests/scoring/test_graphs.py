@@ -100,3 +100,22 @@ def test_the_scoring_path_imports_neither_pyg_nor_prolif():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.slow
+def test_a_whole_scoring_run_imports_no_pyg(tmp_path):
+    """Nor at its end: the summary comes from pecan.scoring.figures, not the shard scorer (which imports the
+    data loader and PyG, 3 s)."""
+    poses = vina_poses_with_scores(tmp_path / "vina.sdf")
+    code = (
+        "import sys\n"
+        "from pecan.scoring.poses import ScoreRequest, score_poses\n"
+        "from pecan.pretrained import default_checkpoint\n"
+        f"request = ScoreRequest(str(default_checkpoint()), {str(tmp_path / 'out.sdf')!r}, "
+        f"receptor={str(prolif_data() / 'vina' / 'rec.pdb')!r}, poses={str(poses)!r}, "
+        "score_property='vina_score', device='cpu', progress='off')\n"
+        "assert score_poses(request) == 0\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'torch_geometric'))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip().splitlines()[-1] == "[]"

@@ -75,6 +75,7 @@ def test_pecan_score_without_a_checkpoint_uses_the_shipped_model(tmp_path):
     done = run_clean([*command, "--score-property", "vina_score", "--out", str(out)], cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "shipped model" in done.stderr and str(pretrained.CHECKPOINT) in done.stderr
+    assert f"wrote 9 scored poses to {out}" in done.stdout  # printed before the process's quick exit
     poses = list(Chem.SDMolSupplier(str(out)))
     assert len(poses) == 9 and all(0.0 <= float(m.GetProp("pecan_score")) <= 1.0 for m in poses)
     ranks = {int(m.GetProp("pecan_rank")): int(m.GetProp("label")) for m in poses}
