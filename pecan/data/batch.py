@@ -3,9 +3,11 @@
 A ``GraphBatch`` holds one tensor attribute per field of ``pecan.data.schema`` plus the two bookkeeping
 vectors PyG's ``Batch`` adds (``batch``: the graph of each node; ``ptr``: each graph's first node) and
 ``num_graphs``. The models read only these attributes, so any container with them works; this one exists
-because importing PyG (``torch_geometric``) costs every PECAN process 1.5-3 s of start-up (its package
-imports ``torch._dynamo`` and its dataset modules), paid again by each rank of a job and each
-``pecan predict``. The training, prediction and scoring paths therefore never import PyG.
+because importing PyG (``torch_geometric``: its package imports ``torch._dynamo`` and its dataset modules)
+costs a process start-up time, paid again by each rank of a job: measured on the 2-core machine, ``pecan
+predict`` of a tiny run 3.05 -> 1.57 s, a 2-step training run 3.05 -> 2.67 s (its optimizer imports
+``torch._dynamo`` anyway); BENCHMARKS.md, test suite. The training, prediction and scoring paths therefore never
+import PyG.
 
 ``concat`` is PyG's ``Batch.from_data_list`` for the contract's fields: node, edge and graph fields
 concatenated, ``edge_index`` shifted by each sample's first node. ``tests/data/test_batch.py`` checks that the

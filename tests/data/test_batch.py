@@ -86,7 +86,7 @@ def test_pin_memory_pins_every_field(monkeypatch):
 @pytest.mark.slow
 def test_the_egnn_training_and_predict_paths_never_import_pyg(make_config, tmp_path):
     """A whole EGNN run through main_app (training with a loader worker, then --predict on its checkpoint):
-    no module of torch_geometric is ever loaded. PyG costs each process 1.5-3 s of start-up."""
+    no module of torch_geometric is ever loaded (its import costs each process start-up time)."""
     path, config = make_config({"train.epochs": 1, "data.num_workers": 1, "train.max_steps_per_epoch": 2})
     train = [str(path)]
     predict = [str(path), "--predict", f"{config.train.out_dir}/checkpoints/last.pt", "--out", str(tmp_path / "s.csv")]
