@@ -12,7 +12,6 @@ from dataclasses import dataclass
 
 import torch
 from torch import Tensor, nn
-from torch_geometric.utils import scatter
 
 from model.readout import graph_count, with_pose_features
 from model.rotation import random_rotations, rotate
@@ -66,12 +65,27 @@ def random_rigid(num_graphs: int, max_shift: float, device: torch.device) -> tup
     return random_rotations(num_graphs, device=device), shift
 
 
+def graph_sum(values: Tensor, graph: Tensor, num_graphs: int) -> Tensor:
+    """Per-graph sums of the rows of ``values`` [N, C] (``graph`` [N] the graph of each row): [B, C].
+
+    The operations of PyG's ``scatter(reduce="sum")`` (a ``scatter_add_`` into zeros), so the sums are the
+    same to the bit; plain torch, so a cnn3d process does not import PyG for one function."""
+    return values.new_zeros(num_graphs, values.size(1)).scatter_add_(0, graph.unsqueeze(-1).expand_as(values), values)
+
+
+def graph_mean(values: Tensor, graph: Tensor, num_graphs: int) -> Tensor:
+    """Per-graph means of the rows of ``values`` [N, C], 0 for a graph without rows: PyG's
+    ``scatter(reduce="mean")``, operation for operation."""
+    count = values.new_zeros(num_graphs).scatter_add_(0, graph, values.new_ones(values.size(0))).clamp(min=1)
+    return graph_sum(values, graph, num_graphs) / count.unsqueeze(-1)
+
+
 def ligand_centres(pos: Tensor, is_ligand: Tensor, graph: Tensor, num_graphs: int) -> Tensor:
     """Centroid of each graph's ligand atoms [B, 3] (all atoms when a graph has no ligand atom)."""
     weight = is_ligand.float().unsqueeze(-1)
-    ligand_sum = scatter(pos * weight, graph, dim=0, dim_size=num_graphs, reduce="sum")
-    ligand_count = scatter(weight, graph, dim=0, dim_size=num_graphs, reduce="sum")
-    all_mean = scatter(pos, graph, dim=0, dim_size=num_graphs, reduce="mean")
+    ligand_sum = graph_sum(pos * weight, graph, num_graphs)
+    ligand_count = graph_sum(weight, graph, num_graphs)
+    all_mean = graph_mean(pos, graph, num_graphs)
     return torch.where(ligand_count > 0, ligand_sum / ligand_count.clamp_min(1.0), all_mean)
 
 
@@ -118,7 +132,8 @@ def voxelize(
 class CNN3DClassifier(nn.Module):
     """Scores a docked pose with a 3D CNN over its voxel grid.
 
-    Input: a PyG Batch with ``x``, ``pos``, ``vdw``, ``is_ligand``, ``batch`` and ``pose_features``.
+    Input: a batch (``pecan.data.batch.GraphBatch``) with ``x``, ``pos``, ``vdw``, ``is_ligand``, ``batch`` and
+    ``pose_features``.
     Output: float32 logits [B]. ``atoms_outside`` and ``atoms_seen`` count, since construction, the atoms
     whose centre fell outside the box.
     """

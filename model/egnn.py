@@ -267,7 +267,7 @@ class EGNNClassifier(nn.Module):
             as documented in :class:`EGNNConfig`, whose defaults they share.
 
     Shapes:
-        - **input:** a :class:`torch_geometric.data.Batch` with ``x`` :math:`(N, F)`,
+        - **input:** a batch (:class:`pecan.data.batch.GraphBatch`, or PyG's ``Batch``) with ``x`` :math:`(N, F)`,
           ``pos`` :math:`(N, 3)`, ``edge_index`` :math:`(2, E)`, ``edge_type`` :math:`(E,)`,
           ``is_ligand`` :math:`(N,)`, ``batch`` :math:`(N,)`, ``pose_features`` :math:`(B, P)`, and
           ``docking_features`` :math:`(B, 3)` when ``use_docking_score``

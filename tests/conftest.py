@@ -1,5 +1,6 @@
 """Shared fixtures and markers."""
 
+import os
 import sys
 from pathlib import Path
 
@@ -31,6 +32,23 @@ def _private_user_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
     for name in ("PECAN_CACHE_DIR", "PECAN_INDEX_CSV_DIR", "PECAN_DECODE_CACHE", "PECAN_TORCH_COMPILE"):
         monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture(autouse=True)
+def _one_torch_thread_per_worker(monkeypatch):
+    """Under pytest-xdist with several workers (one per core), each test runs as the child processes of
+    ``tests/procs.py`` ``clean_env`` already do: OMP_NUM_THREADS=1 and one torch thread.
+
+    Two workers of two threads each on two cores oversubscribe them, and torch's OpenMP threads then spin at
+    every barrier waiting for a thread the other worker holds: in-process tests ran up to 1.7x slower
+    (BENCHMARKS.md, test suite). An in-process trainer therefore takes its thread count from the environment
+    here; sizing from the cores or the config is tested on its own (tests/test_report.py
+    ``test_size_threads_applies_each_source``). One process (TEST_WORKERS=0) keeps torch's default."""
+    if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
+        import torch
+
+        monkeypatch.setenv("OMP_NUM_THREADS", "1")
+        torch.set_num_threads(1)
 
 
 @pytest.fixture

@@ -8,6 +8,7 @@ import pytest
 
 from pecan import report
 from pecan.synthetic import generate_dataset
+from tests.procs import clean_env
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -51,6 +52,7 @@ def test_two_epochs_on_generated_data(tmp_path):
             "train.progress=false",
         ],
         cwd=ROOT,
+        env=clean_env(),
         capture_output=True,
         text=True,
         timeout=600,

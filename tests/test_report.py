@@ -91,6 +91,37 @@ def test_threads_fit_the_cores(monkeypatch):
     assert told.source == "env" and told.num_workers == 2
 
 
+def test_size_threads_applies_each_source(monkeypatch):
+    """The plan is applied: sized to the cores or set in the config, torch gets that many threads; from the
+    environment, torch keeps the count OpenMP took from it."""
+    from types import SimpleNamespace
+
+    import torch
+
+    from pecan.train.threads import size_threads
+
+    monkeypatch.setattr(distributed, "physical_cores", lambda: 3)
+    for name in distributed.THREAD_ENV:
+        monkeypatch.delenv(name, raising=False)
+    config = SimpleNamespace(data=SimpleNamespace(num_workers=0, io_mode="packed"), train=SimpleNamespace())
+    env = SimpleNamespace(local_world_size=1, is_main=True)
+    before = torch.get_num_threads()
+    try:
+        config.train.intra_op_threads = 0
+        plan = size_threads(config, env)
+        assert (plan.source, plan.intra_op_threads, torch.get_num_threads()) == ("cores", 3, 3)
+        config.train.intra_op_threads = 2
+        plan = size_threads(config, env)
+        assert (plan.source, plan.intra_op_threads, torch.get_num_threads()) == ("config", 2, 2)
+        config.train.intra_op_threads = 0
+        torch.set_num_threads(1)
+        monkeypatch.setenv("OMP_NUM_THREADS", "1")
+        plan = size_threads(config, env)
+        assert (plan.source, plan.intra_op_threads, torch.get_num_threads()) == ("env", 1, 1)
+    finally:
+        torch.set_num_threads(before)
+
+
 def test_cpu_share_per_rank_and_the_starved_warning():
     rows = [{**rank_row(0.1, 1.0), "cpu_share": 0.9}, {**rank_row(0.1, 1.0), "cpu_share": 0.4}]
     summary = report.rank_summary(rows)

@@ -12,10 +12,10 @@ from typing import Any, Optional
 import numpy as np
 import pandas as pd
 import torch
-from torch_geometric.data import Batch, Data
 
 from model.rotation import rotate_about_centroids
 from pecan.data import io_modes, layout, schema
+from pecan.data.batch import GraphBatch, concat
 from pecan.data.geometry import check_pose_features
 from pecan.data.graph import AtomGraph, build_graph
 from pecan.data.sample import ProcessLocal, SampleTable, skip_or_raise
@@ -25,13 +25,13 @@ from pecan.runtime.errors import DataError
 log = logging.getLogger(__name__)
 
 
-def graph_to_data(graph: AtomGraph, values: dict[str, np.ndarray]) -> Data:
-    """One sample as a PyG Data object of the contract's fields (pecan.data.schema): the graph's arrays and the
+def graph_to_data(graph: AtomGraph, values: dict[str, np.ndarray]) -> GraphBatch:
+    """One sample as a one-graph batch of the contract's fields (pecan.data.schema): the graph's arrays and the
     sample's per-graph ``values`` (SampleTable.sample_field_values)."""
-    return Data(**schema.tensors({**schema.graph_field_values(graph), **values}, num_graphs=1))
+    return GraphBatch(schema.tensors({**schema.graph_field_values(graph), **values}, num_graphs=1), 1)
 
 
-def rotate_data(data: Data) -> Data:
+def rotate_data(data: GraphBatch) -> GraphBatch:
     """Apply a random rigid rotation about the centroid (per-sample augmentation)."""
     data.pos = rotate_about_centroids(data.pos, torch.zeros(data.pos.size(0), dtype=torch.long), 1)
     return data
@@ -188,7 +188,7 @@ class H5PoseDataset(ProcessLocal, torch.utils.data.Dataset):
         return graph, label, features
 
     @tracing.traced("data", "item")
-    def __getitem__(self, i: int) -> Optional[Data]:
+    def __getitem__(self, i: int) -> Optional[GraphBatch]:
         self._own_process()
         i = int(i)
         try:
@@ -207,15 +207,15 @@ class H5PoseDataset(ProcessLocal, torch.utils.data.Dataset):
         data = graph_to_data(graph, values)
         return rotate_data(data) if self.augment else data
 
-    def __getitems__(self, indices: list[int]) -> Batch:
-        """A finished Batch (bad samples dropped when skipping) carrying this worker's counter increments."""
+    def __getitems__(self, indices: list[int]) -> GraphBatch:
+        """A finished batch (bad samples dropped when skipping; none left: 0 graphs) carrying this worker's
+        counter increments."""
         items = [d for d in (self[i] for i in indices) if d is not None]
         if items:
             with tracing.span("pecan.data", "collate", size=len(items)):
-                batch = Batch.from_data_list(items)
+                batch = concat(items)
         else:
-            batch = Batch()
-            batch._num_graphs = 0  # every sample was skipped as bad
+            batch = concat(items)  # every sample was skipped as bad: 0 graphs
         batch.io_counts = self.counters.take()
         return batch
 

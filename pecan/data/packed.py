@@ -12,7 +12,8 @@ The header names the source shard's fingerprint (stat record and whole-file hash
 shard whose bytes changed invalidates the pack, even with size and mtime kept),
 the graph parameters, and the (complex_id, pose_id) key of every sample. Each worker maps each pack once; the
 page cache shares the bytes between workers and ranks of a node. ``__getitems__`` gathers a whole batch
-with offset arithmetic and builds the PyG Batch directly. Steady state: zero HDF5 calls per sample.
+with offset arithmetic and builds the batch (``pecan.data.batch.GraphBatch``) directly. Steady state: zero HDF5
+calls per sample.
 """
 
 from __future__ import annotations
@@ -28,10 +29,10 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 import torch
-from torch_geometric.data import Batch
 
 from model.rotation import rotate_about_centroids
 from pecan.data import identity, layout, locations, schema
+from pecan.data.batch import GraphBatch, with_bookkeeping
 from pecan.data.sample import ProcessLocal, SampleTable, skip_or_raise
 from pecan.runtime import tracing
 from pecan.runtime.errors import DataError
@@ -184,21 +185,14 @@ def gather_batch(packs: list[dict[str, np.ndarray]], pack_ids: np.ndarray, local
     return arrays
 
 
-def to_batch(arrays: dict, values: dict[str, np.ndarray]) -> Batch:
-    """Build the PyG Batch of the contract's fields straight from flat gathered ``arrays`` and the samples'
-    per-graph ``values`` (SampleTable.sample_field_values), with no per-sample Data objects."""
+def to_batch(arrays: dict, values: dict[str, np.ndarray]) -> GraphBatch:
+    """Build the batch of the contract's fields straight from flat gathered ``arrays`` and the samples'
+    per-graph ``values`` (SampleTable.sample_field_values), with no per-sample objects."""
     counts = torch.from_numpy(arrays["atom_counts"])
-    fields = schema.tensors({**arrays, **values}, num_graphs=len(counts))
-    batch = Batch(
-        **fields,
-        batch=torch.repeat_interleave(torch.arange(len(counts)), counts),
-        ptr=torch.cat([torch.zeros(1, dtype=torch.long), torch.cumsum(counts, 0)]),
-    )
-    batch._num_graphs = len(counts)
-    return batch
+    return with_bookkeeping(schema.tensors({**arrays, **values}, num_graphs=len(counts)), counts)
 
 
-def rotate_batch(batch: Batch) -> Batch:
+def rotate_batch(batch: GraphBatch) -> GraphBatch:
     """One random rigid rotation per graph about its centroid (vectorised augmentation)."""
     batch.pos = rotate_about_centroids(batch.pos, batch.batch, batch.num_graphs)
     return batch
@@ -272,7 +266,7 @@ class PackedDataset(ProcessLocal, torch.utils.data.Dataset):
             self.counters.add("file_opens", len(self._packs))
         return self._packs
 
-    def __getitems__(self, indices: list[int]) -> Batch:
+    def __getitems__(self, indices: list[int]) -> GraphBatch:
         """Gather one whole batch (traced per batch: there is no per-sample step here)."""
         idx = np.asarray(indices, dtype=np.int64)
         with tracing.span("pecan.io", "pack_gather", size=len(idx)):
@@ -287,7 +281,7 @@ class PackedDataset(ProcessLocal, torch.utils.data.Dataset):
         batch.io_counts = self.counters.take()
         return batch
 
-    def __getitem__(self, i: int) -> Batch:
+    def __getitem__(self, i: int) -> GraphBatch:
         return self.__getitems__([i])
 
 

@@ -1,12 +1,10 @@
 """Converted poses -> model batches for `pecan score`, without PyG: the data path's graph builder
 (``pecan.data.graph.build_graph``) and sample fields (``pecan.data.sample.SampleTable``), concatenated the way
-the packed reader concatenates them (``pecan.data.packed.gather_batch``), into a ``GraphBatch`` that carries the
-model-input contract's fields (``pecan.data.schema``) as attributes.
+the packed reader concatenates them (``pecan.data.packed.gather_batch``), into a ``GraphBatch``
+(``pecan.data.batch``, the readers' batch) that carries the model-input contract's fields (``pecan.data.schema``).
 
-The readers build PyG ``Batch`` objects; importing PyG costs 3 s of start-up (it imports ``torch._dynamo``), a
-scoring run's whole budget. The model reads only the contract's tensors, so a plain container is enough.
-``tests/scoring/test_graphs.py`` checks that a ``GraphBatch`` holds the same tensors as the HDF5 reader's
-``Batch`` of the same poses, and that the model's logits are equal.
+``tests/scoring/test_graphs.py`` checks that a ``GraphBatch`` holds the same tensors as PyG's ``Batch`` of the
+HDF5 reader's samples of the same poses, and that the model's logits are equal.
 """
 
 from __future__ import annotations
@@ -17,33 +15,10 @@ import numpy as np
 import torch
 
 from pecan.data import schema
+from pecan.data.batch import GraphBatch
 from pecan.data.geometry import check_pose_features
 from pecan.data.graph import AtomGraph, build_graph
 from pecan.data.sample import SampleTable
-
-
-class GraphBatch:
-    """A batch of graphs as the model reads it: one tensor attribute per contract field, plus ``batch`` (the
-    graph of each node), ``ptr`` (each graph's first node) and ``num_graphs``."""
-
-    def __init__(self, fields: dict[str, torch.Tensor], num_graphs: int) -> None:
-        self._fields = dict(fields)
-        self.num_graphs = num_graphs
-        for name, value in self._fields.items():
-            setattr(self, name, value)
-
-    def keys(self) -> list[str]:
-        """The field names (as a PyG Batch lists them)."""
-        return list(self._fields)
-
-    def __getitem__(self, name: str) -> torch.Tensor:
-        return self._fields[name]
-
-    def to(self, device, non_blocking: bool = False) -> "GraphBatch":
-        """The batch on ``device``."""
-        return GraphBatch(
-            {k: v.to(device, non_blocking=non_blocking) for k, v in self._fields.items()}, self.num_graphs
-        )
 
 
 def pose_graph(atoms: np.ndarray, vdw: Optional[np.ndarray], data, where: str) -> AtomGraph:

@@ -304,15 +304,20 @@ def test_app_model_config_reuses_the_model_defaults():
 
 @pytest.mark.slow
 def test_compiled_matches_eager_on_changing_sizes():
+    from pecan.data.batch import GraphBatch
+
     torch._dynamo.reset()
-    model = make_model(update_coords=True)
+    # Two layers, so that the second reads the coordinates the first moved; a third adds compile time
+    # (each layer's kernels, C++-compiled on a cold cache) and nothing the second does not cover.
+    model = make_model(update_coords=True, layers=2)
     compiled = torch.compile(model, dynamic=True)
     # Four then six graphs of other sizes: one symbolic graph should serve both. (Two or three
     # graphs would coincide with a constant dimension and cost a recompile, not a failure.)
     first = ((10, 20), (8, 22), (6, 11), (4, 9))
     second = ((12, 25), (7, 15), (9, 30), (5, 8), (3, 14), (6, 6))
     for seed, sizes in [(5, first), (6, second)]:
-        batch = make_batch(seed=seed, sizes=sizes)
+        made = make_batch(seed=seed, sizes=sizes)
+        batch = GraphBatch({name: made[name] for name in made.keys()}, made.num_graphs)  # the loaders' batch
         eager_logits = model(batch)
         eager_logits.sum().backward()
         eager_gradients = [parameter.grad.clone() for parameter in model.parameters()]

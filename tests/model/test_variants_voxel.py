@@ -1,4 +1,5 @@
-"""cnn3d voxelisation: rotation consistency, out-of-box atoms counted, grid memory reported, augmentation."""
+"""cnn3d voxelisation: rotation consistency, out-of-box atoms counted, grid memory reported, augmentation, and
+its per-graph sums and means equal to PyG's scatter."""
 
 import logging
 
@@ -106,3 +107,17 @@ def test_random_rigid_is_proper_and_bounded():
     assert torch.allclose(torch.linalg.det(rotation), torch.ones(64), atol=1e-5)
     assert shift.abs().max() <= 1.5 and shift.std() > 0.3
     assert np.unique(rotation.numpy().round(4), axis=0).shape[0] == 64
+
+
+def test_graph_sum_and_mean_are_pygs_scatter_to_the_bit():
+    from torch_geometric.utils import scatter
+
+    from model.cnn3d import graph_mean, graph_sum
+
+    generator = torch.Generator().manual_seed(3)
+    values = torch.randn(40, 3, generator=generator) * 50
+    graph = torch.randint(0, 6, (40,), generator=generator)
+    graph[graph == 4] = 5  # graph 4 has no rows: mean 0, as PyG's
+    for num_graphs in (6, 8):
+        assert torch.equal(graph_sum(values, graph, num_graphs), scatter(values, graph, 0, num_graphs, "sum"))
+        assert torch.equal(graph_mean(values, graph, num_graphs), scatter(values, graph, 0, num_graphs, "mean"))

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from torch_geometric.data import Batch
 
 from pecan import config as cfgmod
 from pecan.data import layout
+from pecan.data.batch import GraphBatch, concat
 from pecan.data.graph import build_graph
 from pecan.data.h5dataset import graph_to_data
 from pecan.data.sample import missing_docking_features
@@ -52,20 +52,20 @@ def sample_values(label: float, pose_features: np.ndarray, complex_code: int, sa
     }
 
 
-def tiny_batch(graphs: int = 3, seed: int = 0, edge_cutoff: float = 4.5) -> Batch:
-    """A Batch of ``graphs`` small poses, shaped exactly like the loaders' batches."""
+def tiny_batch(graphs: int = 3, seed: int = 0, edge_cutoff: float = 4.5) -> GraphBatch:
+    """A batch of ``graphs`` small poses, built as the HDF5 reader builds its batches."""
     items = []
     for k in range(graphs):
         graph = build_graph(tiny_atoms(seed + k), pocket_radius=100.0, edge_cutoff=edge_cutoff)
         items.append(graph_to_data(graph, sample_values(float(k % 2), np.arange(5, dtype=np.float32), k, k)))
-    return Batch.from_data_list(items)
+    return concat(items)
 
 
-def graph_from_arrays(x: np.ndarray, pos: np.ndarray, edge_cutoff: float = 4.5) -> Batch:
-    """A one-graph Batch from explicit features and positions (no pocket crop)."""
+def graph_from_arrays(x: np.ndarray, pos: np.ndarray, edge_cutoff: float = 4.5) -> GraphBatch:
+    """A one-graph batch from explicit features and positions (no pocket crop)."""
     atoms = np.concatenate([pos, x], axis=1).astype(np.float32)
     graph = build_graph(atoms, pocket_radius=1e6, edge_cutoff=edge_cutoff)
-    return Batch.from_data_list([graph_to_data(graph, sample_values(1.0, np.zeros(5, np.float32), 0, 0))])
+    return concat([graph_to_data(graph, sample_values(1.0, np.zeros(5, np.float32), 0, 0))])
 
 
 def features(n: int, n_ligand: int, seed: int = 0) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""`pecan score`'s batches without PyG hold the tensors the HDF5 reader's PyG Batch holds, and the model scores
+"""`pecan score`'s batches hold the tensors of PyG's Batch of the HDF5 reader's samples, and the model scores
 them alike; the scoring modules import neither PyG nor ProLIF."""
 
 import subprocess
@@ -13,6 +13,7 @@ pytest.importorskip("prolif", reason="needs the convert extra: pip install -e '.
 
 from rdkit import Chem
 from torch_geometric.data import Batch
+from torch_geometric.data import Data as PygData
 
 import model as registry
 from model.egnn import EGNNConfig
@@ -52,7 +53,7 @@ def pyg_batch(table, graphs, rows):
             "y": table.label[[i]],
             "pose_features": table.pose_features[i],
         }
-        items.append(graph_to_data(graph, values))
+        items.append(PygData(**graph_to_data(graph, values).fields()))
     return Batch.from_data_list(items)
 
 

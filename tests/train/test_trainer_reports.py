@@ -15,8 +15,9 @@ from tests.train.helpers import tiny_run
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def run_to_file(tmp_path: Path, config: Path, *settings: str, pin: bool = False) -> str:
-    """Train with stdout and stderr going to a file (as under a batch system); returns the file's text."""
+def run_to_file(tmp_path: Path, config: Path, *settings: str, pin: bool = False, threads: int = 0) -> str:
+    """Train with stdout and stderr going to a file (as under a batch system); returns the file's text.
+    ``threads``: OMP_NUM_THREADS for the run (0: unset, the run sizes its threads to the cores)."""
     command = [sys.executable, "-m", "pecan", "train", str(config), *(f"--set={s}" for s in settings)]
     if pin:
         command = ["taskset", "-c", "0", *command]
@@ -26,6 +27,8 @@ def run_to_file(tmp_path: Path, config: Path, *settings: str, pin: bool = False)
         if not k.startswith(("OMP_", "MKL_", "PECAN_", "RANK", "WORLD_SIZE", "LOCAL_", "MASTER_"))
     }
     env["PYTHONPATH"] = str(ROOT)
+    if threads:
+        env["OMP_NUM_THREADS"] = str(threads)
     log = tmp_path / "job.log"
     with open(log, "w") as out:
         done = subprocess.run(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, timeout=600)
@@ -83,8 +86,10 @@ def test_full_report_of_one_rank_has_no_rank_statistics(tmp_path):
 @pytest.mark.slow
 def test_resume_with_changed_settings_names_the_keys_and_both_values(tmp_path):
     path, _ = tiny_run(tmp_path)
-    run_to_file(tmp_path, path, "train.epochs=1", "train.progress=off")
-    text = run_to_file(tmp_path, path, "train.epochs=2", "train.lr=0.001", "data.batch_size=8", "train.progress=off")
+    # One thread per run, as tests/procs.py gives every run: two threads per run on two busy cores only wait.
+    run_to_file(tmp_path, path, "train.epochs=1", "train.progress=off", threads=1)
+    changed = ("train.epochs=2", "train.lr=0.001", "data.batch_size=8", "train.progress=off")
+    text = run_to_file(tmp_path, path, *changed, threads=1)
     warning = next(line for line in text.splitlines() if "with changed settings" in line)
     assert (
         "data.batch_size: checkpoint 4, config 8" in warning and "train.lr: checkpoint 0.003, config 0.001" in warning
