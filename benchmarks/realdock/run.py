@@ -13,6 +13,7 @@ BENCHMARKS.md.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import subprocess
 import sys
@@ -97,6 +98,12 @@ def parse_args(argv=None) -> argparse.Namespace:
         default=None,
         help="a CSV with a complex_id column (e.g. the --peer-scores file): only those docked complexes, so "
         "recipes compared on a growing docking run see the same poses (--test-docked poses are all scored)",
+    )
+    parser.add_argument(
+        "--reuse",
+        action="store_true",
+        help="reuse a fold's scores when an earlier run of the same tag wrote them with the same config, "
+        "settings and training files (e.g. to add --peer-scores to a finished run without training again)",
     )
     parser.add_argument(
         "--peer-columns",
@@ -266,6 +273,18 @@ def run_fold(
         *([f"data.val_csvs=[{val}]"] if (val := fold_dir / f"{args.tag}_val.csv").exists() else []),
     ]
     settings = [item for value in [*fixed, *args.overrides] for item in ("--set", value)]
+    scores = fold_dir / f"{name}_scores.csv"
+    stamp = fold_dir / f"{name}_scores.json"
+    inputs = [train, test, *([val] if val.exists() else [])]
+    identity = {
+        "config": Path(args.config).read_text(),
+        "settings": settings,
+        "inputs": {str(path): hashlib.sha256(path.read_bytes()).hexdigest() for path in inputs},
+    }
+    if args.reuse and scores.exists() and stamp.exists() and json.loads(stamp.read_text()) == identity:
+        print(f"{fold_dir.name}: reusing {scores}", flush=True)
+        return read_scores(scores)
+    stamp.unlink(missing_ok=True)
     main_app = str(ROOT / "main_app.py")
     with open(fold_dir / f"{name}.log", "w") as log:
         subprocess.run(
@@ -278,7 +297,6 @@ def run_fold(
         checkpoint = run_dir / "checkpoints" / "best.pt"
         if not checkpoint.exists():
             checkpoint = run_dir / "checkpoints" / "last.pt"
-        scores = fold_dir / f"{name}_scores.csv"
         subprocess.run(
             [sys.executable, main_app, str(args.config), *settings, "--predict", str(checkpoint), "--out", str(scores)],
             check=True,
@@ -286,6 +304,7 @@ def run_fold(
             stderr=subprocess.STDOUT,
             cwd=ROOT,
         )
+    stamp.write_text(json.dumps(identity))
     return read_scores(scores)
 
 

@@ -35,30 +35,29 @@ def test_two_folds_on_four_complexes(tmp_path, capsys):
         manifest[column] = [str((DOCKED / p).resolve()) for p in manifest[column]]
     (tmp_path / "docked").mkdir()
     manifest.to_csv(tmp_path / "docked" / "manifest.csv", index=False)
-    code = _benchmark_module().main(
-        [
-            "--docked",
-            str(tmp_path / "docked"),
-            "--work",
-            str(tmp_path / "work"),
-            "--results",
-            str(tmp_path),
-            "--tag",
-            "slice",
-            "--families",
-            "oxidoreductase,binding_protein",
-            "--n-boot",
-            "50",
-            "--set",
-            "train.epochs=1",
-            "--set",
-            "data.val_fraction=0.5",
-            "--set",
-            "model.hidden=8",
-            "--set",
-            "model.layers=1",
-        ]
-    )
+    argv = [
+        "--docked",
+        str(tmp_path / "docked"),
+        "--work",
+        str(tmp_path / "work"),
+        "--results",
+        str(tmp_path),
+        "--tag",
+        "slice",
+        "--families",
+        "oxidoreductase,binding_protein",
+        "--n-boot",
+        "50",
+        "--set",
+        "train.epochs=1",
+        "--set",
+        "data.val_fraction=0.5",
+        "--set",
+        "model.hidden=8",
+        "--set",
+        "model.layers=1",
+    ]
+    code = _benchmark_module().main(argv)
     assert code == 0
     result = json.loads((tmp_path / "slice.json").read_text())
     assert set(result["folds"]) == {"oxidoreductase", "binding_protein"}
@@ -69,6 +68,16 @@ def test_two_folds_on_four_complexes(tmp_path, capsys):
     scores = pd.read_csv(tmp_path / "work" / "folds" / "binding_protein" / "slice_scores.csv")
     assert set(scores["complex_id"]) == {"1uw6", "1lrh"}  # the held-out family only, scored by --predict
     assert "| **pooled** | 4 |" in capsys.readouterr().out
+    # --reuse: the same tag, recipe and fold files reuse the scores (no training); another setting trains again
+    written = {p: p.stat().st_mtime_ns for p in (tmp_path / "work" / "folds").glob("*/slice_scores.csv")}
+    assert len(written) == 2
+    assert _benchmark_module().main([*argv, "--reuse"]) == 0
+    assert capsys.readouterr().out.count("reusing") == 2
+    assert {p: p.stat().st_mtime_ns for p in written} == written
+    assert json.loads((tmp_path / "slice.json").read_text())["pooled"] == pooled
+    changed = [*argv, "--reuse", "--families", "binding_protein", "--set", "train.lr=0.001"]
+    assert _benchmark_module().main(changed) == 0
+    assert "reusing" not in capsys.readouterr().out
 
 
 def _scores(values):
