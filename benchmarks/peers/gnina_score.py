@@ -24,15 +24,17 @@ Two score sets are available (``--models``):
   (``crossdock_default2018``), GNINA's default before 1.0 and one member of the ensemble above.
 
 Each member is evaluated once per pose and reused by both sets. Output: one row per SDF record, in file
-order: complex_id, record (0-based), pose_id (the record's title), cnn_score_<set>, cnn_affinity_<set>
-(and cnn_variance_default, the ensemble's affinity variance). Timings go to ``<out stem>.timing.json``.
-Finished complexes are kept in ``<out>.parts/`` and skipped when the command is run again.
+order: complex_id, record (0-based), pose_id (the record's title), poses_sha256 (of the poses file scored),
+cnn_score_<set>, cnn_affinity_<set> (and cnn_variance_default, the ensemble's affinity variance). Timings go to
+``<out stem>.timing.json``. Finished complexes are kept in ``<out>.parts/`` and skipped when the command is run
+again, unless their poses file has changed since (its digest differs): those are scored again.
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import hashlib
 import json
 import os
 import platform
@@ -88,8 +90,13 @@ def read_manifest(path: Path) -> list[dict]:
     return rows
 
 
+def poses_digest(path: Path) -> str:
+    """The first 16 hex digits of the SHA-256 of a poses file: which version of the poses a row scored."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+
+
 def columns_for(sets: list[str]) -> list[str]:
-    columns = ["complex_id", "record", "pose_id"]
+    columns = ["complex_id", "record", "pose_id", "poses_sha256"]
     for name in sets:
         columns += [f"cnn_score_{name}", f"cnn_affinity_{name}"]
         if name == "default":
@@ -163,7 +170,7 @@ def score_complex(
     return results, seconds
 
 
-def rows_for(complex_id: str, records, results, sets: list[str]) -> list[dict]:
+def rows_for(complex_id: str, records, results, sets: list[str], digest: str) -> list[dict]:
     """Output rows; ensembles average as gninatorch.models.GNINAModelEnsemble (and GNINA) do."""
     values = {}
     for name in sets:
@@ -175,7 +182,7 @@ def rows_for(complex_id: str, records, results, sets: list[str]) -> list[dict]:
             values["cnn_variance_default"] = affinities.var(0, unbiased=False)
     rows = []
     for index, (title, _) in enumerate(records):
-        row = {"complex_id": complex_id, "record": index, "pose_id": title}
+        row = {"complex_id": complex_id, "record": index, "pose_id": title, "poses_sha256": digest}
         row.update({key: f"{float(tensor[index]):.6f}" for key, tensor in values.items()})
         rows.append(row)
     return rows
@@ -230,10 +237,18 @@ def main(argv: list[str] | None = None) -> int:
         complex_id = row["complex_id"]
         part_csv = parts / f"{complex_id}.{tag}.csv"
         part_json = parts / f"{complex_id}.{tag}.json"
+        digest = poses_digest(Path(row["poses"]))
         if part_csv.exists() and part_json.exists() and not args.no_resume:
             with open(part_csv, newline="") as handle:
                 # a part written before the column was named pose_id calls it pose
                 done = [{"pose_id" if k == "pose" else k: v for k, v in r.items()} for r in csv.DictReader(handle)]
+            if not done or any(r.get("poses_sha256") != digest for r in done):
+                # the poses file changed since (or the part predates the digest): its scores are of other poses
+                print(f"[{position}/{len(rows)}] {complex_id}: {row['poses']} changed since {part_csv}; rescoring")
+                done = None
+        else:
+            done = None
+        if done is not None:
             all_rows += done
             timing_per_complex[complex_id] = json.loads(part_json.read_text())
             print(f"[{position}/{len(rows)}] {complex_id}: {len(done)} poses kept from {part_csv}", flush=True)
@@ -258,7 +273,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"[{position}/{len(rows)}] {complex_id}: failed: {failures[complex_id]}", flush=True)
             continue
         total = time.perf_counter() - started
-        done = rows_for(complex_id, records, results, sets)
+        done = rows_for(complex_id, records, results, sets, digest)
         timing = {"poses": len(records), "seconds": round(total, 4)}
         timing.update({f"seconds_{key}": round(value, 4) for key, value in seconds.items()})
         with open(part_csv, "w", newline="") as handle:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -201,6 +202,37 @@ def convert_one(row: dict, docked: Path, out: Path) -> str:
     return ""
 
 
+def poses_digest(path: Path) -> str:
+    """The first 16 hex digits of a poses file's SHA-256 (as benchmarks/peers/gnina_score.py records it)."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+
+
+def check_peer_poses(args: argparse.Namespace, scored: set[str]) -> None:
+    """Exit with an error when --peer-scores scored another version of a scored complex's poses file (its
+    poses_sha256 differs from the file's now); a file without that column is used with a warning."""
+    table = pd.read_csv(args.peer_scores, dtype=str, keep_default_na=False)  # a digest of digits is not a number
+    if "poses_sha256" not in table.columns:
+        print(
+            f"warning: {args.peer_scores} has no poses_sha256 column: cannot check that its scores are of the "
+            "current poses (benchmarks/peers/gnina_score.py writes it)",
+            flush=True,
+        )
+        return
+    recorded = table.groupby("complex_id")["poses_sha256"].agg(set).to_dict()
+    source = args.test_docked if args.test_docked is not None else args.docked
+    manifest = pd.read_csv(source / "manifest.csv", dtype=str, keep_default_na=False)
+    stale = [
+        complex_id
+        for complex_id, poses in zip(manifest["complex_id"], manifest["poses"])
+        if complex_id in scored and complex_id in recorded and recorded[complex_id] != {poses_digest(source / poses)}
+    ]
+    if stale:
+        raise SystemExit(
+            f"error: {args.peer_scores} scored other versions of {len(stale)} poses file(s) of {source} "
+            f"(e.g. {', '.join(stale[:5])}): score them again"
+        )
+
+
 def convert(docked: Path, shards: Path, only: set[str] | None = None) -> pd.DataFrame:
     """The index of every docked complex (of ``only``, when given), each converted into its own directory
     shards/<complex>/ (once: a converted complex is reused, so a benchmark grows with the docking). Shard paths
@@ -212,8 +244,15 @@ def convert(docked: Path, shards: Path, only: set[str] | None = None) -> pd.Data
     for row in manifest.to_dict("records"):
         out = shards / row["complex_id"]
         index = out / f"{row['complex_id']}_all.csv"
+        digest = poses_digest(docked / row["poses"])
+        stamp = out / "poses_sha256.txt"
+        if out.exists() and (not stamp.exists() or stamp.read_text().strip() != digest):
+            # converted from another version of the poses file (or before the stamp existed): convert again
+            print(f"{row['complex_id']}: {docked / row['poses']} differs from the converted poses; converting again")
+            shutil.rmtree(out)
         if not index.exists() and not (out / "attempt.txt").exists():
             convert_one(row, docked, out)
+            stamp.write_text(digest + "\n")
         if index.exists():
             rows = read_index_rows(index)  # ids stay text (a complex 1e66 is not the number 1e+66)
             rows["shard"] = row["complex_id"] + "/" + rows["shard"]
@@ -407,6 +446,8 @@ def main(argv=None) -> int:
     chosen = [f for f in args.families.split(",") if f] or sorted(set(families.values()))
     seeds = [s.strip() for s in args.seeds.split(",") if s.strip()] or [""]
     peers, peer_names = peer_table(args)
+    if peers is not None:
+        check_peer_poses(args, set((index if test_index is None else test_index)["complex_id"]))
     folds, pooled, per_seed = {}, [], {seed: [] for seed in seeds}
     for family in chosen:
         fold_dir = args.work / "folds" / family

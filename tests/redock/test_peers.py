@@ -1,6 +1,7 @@
 """Peer baseline (benchmarks/peers): GNINA CNN scoring of docked poses and its evaluation."""
 
 import csv
+import hashlib
 import importlib.util
 import json
 import subprocess
@@ -35,7 +36,16 @@ evaluate = _evaluate_module()
 )
 def test_gnina_score_on_three_poses(tmp_path):
     out = tmp_path / "scores.csv"
-    command = [str(GNINA_PYTHON), str(PEERS / "gnina_score.py"), "--manifest", str(REALDOCK_MANIFEST)]
+    # 1uw6 of the realdock benchmark, its poses file copied (the test changes it below)
+    source = pd.read_csv(REALDOCK_MANIFEST, dtype=str, keep_default_na=False)
+    row = source[source["complex_id"] == "1uw6"].copy()
+    poses = tmp_path / "1uw6.sdf"
+    poses.write_text((REALDOCK_MANIFEST.parent / row["poses"].iloc[0]).read_text())
+    row["receptor"] = str((REALDOCK_MANIFEST.parent / row["receptor"].iloc[0]).resolve())
+    row["poses"] = str(poses)
+    manifest = tmp_path / "manifest.csv"
+    row[["complex_id", "receptor", "poses"]].to_csv(manifest, index=False)
+    command = [str(GNINA_PYTHON), str(PEERS / "gnina_score.py"), "--manifest", str(manifest)]
     command += ["--out", str(out), "--complexes", "1uw6", "--limit", "3", "--threads", "1"]
     done = subprocess.run(command, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -47,6 +57,7 @@ def test_gnina_score_on_three_poses(tmp_path):
         "complex_id",
         "record",
         "pose_id",
+        "poses_sha256",
         "cnn_score_default",
         "cnn_affinity_default",
         "cnn_variance_default",
@@ -55,7 +66,8 @@ def test_gnina_score_on_three_poses(tmp_path):
     ]
     assert [row["record"] for row in rows] == ["0", "1", "2"]
     assert [row["complex_id"] for row in rows] == ["1uw6"] * 3
-    titles = (REALDOCK_MANIFEST.parent / "poses" / "1uw6.sdf").read_text().split("$$$$\n")
+    assert {row["poses_sha256"] for row in rows} == {hashlib.sha256(poses.read_bytes()).hexdigest()[:16]}
+    titles = poses.read_text().split("$$$$\n")
     assert [row["pose_id"] for row in rows] == [text.splitlines()[0].strip() for text in titles[:3]]
     for row in rows:
         for column in ("cnn_score_default", "cnn_score_default2018"):
@@ -76,6 +88,14 @@ def test_gnina_score_on_three_poses(tmp_path):
     again = subprocess.run(command, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0 and "3 poses kept" in again.stdout
     assert list(csv.DictReader(out.read_text().splitlines())) == rows
+
+    # Poses redocked since (the file differs): the kept part scored other poses, so the complex is scored again.
+    poses.write_text("$$$$\n".join(titles[:4]) + "$$$$\n")
+    third = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert third.returncode == 0, third.stdout + third.stderr
+    assert "changed since" in third.stdout and "[1/1] 1uw6: 3 poses in" in third.stdout
+    rescored = list(csv.DictReader(out.read_text().splitlines()))
+    assert {row["poses_sha256"] for row in rescored} == {hashlib.sha256(poses.read_bytes()).hexdigest()[:16]}
 
 
 # complex a: the CNN's best pose (0.9) is near-native, the docking score's best (-9) is not.

@@ -141,3 +141,50 @@ def test_extra_poses_go_to_training_complexes_only_and_validation_keeps_docked_p
     assert all(train_rows["pose_id"].str.contains("_aug").groupby(train_rows["complex_id"]).sum() == 2)
     run.fold_csvs(docked, families, "held", tmp_path, "t")  # without extra poses: the recipe's split again
     assert not (tmp_path / "t_val.csv").exists()
+
+
+def _one_complex(tmp_path, complex_id="1uw6"):
+    """A docked-output folder holding one realdock complex, its poses file copied (tests change it)."""
+    manifest = pd.read_csv(DOCKED / "manifest.csv", dtype=str, keep_default_na=False)
+    row = manifest[manifest["complex_id"] == complex_id].copy()
+    docked = tmp_path / "docked"
+    (docked / "poses").mkdir(parents=True)
+    (docked / "poses" / f"{complex_id}.sdf").write_text((DOCKED / row["poses"].iloc[0]).read_text())
+    for column in ("receptor", "crystal_ligand"):
+        row[column] = str((DOCKED / row[column].iloc[0]).resolve())
+    row["poses"] = f"poses/{complex_id}.sdf"
+    row.to_csv(docked / "manifest.csv", index=False)
+    return docked
+
+
+def test_peer_scores_of_other_poses_are_refused(tmp_path, capsys):
+    module = _benchmark_module()
+    docked = _one_complex(tmp_path)
+    digest = module.poses_digest(docked / "poses" / "1uw6.sdf")
+    args = module.parse_args(["--docked", str(docked), "--peer-scores", str(tmp_path / "peers.csv")])
+    peers = pd.DataFrame({"complex_id": ["1uw6", "1uw6"], "pose_id": ["a", "b"], "poses_sha256": [digest, digest]})
+    peers.to_csv(tmp_path / "peers.csv", index=False)
+    module.check_peer_poses(args, {"1uw6"})  # the same file: accepted
+    peers.assign(poses_sha256="0123456789abcdef").to_csv(tmp_path / "peers.csv", index=False)
+    module.check_peer_poses(args, {"other"})  # not scored in this run: not checked
+    with pytest.raises(SystemExit, match="other versions of 1 poses file.*1uw6"):
+        module.check_peer_poses(args, {"1uw6"})
+    peers.drop(columns="poses_sha256").to_csv(tmp_path / "peers.csv", index=False)
+    module.check_peer_poses(args, {"1uw6"})
+    assert "no poses_sha256 column" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_a_changed_poses_file_is_converted_again(tmp_path, capsys):
+    module = _benchmark_module()
+    docked = _one_complex(tmp_path)
+    first = module.convert(docked, tmp_path / "shards")
+    again = module.convert(docked, tmp_path / "shards")  # unchanged: reused
+    assert "converting again" not in capsys.readouterr().out
+    pd.testing.assert_frame_equal(first, again)
+    poses = docked / "poses" / "1uw6.sdf"
+    records = poses.read_text().split("$$$$\n")
+    poses.write_text("$$$$\n".join(records[:3]) + "$$$$\n")  # redocked since: fewer poses
+    changed = module.convert(docked, tmp_path / "shards")
+    assert "differs from the converted poses; converting again" in capsys.readouterr().out
+    assert len(changed[changed["is_crystal"].astype(int) == 0]) == 3 < len(first[first["is_crystal"].astype(int) == 0])
