@@ -65,6 +65,7 @@ def _range_checks(config: Config) -> list[tuple[bool, str, str]]:
         (t.seed >= 0, "train.seed", "must be >= 0"),
         (t.max_steps_per_epoch >= 0, "train.max_steps_per_epoch", "must be >= 0"),
         (t.ranking_loss_weight >= 0, "train.ranking_loss_weight", "must be >= 0"),
+        (t.ranking_rmsd_margin >= 0, "train.ranking_rmsd_margin", "must be >= 0"),
         (t.pos_weight == "auto" or t.pos_weight > 0, "train.pos_weight", "must be > 0 or auto"),
         (t.sync_every_minutes > 0, "train.sync_every_minutes", "must be > 0"),
         (t.progress_every_seconds >= 0, "train.progress_every_seconds", "must be >= 0"),

@@ -160,6 +160,15 @@ class TrainConfig:
         "pose pair of one complex within a batch; 0 turns it off.",
         0.0,
     )
+    ranking_target: Literal["label", "rmsd"] = _doc(
+        "Which pose pairs the ranking loss orders: label, every (near-native, other) pair; rmsd, every pair of one "
+        "complex whose RMSDs to the crystal pose differ by at least train.ranking_rmsd_margin (the closer pose "
+        "first), so complexes without a near-native pose teach too. Needs an rmsd column for rmsd.",
+        "label",
+    )
+    ranking_rmsd_margin: float = _doc(
+        "Smallest RMSD difference (Angstrom) of a pair ranked by train.ranking_target rmsd.", 1.0
+    )
     max_steps_per_epoch: int = _doc("Stop an epoch after this many steps; 0 means the full epoch.", 0)
     deterministic: bool = _doc("Use deterministic algorithms (slower; for exact reproduction).", False)
     progress: Union[bool, Literal["auto", "bar", "lines", "off"]] = _doc(

@@ -79,6 +79,16 @@ def missing_docking_features(count: int) -> np.ndarray:
     return out
 
 
+def known_rmsd(index: pd.DataFrame) -> Optional[np.ndarray]:
+    """Each row's RMSD to the crystal pose (float32, NaN where unknown; a crystal row without one is 0), or None
+    when the index has no rmsd column."""
+    if "rmsd" not in index.columns:
+        return None
+    rmsd = pd.to_numeric(index["rmsd"], errors="coerce").to_numpy(dtype=np.float32)
+    crystal = index["is_crystal"].to_numpy().astype(bool) if "is_crystal" in index.columns else False
+    return np.where(np.isnan(rmsd) & crystal, np.float32(0.0), rmsd).astype(np.float32)
+
+
 @dataclass
 class SampleTable:
     """The index as flat arrays: one row per sample, nothing looked up per sample in pandas."""
@@ -92,6 +102,7 @@ class SampleTable:
     pose_features: np.ndarray  # float32 [S, 5]
     complex_code: np.ndarray  # int64 [S], the complex as a number within this table (batch field complex_code)
     docking_features: Optional[np.ndarray] = None  # float32 [S, 3], see docking_features(); None: all missing
+    rmsd: Optional[np.ndarray] = None  # float32 [S], Angstrom (NaN: unknown); for train.ranking_target rmsd
 
     @classmethod
     def from_index(cls, index: pd.DataFrame) -> "SampleTable":
@@ -108,6 +119,7 @@ class SampleTable:
             pose_features=index[list(layout.INTERACTION_ATTRS)].to_numpy().astype(np.float32),
             complex_code=complex_codes.astype(np.int64),
             docking_features=docking_features(index),
+            rmsd=known_rmsd(index),
         )
 
     def __len__(self) -> int:

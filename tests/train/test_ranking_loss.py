@@ -3,11 +3,12 @@
 import math
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 import torch
 
 from pecan import config as config_module
-from pecan.train.ranking import pairwise_ranking_loss, with_ranking_loss
+from pecan.train.ranking import pairwise_ranking_loss, ranking_rmsd, rmsd_ranking_loss, with_ranking_loss
 
 
 def softplus(value: float) -> float:
@@ -60,3 +61,47 @@ def test_config_key_defaults_off_and_rejects_negative_weights(tmp_path):
     assert config_module.load(None, [*data, "train.ranking_loss_weight=0.5"]).train.ranking_loss_weight == 0.5
     with pytest.raises(config_module.ConfigError, match="train.ranking_loss_weight"):
         config_module.load(None, [*data, "train.ranking_loss_weight=-1"])
+
+
+def test_rmsd_pairs_order_every_two_poses_apart_by_the_margin():
+    # complex 0: 0.5 A, 3.0 A, 3.2 A (the last two within the 1 A margin: no pair); complex 1: 5 A, 8 A, unknown
+    logits = torch.tensor([1.0, 0.0, 2.0, -1.0, 0.5, 9.0], requires_grad=True)
+    rmsd = torch.tensor([0.5, 3.0, 3.2, 5.0, 8.0, float("nan")])
+    complexes = torch.tensor([0, 0, 0, 1, 1, 1])
+    loss = rmsd_ranking_loss(logits, rmsd, complexes, margin=1.0)
+    pairs = [(0, 1), (0, 2), (3, 4)]  # (closer, farther): complex 1 teaches without a near-native pose
+    expected = sum(softplus(logits[j].item() - logits[i].item()) for i, j in pairs) / len(pairs)
+    assert loss.item() == pytest.approx(expected, abs=1e-6)
+    loss.backward()
+    assert logits.grad[5].item() == 0.0  # the pose of unknown RMSD is in no pair
+    assert logits.grad[3] < 0 < logits.grad[4]  # the closer decoy is pushed up, the farther one down
+    assert rmsd_ranking_loss(logits, rmsd, complexes, margin=10.0).item() == 0.0  # no pair that far apart
+
+
+def test_with_ranking_loss_uses_rmsd_pairs_when_given():
+    bce = torch.tensor(0.7)
+    batch = SimpleNamespace(y=torch.tensor([0.0, 0.0]), complex_code=torch.tensor([3, 3]))
+    logits = torch.tensor([2.0, 0.5])
+    assert with_ranking_loss(bce, logits, batch, 0.5).item() == pytest.approx(0.7)  # no near-native: no label pair
+    rmsd = torch.tensor([6.0, 3.0])  # the second pose is closer
+    got = with_ranking_loss(bce, logits, batch, 0.5, rmsd, 1.0).item()
+    assert got == pytest.approx(0.7 + 0.5 * softplus(2.0 - 0.5), abs=1e-6)
+
+
+def test_ranking_target_rmsd_needs_rmsds_and_is_off_without_the_loss(tmp_path):
+    data = [f"data.data_dir={tmp_path}"]
+    config = config_module.load(None, [*data, "train.ranking_target=rmsd", "train.ranking_loss_weight=1"])
+    no_rmsd = SimpleNamespace(table=SimpleNamespace(rmsd=None))
+    with pytest.raises(config_module.ConfigError, match="train.ranking_target"):
+        ranking_rmsd(config, no_rmsd, "cpu")
+    unknown = SimpleNamespace(table=SimpleNamespace(rmsd=np.full(3, np.nan, np.float32)))
+    with pytest.raises(config_module.ConfigError, match="rmsd column"):
+        ranking_rmsd(config, unknown, "cpu")
+    known = SimpleNamespace(table=SimpleNamespace(rmsd=np.array([0.0, 2.5], np.float32)))
+    assert ranking_rmsd(config, known, "cpu").tolist() == [0.0, 2.5]
+    off = config_module.load(None, [*data, "train.ranking_target=rmsd"])  # weight 0: no ranking loss at all
+    assert ranking_rmsd(off, no_rmsd, "cpu") is None
+    with pytest.raises(config_module.ConfigError, match="train.ranking_target"):
+        config_module.load(None, [*data, "train.ranking_target=distance"])
+    with pytest.raises(config_module.ConfigError, match="train.ranking_rmsd_margin"):
+        config_module.load(None, [*data, "train.ranking_rmsd_margin=-1"])

@@ -10,6 +10,7 @@ import torch
 from pecan.train import checkpoint as ckpt
 from pecan.train.components import cosine_schedule
 from pecan.train.distributed import discover
+from pecan.train.ranking import rmsd_ranking_loss
 from pecan.train.timing import PhaseTimer
 from pecan.train.trainer import Trainer
 from tests import configs
@@ -243,5 +244,29 @@ def test_evaluation_counts_its_reads(data_dir, tmp_path):
         counts = np.zeros(len(COUNTER_FIELDS), dtype=np.int64)
         trainer.evaluate(counts)
         assert counts[COUNTER_FIELDS.index("samples")] == len(trainer.val_set)
+    finally:
+        trainer.close()
+
+
+def test_ranking_target_rmsd_orders_the_training_poses_by_their_rmsd(data_dir, tmp_path):
+    trainer = trainer_for(
+        data_dir, tmp_path / "run", "train.ranking_loss_weight=1.0", "train.ranking_target=rmsd", "data.augment=false"
+    )
+    try:
+        table = trainer.train_set.table
+        expected = [
+            0.0 if crystal else RMSDS[int(str(pose)[-1])] for crystal, pose in zip(table.is_crystal, table.pose_id)
+        ]
+        assert trainer.ranking_rmsd.tolist() == pytest.approx(expected)
+        batch, _ = next(iter(trainer.train_loader))  # (batch, read counts)
+        loss = trainer.forward_loss(batch)
+        with torch.no_grad():
+            logits = trainer.model(batch).float()
+        bce = torch.nn.functional.binary_cross_entropy_with_logits(
+            logits, batch.y.float(), pos_weight=torch.tensor(trainer.pos_weight)
+        )
+        ranking = rmsd_ranking_loss(logits, torch.tensor(expected)[batch.sample_id], batch.complex_code, 1.0)
+        assert ranking.item() > 0  # the batch has pairs
+        assert loss.item() == pytest.approx((bce + ranking).item(), rel=1e-5)
     finally:
         trainer.close()
