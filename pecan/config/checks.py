@@ -66,6 +66,11 @@ def _range_checks(config: Config) -> list[tuple[bool, str, str]]:
         (t.max_steps_per_epoch >= 0, "train.max_steps_per_epoch", "must be >= 0"),
         (t.ranking_loss_weight >= 0, "train.ranking_loss_weight", "must be >= 0"),
         (t.ranking_rmsd_margin >= 0, "train.ranking_rmsd_margin", "must be >= 0"),
+        (
+            t.ranking_loss == "pairwise" or t.ranking_target == "label",
+            "train.ranking_loss",
+            "listwise needs train.ranking_target: label (its near-native set is the labels')",
+        ),
         (t.pos_weight == "auto" or t.pos_weight > 0, "train.pos_weight", "must be > 0 or auto"),
         (t.sync_every_minutes > 0, "train.sync_every_minutes", "must be > 0"),
         (t.progress_every_seconds >= 0, "train.progress_every_seconds", "must be >= 0"),

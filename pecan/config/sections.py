@@ -160,6 +160,12 @@ class TrainConfig:
         "pose pair of one complex within a batch; 0 turns it off.",
         0.0,
     )
+    ranking_loss: Literal["pairwise", "listwise"] = _doc(
+        "Form of the ranking loss: pairwise, softplus(s_other - s_near) averaged over pose pairs; listwise, per "
+        "complex minus the log of the softmax probability of its near-native poses (the top-1 objective: the "
+        "best-scored wrong poses weigh most). listwise needs train.ranking_target label.",
+        "pairwise",
+    )
     ranking_target: Literal["label", "rmsd"] = _doc(
         "Which pose pairs the ranking loss orders: label, every (near-native, other) pair; rmsd, every pair of one "
         "complex whose RMSDs to the crystal pose differ by at least train.ranking_rmsd_margin (the closer pose "

@@ -7,6 +7,10 @@ with every sampler and DDP layout (more poses of a complex per batch -- a larger
 For a complex of two poses this equals the softmax (listwise) loss -log(e^{s_pos} / (e^{s_pos} + e^{s_neg})).
 With train.ranking_target rmsd the pairs are every two poses of a complex whose RMSDs to the crystal pose differ
 by at least a margin, the closer one to be ranked first: complexes without a near-native pose contribute too.
+With train.ranking_loss listwise the loss is instead, for every complex with both kinds of pose in the batch, minus
+the log of the softmax probability (over that complex's poses in the batch) of its near-native poses together,
+averaged over those complexes: the top-1 objective, which weighs the best-scored wrong poses most where the
+pairwise loss weighs every wrong pose alike.
 """
 
 from __future__ import annotations
@@ -51,13 +55,47 @@ def rmsd_ranking_loss(logits: Tensor, rmsd: Tensor, complex_ids: Tensor, margin:
     return (F.softplus(margins) * weights).sum() / weights.sum().clamp_min(1.0)
 
 
+def listwise_ranking_loss(logits: Tensor, labels: Tensor, complex_ids: Tensor) -> Tensor:
+    """Mean over the batch's complexes with a near-native and another pose of
+    ``logsumexp(s over the complex) - logsumexp(s over its near-native poses)``; 0 (with a gradient path) when no
+    complex has both. Computed per pose over the same-complex mask (no host sync), each complex weighted once.
+
+    Shapes: logits, labels, complex_ids :math:`(B,)`; output: scalar.
+    """
+    logits = logits.float().reshape(-1)
+    positive = labels.reshape(-1) > 0.5
+    same = complex_ids.reshape(-1, 1) == complex_ids.reshape(1, -1)  # [i, j]: j is a pose of i's complex
+    size = same.sum(dim=1).to(logits.dtype)
+    positives = (same & positive.reshape(1, -1)).sum(dim=1)
+    valid = (positives > 0) & (positives < size)  # i's complex has both kinds of pose in the batch
+    # Rows without a near-native pose take the whole complex as their "near-native" set: a finite, zero loss
+    # (and zero weight), so no -inf enters the graph.
+    near = same & (positive.reshape(1, -1) | ~valid.reshape(-1, 1))
+    scores = logits.reshape(1, -1).expand(len(logits), -1)
+    everything = scores.masked_fill(~same, float("-inf")).logsumexp(dim=1)
+    native = scores.masked_fill(~near, float("-inf")).logsumexp(dim=1)
+    # Each pose of a complex carries the complex's loss: weighed by 1 / (poses of the complex) it counts once, and
+    # the weights sum to the number of such complexes.
+    weights = valid.to(logits.dtype) / size
+    return ((everything - native) * weights).sum() / weights.sum().clamp_min(1.0)
+
+
 def with_ranking_loss(
-    bce: Tensor, logits: Tensor, batch, weight: float, rmsd: Tensor | None = None, margin: float = 1.0
+    bce: Tensor,
+    logits: Tensor,
+    batch,
+    weight: float,
+    rmsd: Tensor | None = None,
+    margin: float = 1.0,
+    kind: str = "pairwise",
 ) -> Tensor:
     """BCE plus ``weight`` times the ranking loss (``bce`` itself when weight is 0): pairs by label, or by RMSD
-    when ``rmsd`` (the batch's poses' RMSDs, train.ranking_target rmsd) is given."""
+    when ``rmsd`` (the batch's poses' RMSDs, train.ranking_target rmsd) is given; ``kind`` listwise: the
+    per-complex softmax loss of the near-native poses (labels only)."""
     if weight <= 0:
         return bce
+    if kind == "listwise":
+        return bce + weight * listwise_ranking_loss(logits, batch.y, batch.complex_code)
     if rmsd is not None:
         return bce + weight * rmsd_ranking_loss(logits, rmsd, batch.complex_code, margin)
     return bce + weight * pairwise_ranking_loss(logits, batch.y, batch.complex_code)

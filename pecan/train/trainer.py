@@ -385,7 +385,9 @@ class Trainer:
         bce = F.binary_cross_entropy_with_logits(logits.float(), batch.y.float(), pos_weight=pos_weight)
         train = self.config.train
         rmsd = None if self.ranking_rmsd is None else self.ranking_rmsd[batch.sample_id.reshape(-1)]
-        return with_ranking_loss(bce, logits, batch, train.ranking_loss_weight, rmsd, train.ranking_rmsd_margin)
+        return with_ranking_loss(
+            bce, logits, batch, train.ranking_loss_weight, rmsd, train.ranking_rmsd_margin, train.ranking_loss
+        )
 
     @torch.no_grad()
     def validation_logits(self, loader, io_counts: Optional[np.ndarray] = None) -> tuple[torch.Tensor, torch.Tensor]:

@@ -8,7 +8,13 @@ import pytest
 import torch
 
 from pecan import config as config_module
-from pecan.train.ranking import pairwise_ranking_loss, ranking_rmsd, rmsd_ranking_loss, with_ranking_loss
+from pecan.train.ranking import (
+    listwise_ranking_loss,
+    pairwise_ranking_loss,
+    ranking_rmsd,
+    rmsd_ranking_loss,
+    with_ranking_loss,
+)
 
 
 def softplus(value: float) -> float:
@@ -105,3 +111,48 @@ def test_ranking_target_rmsd_needs_rmsds_and_is_off_without_the_loss(tmp_path):
         config_module.load(None, [*data, "train.ranking_target=distance"])
     with pytest.raises(config_module.ConfigError, match="train.ranking_rmsd_margin"):
         config_module.load(None, [*data, "train.ranking_rmsd_margin=-1"])
+
+
+def test_listwise_loss_is_the_softmax_loss_of_each_complexs_near_native_poses():
+    # complex 4: near-native 1.0 and 0.5, others 2.0 and -1.0; complex 9: 0.3 near-native, 0.1 other;
+    # complex 2: no near-native pose (no loss, no gradient)
+    logits = torch.tensor([1.0, 2.0, 0.5, -1.0, 0.3, 0.1, 7.0, 3.0], requires_grad=True)
+    labels = torch.tensor([1.0, 0.0, 1.0, 0.0, 1.0, 0.0, 0.0, 0.0])
+    complexes = torch.tensor([4, 4, 4, 4, 9, 9, 2, 2])
+    loss = listwise_ranking_loss(logits, labels, complexes)
+    first = -math.log((math.exp(1.0) + math.exp(0.5)) / sum(math.exp(v) for v in (1.0, 2.0, 0.5, -1.0)))
+    second = -math.log(math.exp(0.3) / (math.exp(0.3) + math.exp(0.1)))
+    assert loss.item() == pytest.approx((first + second) / 2, abs=1e-6)  # each complex counted once
+    loss.backward()
+    assert logits.grad[6:].tolist() == [0.0, 0.0]
+    # d/ds_other = softmax probability / 2 complexes: the best-scored wrong pose is pushed down hardest
+    total = sum(math.exp(v) for v in (1.0, 2.0, 0.5, -1.0))
+    assert logits.grad[1].item() == pytest.approx(math.exp(2.0) / total / 2, abs=1e-6)
+    assert logits.grad[1] > logits.grad[3] > 0 > logits.grad[0]
+    # two poses: the same value as the pairwise loss
+    two = torch.tensor([0.3, 0.1])
+    assert listwise_ranking_loss(two, torch.tensor([1.0, 0.0]), torch.tensor([9, 9])).item() == pytest.approx(
+        pairwise_ranking_loss(two, torch.tensor([1.0, 0.0]), torch.tensor([9, 9])).item(), abs=1e-6
+    )
+
+
+def test_listwise_loss_without_a_complex_of_both_kinds_is_zero_with_a_gradient_path():
+    logits = torch.tensor([0.3, -0.2, 4.0], requires_grad=True)
+    loss = listwise_ranking_loss(logits, torch.tensor([1.0, 0.0, 1.0]), torch.tensor([1, 2, 1]))
+    assert loss.item() == 0.0
+    loss.backward()
+    assert torch.isfinite(logits.grad).all() and logits.grad.tolist() == [0.0, 0.0, 0.0]
+
+
+def test_ranking_loss_key_selects_listwise_and_refuses_rmsd_targets(tmp_path):
+    data = [f"data.data_dir={tmp_path}"]
+    assert config_module.load(None, data).train.ranking_loss == "pairwise"
+    bce = torch.tensor(0.7)
+    batch = SimpleNamespace(y=torch.tensor([1.0, 0.0, 0.0]), complex_code=torch.tensor([3, 3, 3]))
+    logits = torch.tensor([2.0, 0.5, 1.0])
+    expected = 0.7 + 0.5 * -math.log(math.exp(2.0) / (math.exp(2.0) + math.exp(0.5) + math.exp(1.0)))
+    assert with_ranking_loss(bce, logits, batch, 0.5, kind="listwise").item() == pytest.approx(expected, abs=1e-6)
+    with pytest.raises(config_module.ConfigError, match="train.ranking_loss"):
+        config_module.load(None, [*data, "train.ranking_loss=listwise", "train.ranking_target=rmsd"])
+    with pytest.raises(config_module.ConfigError, match="train.ranking_loss"):
+        config_module.load(None, [*data, "train.ranking_loss=softmax"])

@@ -10,7 +10,7 @@ import torch
 from pecan.train import checkpoint as ckpt
 from pecan.train.components import cosine_schedule
 from pecan.train.distributed import discover
-from pecan.train.ranking import rmsd_ranking_loss
+from pecan.train.ranking import listwise_ranking_loss, rmsd_ranking_loss
 from pecan.train.timing import PhaseTimer
 from pecan.train.trainer import Trainer
 from tests import configs
@@ -268,5 +268,25 @@ def test_ranking_target_rmsd_orders_the_training_poses_by_their_rmsd(data_dir, t
         ranking = rmsd_ranking_loss(logits, torch.tensor(expected)[batch.sample_id], batch.complex_code, 1.0)
         assert ranking.item() > 0  # the batch has pairs
         assert loss.item() == pytest.approx((bce + ranking).item(), rel=1e-5)
+    finally:
+        trainer.close()
+
+
+def test_ranking_loss_listwise_is_what_the_trainer_adds_to_bce(data_dir, tmp_path):
+    trainer = trainer_for(
+        data_dir, tmp_path / "run", "train.ranking_loss_weight=0.5", "train.ranking_loss=listwise", "data.augment=false"
+    )
+    try:
+        assert trainer.ranking_rmsd is None
+        batch, _ = next(iter(trainer.train_loader))  # (batch, read counts)
+        loss = trainer.forward_loss(batch)
+        with torch.no_grad():
+            logits = trainer.model(batch).float()
+        bce = torch.nn.functional.binary_cross_entropy_with_logits(
+            logits, batch.y.float(), pos_weight=torch.tensor(trainer.pos_weight)
+        )
+        listwise = listwise_ranking_loss(logits, batch.y, batch.complex_code)
+        assert listwise.item() > 0  # the batch has a complex with both kinds of pose
+        assert loss.item() == pytest.approx((bce + 0.5 * listwise).item(), rel=1e-5)
     finally:
         trainer.close()
