@@ -2,6 +2,7 @@
 pecan/pretrained/ (what `pecan score` uses when no checkpoint is given).
 
     python benchmarks/corpus/ship.py [--config configs/redock.yaml] [--set KEY=VALUE ...] [--results RESULTS.json]
+    python benchmarks/corpus/ship.py --card-only --results RESULTS.json   # rewrite the card of the shipped model
 
 Converts every docked complex (benchmarks/corpus/docked, once; shared with run.py's work/shards), trains the
 recipe on all of them (the recipe's val_fraction holds out complexes for best.pt; no fold is held out: the
@@ -38,6 +39,12 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--work", type=Path, default=HERE / "work", help="shards and the training run")
     parser.add_argument("--results", type=Path, default=None, help="run.py's JSON of the same recipe (figures)")
     parser.add_argument("--out", type=Path, default=CHECKPOINT, help="where the checkpoint goes")
+    parser.add_argument(
+        "--card-only",
+        action="store_true",
+        help="train nothing: rewrite the model card of the checkpoint at --out (e.g. with new --results figures); "
+        "the recipe and overrides must be the ones it was trained with",
+    )
     return parser.parse_args(argv)
 
 
@@ -68,12 +75,20 @@ def train(args: argparse.Namespace, shards: Path, index: Path) -> Path:
 def main(argv=None) -> int:
     """Convert, train, slim, write the card."""
     args = parse_args(argv)
+    if args.card_only and not args.out.is_file():
+        print(f"error: --card-only: no checkpoint at {args.out}", file=sys.stderr)
+        return 2
     shards = args.work / "shards"
     docked = convert(args.docked, shards)
-    index = args.work / "ship_all.csv"
-    write_index_csv(docked, index)
-    best = train(args, shards, index)
-    slim_checkpoint(best, args.out)
+    if args.card_only:
+        # The complexes the checkpoint was trained on: those of the index its training run read.
+        trained = set(pd.read_csv(args.work / "ship_all.csv", usecols=["pdbid"], dtype=str).pdbid)
+        docked = docked[docked.complex_id.astype(str).isin(trained)]
+    else:
+        index = args.work / "ship_all.csv"
+        write_index_csv(docked, index)
+        best = train(args, shards, index)
+        slim_checkpoint(best, args.out)
     corpus = {
         "manifest": pd.read_csv(HERE / "manifest.csv", dtype=str, keep_default_na=False),
         "excluded": pd.read_csv(HERE / "excluded.csv", dtype=str, keep_default_na=False),

@@ -139,3 +139,12 @@ def test_prepare_and_redock_a_tiny_slice(tmp_path):
         progress=False,
     )
     assert summary["complexes"] == len(manifest) and summary["poses"] >= len(manifest)
+
+
+def test_ship_card_only_needs_the_checkpoint_it_describes(tmp_path, capsys):
+    from benchmarks.corpus import ship
+
+    missing = tmp_path / "corpus_egnn.pt"
+    assert ship.main(["--card-only", "--out", str(missing), "--work", str(tmp_path / "work")]) == 2
+    assert f"no checkpoint at {missing}" in capsys.readouterr().err
+    assert not (tmp_path / "work").exists()  # nothing converted or trained
