@@ -248,6 +248,18 @@ def test_evaluation_counts_its_reads(data_dir, tmp_path):
         trainer.close()
 
 
+def first_batch_loss(trainer):
+    """The first training batch, the trainer's loss of it, the model's logits and their BCE alone."""
+    batch, _ = next(iter(trainer.train_loader))  # (batch, read counts)
+    loss = trainer.forward_loss(batch)
+    with torch.no_grad():
+        logits = trainer.model(batch).float()
+    bce = torch.nn.functional.binary_cross_entropy_with_logits(
+        logits, batch.y.float(), pos_weight=torch.tensor(trainer.pos_weight)
+    )
+    return batch, loss, logits, bce
+
+
 def test_ranking_target_rmsd_orders_the_training_poses_by_their_rmsd(data_dir, tmp_path):
     trainer = trainer_for(
         data_dir, tmp_path / "run", "train.ranking_loss_weight=1.0", "train.ranking_target=rmsd", "data.augment=false"
@@ -258,13 +270,7 @@ def test_ranking_target_rmsd_orders_the_training_poses_by_their_rmsd(data_dir, t
             0.0 if crystal else RMSDS[int(str(pose)[-1])] for crystal, pose in zip(table.is_crystal, table.pose_id)
         ]
         assert trainer.ranking_rmsd.tolist() == pytest.approx(expected)
-        batch, _ = next(iter(trainer.train_loader))  # (batch, read counts)
-        loss = trainer.forward_loss(batch)
-        with torch.no_grad():
-            logits = trainer.model(batch).float()
-        bce = torch.nn.functional.binary_cross_entropy_with_logits(
-            logits, batch.y.float(), pos_weight=torch.tensor(trainer.pos_weight)
-        )
+        batch, loss, logits, bce = first_batch_loss(trainer)
         ranking = rmsd_ranking_loss(logits, torch.tensor(expected)[batch.sample_id], batch.complex_code, 1.0)
         assert ranking.item() > 0  # the batch has pairs
         assert loss.item() == pytest.approx((bce + ranking).item(), rel=1e-5)
@@ -278,13 +284,7 @@ def test_ranking_loss_listwise_is_what_the_trainer_adds_to_bce(data_dir, tmp_pat
     )
     try:
         assert trainer.ranking_rmsd is None
-        batch, _ = next(iter(trainer.train_loader))  # (batch, read counts)
-        loss = trainer.forward_loss(batch)
-        with torch.no_grad():
-            logits = trainer.model(batch).float()
-        bce = torch.nn.functional.binary_cross_entropy_with_logits(
-            logits, batch.y.float(), pos_weight=torch.tensor(trainer.pos_weight)
-        )
+        batch, loss, logits, bce = first_batch_loss(trainer)
         listwise = listwise_ranking_loss(logits, batch.y, batch.complex_code)
         assert listwise.item() > 0  # the batch has a complex with both kinds of pose
         assert loss.item() == pytest.approx((bce + 0.5 * listwise).item(), rel=1e-5)
