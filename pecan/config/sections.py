@@ -156,8 +156,9 @@ class TrainConfig:
         "val_auc",
     )
     ranking_loss_weight: float = _doc(
-        "Weight of a pairwise ranking loss added to BCE: softplus(s_neg - s_pos) over every (near-native, other) "
-        "pose pair of one complex within a batch; 0 turns it off.",
+        "Weight of a per-complex ranking loss added to BCE (its form: train.ranking_loss; by default "
+        "softplus(s_neg - s_pos) over every (near-native, other) pose pair of one complex within a batch); 0 turns "
+        "it off.",
         0.0,
     )
     ranking_loss: Literal["pairwise", "listwise"] = _doc(
