@@ -152,6 +152,8 @@ def fit_fold(features: np.ndarray, gap: np.ndarray, label: np.ndarray, complexes
     w = torch.ones((), dtype=torch.float64, requires_grad=True)
     optimizer = torch.optim.LBFGS([theta, w], max_iter=300, line_search_fn="strong_wolfe")
 
+    # The loss of pecan.train.ranking.listwise_ranking_loss, summed by complex with index_add over the whole
+    # training set at once (its per-batch pose-by-pose mask would be n^2 over thousands of poses).
     def closure():
         optimizer.zero_grad()
         score = z @ theta - w * gaps

@@ -78,14 +78,12 @@ def main(argv=None) -> int:
     if args.card_only and not args.out.is_file():
         print(f"error: --card-only: no checkpoint at {args.out}", file=sys.stderr)
         return 2
-    shards = args.work / "shards"
-    docked = convert(args.docked, shards)
+    shards, index = args.work / "shards", args.work / "ship_all.csv"
     if args.card_only:
-        # The complexes the checkpoint was trained on: those of the index its training run read.
-        trained = set(pd.read_csv(args.work / "ship_all.csv", usecols=["pdbid"], dtype=str).pdbid)
-        docked = docked[docked.complex_id.astype(str).isin(trained)]
+        # The complexes the checkpoint was trained on: those of the index its training run read (none converted anew).
+        docked = convert(args.docked, shards, set(pd.read_csv(index, usecols=["pdbid"], dtype=str).pdbid))
     else:
-        index = args.work / "ship_all.csv"
+        docked = convert(args.docked, shards)
         write_index_csv(docked, index)
         best = train(args, shards, index)
         slim_checkpoint(best, args.out)

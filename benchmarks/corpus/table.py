@@ -2,13 +2,23 @@
 the same poses, with the paired top-1 intervals.
 
     python benchmarks/corpus/table.py benchmarks/corpus/results/c93_recipe.json [...]
+    python benchmarks/corpus/table.py --by-source benchmarks/corpus/results/c608_base.json [...]
+
+``--by-source``: per source of the corpus manifest (posebusters, astex, coreset2013), the top-1 of the model,
+the docking score and each peer, and the ceiling; and on how many complexes the model's first pose and the
+docking score's differ in outcome (model right where the docking score is wrong, and the reverse).
 """
 
 from __future__ import annotations
 
 import json
 import sys
+from collections import Counter
 from pathlib import Path
+
+import pandas as pd
+
+MANIFEST = Path(__file__).resolve().parent / "manifest.csv"
 
 HEADER = (
     "| recipe (tag) | complexes / poses | model top-1 | Vina top-1 | GNINA top-1 | GNINA default2018 top-1 | ceiling "
@@ -49,10 +59,42 @@ def row(result: dict) -> str:
     )
 
 
+def by_source(result: dict, sources: dict[str, str]) -> list[str]:
+    """Lines of per-source top-1 counts (``sources``: complex -> source) and the model/docking disagreements."""
+    rankers = ["model", "docking", *result.get("peers", [])]
+    hits: dict[str, Counter] = {name: Counter() for name in [*rankers, "ceiling", "complexes"]}
+    wins = losses = 0
+    for fold in result["folds"].values():
+        for complex_id, row_hits in fold["per_complex"].items():
+            source = sources[complex_id]
+            hits["complexes"][source] += 1
+            hits["ceiling"][source] += row_hits["ceiling"]
+            for name in rankers:
+                hits[name][source] += row_hits[f"{name}_top1"]
+            wins += row_hits["model_top1"] > row_hits["docking_top1"]
+            losses += row_hits["model_top1"] < row_hits["docking_top1"]
+    lines = [
+        f"| source ({result['tag']}) | complexes | {' | '.join(rankers)} | ceiling |",
+        "|---" * (len(rankers) + 3) + "|",
+    ]
+    for source in sorted(hits["complexes"]):
+        counts = " | ".join(str(hits[name][source]) for name in [*rankers, "ceiling"])
+        lines.append(f"| {source} | {hits['complexes'][source]} | {counts} |")
+    lines.append(f"model right where the docking score is wrong: {wins}; the reverse: {losses}")
+    return lines
+
+
 def main(argv=None) -> int:
-    """Print the table."""
+    """Print the table (or, with --by-source, the per-source tables)."""
+    args = list(argv if argv is not None else sys.argv[1:])
+    if args and args[0] == "--by-source":
+        manifest = pd.read_csv(MANIFEST, dtype=str, keep_default_na=False)
+        sources = dict(zip(manifest["complex_id"], manifest["source"]))
+        for path in map(Path, args[1:]):
+            print("\n".join(by_source(json.loads(path.read_text()), sources)))
+        return 0
     print(HEADER)
-    for path in map(Path, argv if argv is not None else sys.argv[1:]):
+    for path in map(Path, args):
         print(row(json.loads(path.read_text())))
     return 0
 

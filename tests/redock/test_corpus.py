@@ -148,3 +148,25 @@ def test_ship_card_only_needs_the_checkpoint_it_describes(tmp_path, capsys):
     assert ship.main(["--card-only", "--out", str(missing), "--work", str(tmp_path / "work")]) == 2
     assert f"no checkpoint at {missing}" in capsys.readouterr().err
     assert not (tmp_path / "work").exists()  # nothing converted or trained
+
+
+def test_table_by_source_counts_top1_per_source_and_the_disagreements():
+    from benchmarks.corpus import table
+
+    def hits(model, docking, gnina, ceiling=1):
+        return {"model_top1": model, "docking_top1": docking, "gnina_top1": gnina, "ceiling": ceiling}
+
+    result = {
+        "tag": "t",
+        "peers": ["gnina"],
+        "folds": {
+            "0": {"per_complex": {"a": hits(1, 0, 1), "b": hits(0, 1, 1)}},
+            "1": {"per_complex": {"c": hits(1, 1, 0), "d": hits(0, 0, 0, ceiling=0)}},
+        },
+    }
+    lines = table.by_source(result, {"a": "astex", "b": "posebusters", "c": "posebusters", "d": "posebusters"})
+    assert lines[2:] == [
+        "| astex | 1 | 1 | 0 | 1 | 1 |",
+        "| posebusters | 3 | 1 | 2 | 1 | 2 |",
+        "model right where the docking score is wrong: 1; the reverse: 1",
+    ]
