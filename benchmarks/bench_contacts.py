@@ -1,6 +1,6 @@
 """ContactCounter (pecan.convert.contacts) against InteractionCounter (ProLIF) on the redocked corpus.
 
-For each complex of ``benchmarks/corpus/docked/manifest.csv`` (``--complexes`` of them, evenly spaced),
+For each complex of ``studies/corpus/docked/manifest.csv`` (``--complexes`` of them, evenly spaced),
 the pocket is cut as the converter cuts it (whole residues within 8 A of the crystal ligand or any pose)
 and the crystal ligand and every pose, hydrogens added where they have none, are counted by both
 counters. Every count of every molecule must agree. Reported: molecules compared, mismatches (each one
@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def parse_args(argv=None) -> argparse.Namespace:
     """Command-line options."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--docked", default=str(ROOT / "benchmarks/corpus/docked"))
+    parser.add_argument("--docked", default=str(ROOT / "studies/corpus/docked"))
     parser.add_argument(
         "--complexes",
         type=int,

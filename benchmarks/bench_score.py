@@ -20,13 +20,13 @@ its peak RSS (``ru_maxrss``) is its own. Stages:
 - ``model``: batching and the model's forward passes;
 - ``write``: scores CSV, failures, metrics JSON and the scored SDF.
 
-With ``--gnina-python`` (the interpreter of ``benchmarks/peers/.venv-gnina``) and ``--gnina-script``
-(``benchmarks/peers/gnina_score.py``) GNINA's ``default2018`` single model and its ``default`` ensemble
+With ``--gnina-python`` (the interpreter of ``studies/peers/.venv-gnina``) and ``--gnina-script``
+(``studies/peers/gnina_score.py``) GNINA's ``default2018`` single model and its ``default`` ensemble
 score the same poses in the same run, interleaved with PECAN round by round; the ensemble scores the first
 ``--gnina-ensemble-poses`` of them (it costs ~10x the single model).
 
     python -m benchmarks.bench_score --checkpoint best.pt --poses 1000 10000 --rounds 2 \
-        --gnina-python benchmarks/peers/.venv-gnina/bin/python --gnina-script benchmarks/peers/gnina_score.py \
+        --gnina-python studies/peers/.venv-gnina/bin/python --gnina-script studies/peers/gnina_score.py \
         --threads 2 --out benchmarks/bench_score.json
 """
 
@@ -67,7 +67,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     )
     parser.add_argument("--gnina-threads", type=int, default=2, help="torch threads of GNINA (its fastest: all cores)")
     parser.add_argument("--gnina-python", default="", help="interpreter of the GNINA environment")
-    parser.add_argument("--gnina-script", default="", help="benchmarks/peers/gnina_score.py")
+    parser.add_argument("--gnina-script", default="", help="studies/peers/gnina_score.py")
     parser.add_argument("--gnina-ensemble-poses", type=int, default=100, help="poses the ensemble scores")
     parser.add_argument("--gnina-max-poses", type=int, default=1000, help="largest case GNINA scores")
     parser.add_argument("--out", default="", help="results JSON")

@@ -20,7 +20,11 @@ def python_files(*folders):
     out = []
     for folder in folders:
         path = ROOT / folder
-        out += [path] if path.suffix == ".py" else sorted(path.rglob("*.py"))
+        out += (
+            [path]
+            if path.suffix == ".py"
+            else sorted(p for p in path.rglob("*.py") if not any(part.startswith(".venv") for part in p.parts))
+        )
     return out
 
 
@@ -122,7 +126,7 @@ def test_only_fileio_renames_into_place():
 def test_only_tracing_imports_dftracer():
     importers = {
         relative(p)
-        for p in python_files("pecan", "model", "scripts", "benchmarks", "main_app.py")
+        for p in python_files("pecan", "model", "scripts", "benchmarks", "studies", "main_app.py")
         if any(name.split(".")[0] == "dftracer" for name in imported_modules(p))
     }
     assert importers == {"pecan/runtime/tracing.py"}
@@ -265,7 +269,7 @@ def test_data_path_table_states_the_measured_hdf5_calls(synthetic_index):
         assert steady_calls(frame, mode)[1] == with_radii, mode
 
 
-CODE_PATH = re.compile(r"`((?:pecan|model|tests|benchmarks|scripts|configs|docs)/[\w./-]*)`")
+CODE_PATH = re.compile(r"`((?:pecan|model|tests|benchmarks|studies|scripts|configs|docs)/[\w./-]*)`")
 MODULE_PATH = re.compile(r"`((?:pecan|model)(?:\.\w+)+)`")
 
 

@@ -1,8 +1,8 @@
 """The shipped pretrained model: `pecan score` uses it when no checkpoint is given.
 
 ``corpus_egnn.pt`` is a scoring-only checkpoint (model weights, model config, pinned sample settings, the
-training-data record; no optimizer, scheduler or RNG state), trained by benchmarks/corpus/ship.py on the
-public redocked corpus of benchmarks/corpus; ``MODEL_CARD.md`` beside it says on what, with which exclusions
+training-data record; no optimizer, scheduler or RNG state), trained by studies/corpus/ship.py on the
+public redocked corpus of studies/corpus; ``MODEL_CARD.md`` beside it says on what, with which exclusions
 and figures, and holds the checkpoint's config as a JSON block that a test compares with the checkpoint.
 """
 
@@ -84,7 +84,7 @@ def _figures(results: dict | None) -> str:
     pooled = results["pooled"]
     n = pooled["complexes"]
     lines = [
-        f"Cluster-split cross-validation (`benchmarks/corpus`, recipe tag `{results['tag']}`), pooled over "
+        f"Cluster-split cross-validation (`studies/corpus`, recipe tag `{results['tag']}`), pooled over "
         f"{len(results['folds'])} folds, {n} complexes, {pooled['poses']} poses; 95% bootstrap intervals over "
         "complexes:",
         "",
@@ -135,8 +135,8 @@ that a pose is within 2 A heavy-atom RMSD of the crystal pose. `pecan score --re
 --out S.sdf` uses it when no checkpoint is given.
 
 ## Training data
-- {poses["complex_id"].nunique()} public crystal complexes of `benchmarks/corpus` (PoseBusters benchmark set, Astex
-  diverse set, CASF-2013 core set; provenance per file in `benchmarks/corpus/sources.csv`), each ligand
+- {poses["complex_id"].nunique()} public crystal complexes of `studies/corpus` (PoseBusters benchmark set, Astex
+  diverse set, CASF-2013 core set; provenance per file in `studies/corpus/sources.csv`), each ligand
   redocked into its own receptor with `pecan redock` (AutoDock Vina, from an RDKit conformer, never the
   crystal geometry): {len(poses)} docked poses, {int(poses["label"].sum())} near-native.
 - Recipe: `{recipe}`{" with " + ", ".join(f"`{o}`" for o in overrides) if overrides else ""}; best epoch by
@@ -144,7 +144,7 @@ that a pose is within 2 A heavy-atom RMSD of the crystal pose. `pecan score --re
 - The docking score (SD property `{score_property}`, Vina kcal/mol) is a model input: poses without it cannot be scored.
 
 ## Exclusions
-{len(excluded)} candidates are left out (`benchmarks/corpus/excluded.csv`), {len(reserved)} of them as
+{len(excluded)} candidates are left out (`studies/corpus/excluded.csv`), {len(reserved)} of them as
 **reserved external test proteins** (TYK2, thrombin, MCL1, PTP1B, HIF-2α, PDE2A: by PDB entry and by >= 40%
 sequence identity of a binding chain). Figures of this model on those proteins are external tests; nothing
 about them was used to train, tune or select it.

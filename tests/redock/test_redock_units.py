@@ -37,7 +37,7 @@ def test_a_record_written_before_the_rename_reads_its_best_docking_score(tmp_pat
     job.poses_path.write_text("")
     job.record_path.parent.mkdir(parents=True)
     old = {"complex_id": "a", "key": job.key, "status": "ok", "poses": 3, "best_score": -9.5}
-    job.record_path.write_text(json.dumps(old))  # as benchmarks/*/docked/records/*.json still are
+    job.record_path.write_text(json.dumps(old))  # as studies/*/docked/records/*.json still are
     record = finished(job)
     assert record["best_docking_score"] == -9.5 and "best_score" not in record
 

@@ -1,0 +1,104 @@
+"""Train the shipped model on every redocked complex of the corpus and write it, with its model card, into
+pecan/pretrained/ (what `pecan score` uses when no checkpoint is given).
+
+    python studies/corpus/ship.py [--config configs/redock.yaml] [--set KEY=VALUE ...] [--results RESULTS.json]
+    python studies/corpus/ship.py --card-only --results RESULTS.json   # rewrite the card of the shipped model
+
+Converts every docked complex (studies/corpus/docked, once; shared with run.py's work/shards), trains the
+recipe on all of them (the recipe's val_fraction holds out complexes for best.pt; no fold is held out: the
+cluster-split figures of the same recipe come from run.py and go into the card with --results), keeps only
+what scoring needs from best.pt (no optimizer, scheduler or RNG state) and writes MODEL_CARD.md from the
+checkpoint itself, so the card's config block is the checkpoint's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+sys.path.insert(0, str(ROOT))
+
+from pecan.data.layout import write_index_csv  # noqa: E402 - after the sys.path line (run as a script)
+from pecan.pretrained import CARD, CHECKPOINT, card_text, slim_checkpoint  # noqa: E402
+from studies.realdock.run import convert  # noqa: E402 - after the sys.path line (run as a script)
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    """Command-line options."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--config", type=Path, default=ROOT / "configs" / "redock.yaml", help="the recipe")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument("--docked", type=Path, default=HERE / "docked", help="output directory of pecan redock")
+    parser.add_argument("--work", type=Path, default=HERE / "work", help="shards and the training run")
+    parser.add_argument("--results", type=Path, default=None, help="run.py's JSON of the same recipe (figures)")
+    parser.add_argument("--out", type=Path, default=CHECKPOINT, help="where the checkpoint goes")
+    parser.add_argument(
+        "--card-only",
+        action="store_true",
+        help="train nothing: rewrite the model card of the checkpoint at --out (e.g. with new --results figures); "
+        "the recipe and overrides must be the ones it was trained with",
+    )
+    return parser.parse_args(argv)
+
+
+def train(args: argparse.Namespace, shards: Path, index: Path) -> Path:
+    """Train the recipe on ``index``; returns best.pt."""
+    run_dir = args.work / "ship"
+    fixed = [
+        f"data.data_dir={shards}",
+        f"data.train_csvs=[{index}]",
+        f"train.out_dir={run_dir}",
+        "train.progress=false",
+        "train.resume=never",
+        "train.plots=false",
+        "synthetic.enabled=false",
+    ]
+    settings = [item for value in [*fixed, *args.overrides] for item in ("--set", value)]
+    with open(args.work / "ship.log", "w") as log:
+        subprocess.run(
+            [sys.executable, str(ROOT / "main_app.py"), str(args.config), *settings],
+            check=True,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=ROOT,
+        )
+    return run_dir / "checkpoints" / "best.pt"
+
+
+def main(argv=None) -> int:
+    """Convert, train, slim, write the card."""
+    args = parse_args(argv)
+    if args.card_only and not args.out.is_file():
+        print(f"error: --card-only: no checkpoint at {args.out}", file=sys.stderr)
+        return 2
+    shards, index = args.work / "shards", args.work / "ship_all.csv"
+    if args.card_only:
+        # The complexes the checkpoint was trained on: those of the index its training run read (none converted anew).
+        docked = convert(args.docked, shards, set(pd.read_csv(index, usecols=["pdbid"], dtype=str).pdbid))
+    else:
+        docked = convert(args.docked, shards)
+        write_index_csv(docked, index)
+        best = train(args, shards, index)
+        slim_checkpoint(best, args.out)
+    corpus = {
+        "manifest": pd.read_csv(HERE / "manifest.csv", dtype=str, keep_default_na=False),
+        "excluded": pd.read_csv(HERE / "excluded.csv", dtype=str, keep_default_na=False),
+        "docked": docked,
+    }
+    results = json.loads(args.results.read_text()) if args.results else None
+    card = args.out.parent / CARD.name
+    recipe = str(args.config.resolve().relative_to(ROOT))
+    card.write_text(card_text(args.out, corpus, results, recipe=recipe, overrides=args.overrides))
+    print(f"wrote {args.out} ({args.out.stat().st_size / 1e6:.2f} MB) and {card}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

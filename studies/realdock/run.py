@@ -1,0 +1,508 @@
+"""Leave-one-family-out rescoring benchmark on the redocked crystal complexes of studies/realdock.
+
+    python studies/realdock/run.py [--config configs/redock.yaml] [--set KEY=VALUE ...] [--tag NAME] [--seeds 0,1,2]
+                                      [--families kinase,protease] [--work WORK_DIR]
+
+Converts each complex of docked/manifest.csv into shards (once; reused), then for each family: trains the
+recipe on the other families (``python main_app.py CONFIG``), scores the held-out family with ``--predict`` and compares
+the model's ranking of each complex's poses with the docking score's on the same poses. Writes
+studies/realdock/results/<tag>.json (every fold and the pooled figures) and prints the Markdown table of
+BENCHMARKS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import yaml
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+sys.path.insert(0, str(ROOT))
+
+from pecan.config import load as load_config  # noqa: E402 - after the sys.path line (run as a script)
+from pecan.convert.complexes import Options  # noqa: E402 - after the sys.path line (run as a script)
+from pecan.convert.run import convert as convert_structures  # noqa: E402 - after the sys.path line (run as a script)
+from pecan.convert.run import summary_line  # noqa: E402 - after the sys.path line (run as a script)
+from pecan.data.index import split_by_complex  # noqa: E402 - after the sys.path line (run as a script)
+from pecan.data.index_rows import read_index_rows  # noqa: E402 - after the sys.path line (run as a script)
+from pecan.data.layout import write_index_csv  # noqa: E402 - after the sys.path line (run as a script)
+from pecan.redock.ranking import complex_table, summarize  # noqa: E402 - after the sys.path line (run as a script)
+from pecan.scoring.scores_csv import read_scores  # noqa: E402 - after the sys.path line (run as a script)
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    """Command-line options."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--config", type=Path, default=ROOT / "configs" / "redock.yaml", help="the recipe")
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="config override for every fold (repeatable)",
+    )
+    parser.add_argument("--tag", default="recipe", help="names the results file and the fold run directories")
+    parser.add_argument("--docked", type=Path, default=HERE / "docked", help="output directory of pecan redock")
+    parser.add_argument("--work", type=Path, default=HERE / "work", help="shards, fold runs and results")
+    parser.add_argument("--families", default="", help="comma-separated held-out groups (default: all)")
+    parser.add_argument(
+        "--group-column",
+        default="family",
+        help="the docked manifest's column whose values are the folds (default family: leave-one-family-out; "
+        "studies/corpus uses fold, its cluster-split folds)",
+    )
+    parser.add_argument("--results", type=Path, default=HERE / "results", help="where <tag>.json goes")
+    parser.add_argument("--n-boot", type=int, default=2000, help="bootstrap resamples over complexes")
+    parser.add_argument(
+        "--seeds",
+        default="",
+        help="comma-separated train.seed values: each fold trains once per seed and the ensemble (the mean of "
+        "the seeds' probabilities) is scored; every seed's own figures go to the JSON too (default: the "
+        "recipe's seed, one run)",
+    )
+    parser.add_argument(
+        "--peer-scores",
+        type=Path,
+        default=None,
+        help="per-pose scores of other rankers on the same poses (columns complex_id, pose_id and the score "
+        "columns; studies/peers/gnina_score.py writes them): ranked beside the model in the same run",
+    )
+    parser.add_argument(
+        "--test-docked",
+        type=Path,
+        default=None,
+        help="score each held-out fold on this docking output's poses instead (a manifest like pecan redock's, "
+        "with the same complex ids and group column, e.g. studies/corpus/qvina): a docking program the model "
+        "never trained on",
+    )
+    parser.add_argument(
+        "--train-extra",
+        type=Path,
+        default=None,
+        help="more training poses of the same complexes (a manifest like pecan redock's with the same complex ids "
+        "and group column, e.g. studies/corpus/augmented): added to each fold's training complexes, never "
+        "scored",
+    )
+    parser.add_argument(
+        "--only",
+        type=Path,
+        default=None,
+        help="a CSV with a complex_id column (e.g. the --peer-scores file): only those docked complexes, so "
+        "recipes compared on a growing docking run see the same poses (--test-docked poses are all scored)",
+    )
+    parser.add_argument(
+        "--reuse",
+        action="store_true",
+        help="reuse a fold's scores when an earlier run of the same tag wrote them with the same config, "
+        "settings and training files (e.g. to add --peer-scores to a finished run without training again)",
+    )
+    parser.add_argument(
+        "--peer-columns",
+        default="cnn_score_default=gnina,cnn_score_default2018=gnina2018",
+        help="COLUMN=NAME pairs of --peer-scores to rank (higher = better)",
+    )
+    return parser.parse_args(argv)
+
+
+def peer_table(args: argparse.Namespace) -> tuple[pd.DataFrame | None, tuple[str, ...]]:
+    """The peers' scores keyed by (complex, pose) and their names, or (None, ()) without --peer-scores."""
+    if args.peer_scores is None:
+        return None, ()
+    pairs = dict(item.split("=", 1) for item in args.peer_columns.split(",") if item)
+    table = read_scores(args.peer_scores)  # ids as text; an older file's pose column read as pose_id
+    missing = [c for c in ("complex_id", "pose_id", *pairs) if c not in table.columns]
+    if missing:
+        raise SystemExit(f"error: {args.peer_scores} has no column(s) {', '.join(missing)}")
+    table = table.rename(columns=pairs)[["complex_id", "pose_id", *pairs.values()]]
+    return table, tuple(pairs.values())
+
+
+def with_peers(scores: pd.DataFrame, peers: pd.DataFrame | None) -> pd.DataFrame:
+    """The fold's scores with every peer's score of the same pose; a pose without one is an error."""
+    if peers is None:
+        return scores
+    keyed = scores.astype({"complex_id": str, "pose_id": str})
+    merged = keyed.merge(peers, on=["complex_id", "pose_id"], how="left", validate="one_to_one")
+    lacking = merged[peers.columns[2:]].isna().any(axis=1)
+    if lacking.any():
+        first = merged[lacking].iloc[0]
+        raise SystemExit(
+            f"error: {int(lacking.sum())} pose(s) have no peer score, e.g. {first['complex_id']}/{first['pose_id']}"
+        )
+    return merged
+
+
+AMINO_ACIDS = frozenset(
+    "ALA ARG ASN ASP CYS GLN GLU GLY HIS HID HIE HIP ILE LEU LYS MET PHE PRO SER THR TRP TYR VAL CYX ASH GLH LYN "
+    "MSE".split()
+)
+
+
+def without_orphan_hydrogens(receptor: Path, out: Path, amino_acids_only: bool = False) -> Path:
+    """A copy of a PDB receptor without hydrogens farther than 1.3 A from every heavy atom (some PDBQT sources
+    keep the hydrogens of side-chain atoms they dropped; ProLIF then reports a fragmented residue), and, with
+    ``amino_acids_only``, without every other residue (an ion or cofactor written as ATOM records, which the
+    converter's HETATM filter cannot see)."""
+    lines = [line for line in receptor.read_text().splitlines() if line.startswith(("ATOM", "HETATM"))]
+    if amino_acids_only:
+        lines = [line for line in lines if line[17:20].strip() in AMINO_ACIDS]
+    xyz = np.array([[float(line[30:38]), float(line[38:46]), float(line[46:54])] for line in lines])
+    hydrogen = np.array([line[76:78].strip() == "H" for line in lines])
+    keep = np.ones(len(lines), bool)
+    if hydrogen.any() and (~hydrogen).any():
+        nearest = np.linalg.norm(xyz[hydrogen][:, None] - xyz[~hydrogen][None], axis=2).min(1)
+        keep[np.flatnonzero(hydrogen)[nearest > 1.3]] = False
+    out.write_text("\n".join(line for line, k in zip(lines, keep) if k) + "\nEND\n")
+    return out
+
+
+# Conversion attempts, in order, for a complex the converter rejects: as docked, then without orphan
+# hydrogens, then also without HETATM and non-amino-acid residues (a cofactor or ion ProLIF cannot read).
+ATTEMPTS = (
+    ("as docked", False, False),
+    ("orphan hydrogens removed", True, False),
+    ("orphan hydrogens and non-amino-acid residues removed", True, True),
+)
+
+
+def convert_one(row: dict, docked: Path, out: Path) -> str:
+    """Convert one complex into ``out``; returns the attempt that worked ('' when none did)."""
+    out = out.resolve()  # the retry's cleaned receptor must not resolve against the manifest's folder again
+    out.mkdir(parents=True, exist_ok=True)
+    one = {
+        k: (str((docked / v).resolve()) if k in ("receptor", "poses", "crystal_ligand") else v) for k, v in row.items()
+    }
+    for attempt, (what, clean, drop_hetero) in enumerate(ATTEMPTS):
+        if clean:
+            source = Path(docked / row["receptor"]).resolve()
+            one["receptor"] = str(without_orphan_hydrogens(source, out / "receptor_clean.pdb", drop_hetero))
+        pd.DataFrame([one]).to_csv(out / "manifest.csv", index=False)
+        if attempt:
+            (out / "failures.csv").replace(out / f"failures_attempt{attempt}.csv")
+        # The converter of scripts/convert_structures.py, called in-process: one import of RDKit and ProLIF
+        # for all complexes instead of one per complex.
+        summary = convert_structures(
+            out / "manifest.csv", out, Options(drop_hetero=drop_hetero), prefix=row["complex_id"], progress=False
+        )
+        print(f"{row['complex_id']} ({what}): {summary_line(summary)}", flush=True)
+        if summary["complexes"]:
+            (out / "attempt.txt").write_text(what + "\n")
+            return what
+    (out / "attempt.txt").write_text("none worked: see failures_attempt*.csv\n")
+    return ""
+
+
+def poses_digest(path: Path) -> str:
+    """The first 16 hex digits of a poses file's SHA-256 (as studies/peers/gnina_score.py records it)."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+
+
+def check_peer_poses(args: argparse.Namespace, scored: set[str]) -> None:
+    """Exit with an error when --peer-scores scored another version of a scored complex's poses file (its
+    poses_sha256 differs from the file's now); a file without that column is used with a warning."""
+    table = pd.read_csv(args.peer_scores, dtype=str, keep_default_na=False)  # a digest of digits is not a number
+    if "poses_sha256" not in table.columns:
+        print(
+            f"warning: {args.peer_scores} has no poses_sha256 column: cannot check that its scores are of the "
+            "current poses (studies/peers/gnina_score.py writes it)",
+            flush=True,
+        )
+        return
+    recorded = table.groupby("complex_id")["poses_sha256"].agg(set).to_dict()
+    source = args.test_docked if args.test_docked is not None else args.docked
+    manifest = pd.read_csv(source / "manifest.csv", dtype=str, keep_default_na=False)
+    stale = [
+        complex_id
+        for complex_id, poses in zip(manifest["complex_id"], manifest["poses"])
+        if complex_id in scored and complex_id in recorded and recorded[complex_id] != {poses_digest(source / poses)}
+    ]
+    if stale:
+        raise SystemExit(
+            f"error: {args.peer_scores} scored other versions of {len(stale)} poses file(s) of {source} "
+            f"(e.g. {', '.join(stale[:5])}): score them again"
+        )
+
+
+def convert(docked: Path, shards: Path, only: set[str] | None = None) -> pd.DataFrame:
+    """The index of every docked complex (of ``only``, when given), each converted into its own directory
+    shards/<complex>/ (once: a converted complex is reused, so a benchmark grows with the docking). Shard paths
+    are relative to ``shards``."""
+    manifest = pd.read_csv(docked / "manifest.csv", dtype=str, keep_default_na=False)
+    if only is not None:
+        manifest = manifest[manifest["complex_id"].isin(only)]
+    indexes = []
+    for row in manifest.to_dict("records"):
+        out = shards / row["complex_id"]
+        index = out / f"{row['complex_id']}_all.csv"
+        digest = poses_digest(docked / row["poses"])
+        stamp = out / "poses_sha256.txt"
+        if out.exists() and (not stamp.exists() or stamp.read_text().strip() != digest):
+            # converted from another version of the poses file (or before the stamp existed): convert again
+            print(f"{row['complex_id']}: {docked / row['poses']} differs from the converted poses; converting again")
+            shutil.rmtree(out)
+        if not index.exists() and not (out / "attempt.txt").exists():
+            convert_one(row, docked, out)
+            stamp.write_text(digest + "\n")
+        if index.exists():
+            rows = read_index_rows(index)  # ids stay text (a complex 1e66 is not the number 1e+66)
+            rows["shard"] = row["complex_id"] + "/" + rows["shard"]
+            indexes.append(rows)
+    return pd.concat(indexes, ignore_index=True)
+
+
+def fold_csvs(
+    index: pd.DataFrame,
+    families: dict,
+    family: str,
+    fold_dir: Path,
+    tag: str,
+    test_index: pd.DataFrame | None = None,
+    extra_index: pd.DataFrame | None = None,
+    split: tuple[float, int] = (0.15, 0),
+) -> tuple[Path, Path, int]:
+    """Index CSVs of the training families and of the held-out one (named by tag: recipes may run at once), and
+    the held-out complexes' count; the held-out poses come from ``test_index`` when given (another pose source
+    of the same complexes); ``extra_index`` adds training poses of the training families' complexes only, whose
+    validation complexes (``split``: the recipe's val_fraction and split_seed) then go to <tag>_val.csv."""
+    fold_dir.mkdir(parents=True, exist_ok=True)
+    held_out = index["complex_id"].map(families) == family
+    source = index if test_index is None else test_index
+    tested = source[source["complex_id"].map(families) == family]
+    train, test = fold_dir / f"{tag}_train.csv", fold_dir / f"{tag}_test.csv"
+    training = index[~held_out]
+    if extra_index is not None:
+        # The validation complexes the recipe's own split would pick (same function, fraction and seed), with
+        # their docked poses only, as the held-out fold has: best.pt is not chosen on poses that know the
+        # crystal pose. The other training complexes get their extra poses.
+        fit, val = split_by_complex(training, split[0], split[1])
+        training = pd.concat([fit, extra_index[extra_index["complex_id"].isin(set(fit["complex_id"]))]])
+        write_index_csv(val, fold_dir / f"{tag}_val.csv")
+    else:
+        (fold_dir / f"{tag}_val.csv").unlink(missing_ok=True)  # the recipe's own split, as without extra poses
+    write_index_csv(training, train)
+    write_index_csv(tested, test)
+    return train, test, tested["complex_id"].nunique()
+
+
+def run_fold(
+    args: argparse.Namespace, shards: Path, train: Path, test: Path, fold_dir: Path, seed: str = ""
+) -> pd.DataFrame:
+    """Train on ``train``, predict ``test`` (with ``train.seed=seed`` when given); returns the scores table."""
+    name = f"{args.tag}_seed{seed}" if seed else args.tag
+    run_dir = fold_dir / name
+    fixed = [
+        f"data.data_dir={shards}",
+        f"data.train_csvs=[{train}]",
+        f"data.test_csvs=[{test}]",
+        f"train.out_dir={run_dir}",
+        "train.progress=false",
+        "train.resume=never",
+        "synthetic.enabled=false",
+        *([f"train.seed={seed}"] if seed else []),
+        *([f"data.val_csvs=[{val}]"] if (val := fold_dir / f"{args.tag}_val.csv").exists() else []),
+    ]
+    settings = [item for value in [*fixed, *args.overrides] for item in ("--set", value)]
+    scores = fold_dir / f"{name}_scores.csv"
+    stamp = fold_dir / f"{name}_scores.json"
+    inputs = [train, test, *([val] if val.exists() else [])]
+    identity = {
+        "config": Path(args.config).read_text(),
+        "settings": settings,
+        "inputs": {str(path): hashlib.sha256(path.read_bytes()).hexdigest() for path in inputs},
+    }
+    if args.reuse and scores.exists() and stamp.exists() and json.loads(stamp.read_text()) == identity:
+        print(f"{fold_dir.name}: reusing {scores}", flush=True)
+        return read_scores(scores)
+    stamp.unlink(missing_ok=True)
+    main_app = str(ROOT / "main_app.py")
+    with open(fold_dir / f"{name}.log", "w") as log:
+        subprocess.run(
+            [sys.executable, main_app, str(args.config), *settings],
+            check=True,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=ROOT,
+        )
+        checkpoint = run_dir / "checkpoints" / "best.pt"
+        if not checkpoint.exists():
+            checkpoint = run_dir / "checkpoints" / "last.pt"
+        subprocess.run(
+            [sys.executable, main_app, str(args.config), *settings, "--predict", str(checkpoint), "--out", str(scores)],
+            check=True,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=ROOT,
+        )
+    stamp.write_text(json.dumps(identity))
+    return read_scores(scores)
+
+
+def ensemble(runs: list[pd.DataFrame]) -> pd.DataFrame:
+    """The first run's table with ``pecan_score`` replaced by the mean of every run's score of the same pose."""
+    keys = ["complex_id", "pose_id"]
+    poses = [set(zip(run["complex_id"], run["pose_id"])) for run in runs]
+    if any(p != poses[0] or len(run) != len(p) for p, run in zip(poses, runs)):
+        raise ValueError("the seeds' score tables do not hold the same poses (each once)")
+    scores = pd.concat([run[keys + ["pecan_score"]] for run in runs]).groupby(keys, sort=False)["pecan_score"].mean()
+    return runs[0].drop(columns="pecan_score").merge(scores.reset_index(), on=keys, how="left", validate="one_to_one")
+
+
+def seed_spread(per_seed: dict[str, list[pd.DataFrame]], n_boot: int) -> dict:
+    """Every seed's pooled figures and per-complex hits, and the range of its top-1 and top-3 rates over the
+    seeds."""
+    pooled = {}
+    for seed, runs in per_seed.items():
+        frame = pd.concat(runs, ignore_index=True)
+        pooled[seed] = {**summarize(frame, n_boot), "per_complex": complex_table(frame).to_dict("index")}
+    spread = {
+        key: [min(p[key]["rate"] for p in pooled.values()), max(p[key]["rate"] for p in pooled.values())]
+        for key in ("model_top1", "model_top3")
+    }
+    return {"pooled": pooled, "range": spread}
+
+
+def peer_row(name: str, result: dict, peer: str) -> str:
+    """One Markdown row of a peer ranker against the model on the same poses."""
+    item, top3 = result[f"{peer}_top1"], result[f"{peer}_top3"]
+    diff, against_docking = result[f"top1_difference_vs_{peer}"], result[f"{peer}_top1_difference_vs_docking"]
+    return (
+        f"| {name} | {peer} | {item['hits']}/{result['complexes']} ({100 * item['rate']:.0f}%) "
+        f"| {top3['hits']}/{result['complexes']} | {result[f'{peer}_auc']:.2f} "
+        f"| {100 * diff['mean']:+.0f} [{100 * diff['ci95'][0]:+.0f}, {100 * diff['ci95'][1]:+.0f}] "
+        f"| {100 * against_docking['mean']:+.0f} [{100 * against_docking['ci95'][0]:+.0f}, "
+        f"{100 * against_docking['ci95'][1]:+.0f}] |"
+    )
+
+
+PEER_HEADER = (
+    "| fold | peer | peer top-1 | peer top-3 | peer AUC | model - peer top-1 (pp) | peer - docking top-1 (pp) |"
+    "\n|---|---|---|---|---|---|---|"
+)
+
+
+def row(name: str, result: dict) -> str:
+    """One Markdown table row: rates with their 95% intervals."""
+
+    def cell(key):
+        item = result[key]
+        return (
+            f"{item['hits']}/{result['complexes']} ({100 * item['rate']:.0f}% [{100 * item['ci95'][0]:.0f}, "
+            f"{100 * item['ci95'][1]:.0f}])"
+        )
+
+    diff = result["top1_difference"]
+    return (
+        f"| {name} | {result['complexes']} | {cell('model_top1')} | {cell('docking_top1')} | {cell('model_top3')} "
+        f"| {cell('docking_top3')} | {cell('ceiling')} | {100 * diff['mean']:+.0f} [{100 * diff['ci95'][0]:+.0f}, "
+        f"{100 * diff['ci95'][1]:+.0f}] | {result['model_auc']:.2f} / {result['docking_auc']:.2f} |"
+    )
+
+
+TABLE_HEADER = (
+    "| held-out family | complexes | model top-1 | docking top-1 | model top-3 | docking top-3 | ceiling "
+    "| top-1 difference (pp) | AUC model / docking |\n|---|---|---|---|---|---|---|---|---|"
+)
+
+
+def main(argv=None) -> int:
+    """Every fold, the pooled figures, the JSON and the table."""
+    args = parse_args(argv)
+    only = None
+    if args.only is not None:
+        only = set(pd.read_csv(args.only, dtype=str, keep_default_na=False, usecols=["complex_id"])["complex_id"])
+    # One data directory (the work directory) for both pose sources, whose complex ids are the same.
+    shards = args.work
+    index = convert(args.docked, args.work / "shards", only)
+    index["shard"] = "shards/" + index["shard"]
+    test_index = None
+    if args.test_docked is not None:
+        # every complex of the other source: --only restricts what the model trains on
+        test_index = convert(args.test_docked, args.work / f"shards_{args.test_docked.name}")
+        test_index["shard"] = f"shards_{args.test_docked.name}/" + test_index["shard"]
+    recipe = load_config(args.config, args.overrides)
+    extra_index = None
+    if args.train_extra is not None:
+        extra_index = convert(args.train_extra, args.work / f"shards_{args.train_extra.name}", only)
+        extra_index["shard"] = f"shards_{args.train_extra.name}/" + extra_index["shard"]
+        # the complex's crystal pose is in the docked index already (one row per pose id)
+        extra_index = extra_index[pd.to_numeric(extra_index["is_crystal"], errors="coerce").fillna(0) == 0]
+    manifest = pd.read_csv(args.docked / "manifest.csv", dtype=str, keep_default_na=False)
+    if args.group_column not in manifest.columns:
+        raise SystemExit(f"error: {args.docked / 'manifest.csv'} has no column {args.group_column!r} (--group-column)")
+    families = dict(zip(manifest["complex_id"], manifest[args.group_column]))
+    if args.test_docked is not None:  # complexes docked only by the other program keep their own fold
+        other = pd.read_csv(args.test_docked / "manifest.csv", dtype=str, keep_default_na=False)
+        families = {**dict(zip(other["complex_id"], other[args.group_column])), **families}
+    chosen = [f for f in args.families.split(",") if f] or sorted(set(families.values()))
+    seeds = [s.strip() for s in args.seeds.split(",") if s.strip()] or [""]
+    peers, peer_names = peer_table(args)
+    if peers is not None:
+        check_peer_poses(args, set((index if test_index is None else test_index)["complex_id"]))
+    folds, pooled, per_seed = {}, [], {seed: [] for seed in seeds}
+    for family in chosen:
+        fold_dir = args.work / "folds" / family
+        train, test, tested = fold_csvs(
+            index,
+            families,
+            family,
+            fold_dir,
+            args.tag,
+            test_index,
+            extra_index,
+            (recipe.data.val_fraction, recipe.data.split_seed),
+        )
+        if not tested:
+            print(f"fold {family}: no held-out complex in {args.test_docked}; skipped", flush=True)
+            continue
+        runs = [run_fold(args, shards, train, test, fold_dir, seed) for seed in seeds]
+        for seed, run in zip(seeds, runs):
+            per_seed[seed].append(run)
+        scores = with_peers(ensemble(runs), peers)
+        scores["family"] = family
+        pooled.append(scores)
+        folds[family] = summarize(scores, args.n_boot, peers=peer_names)
+        folds[family]["per_complex"] = complex_table(scores, peer_names).to_dict("index")
+        print(row(family, folds[family]), flush=True)
+    result = {
+        "tag": args.tag,
+        "config": str(args.config),
+        "overrides": args.overrides,
+        "recipe": yaml.safe_load(Path(args.config).read_text()),
+        "folds": folds,
+        "pooled": summarize(pd.concat(pooled, ignore_index=True), args.n_boot, peers=peer_names),
+        "peers": list(peer_names),
+        "seeds": [int(seed) for seed in seeds if seed],
+    }
+    if len(seeds) > 1:
+        result["per_seed"] = seed_spread(per_seed, args.n_boot)
+    out = args.results / f"{args.tag}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=1, default=lambda value: value.item()))  # numpy scalars
+    print("\n" + TABLE_HEADER)
+    for family, values in folds.items():
+        print(row(family, values))
+    print(row("**pooled**", result["pooled"]))
+    if peer_names:
+        print("\n" + PEER_HEADER)
+        for family, values in [*folds.items(), ("**pooled**", result["pooled"])]:
+            for peer in peer_names:
+                print(peer_row(family, values, peer))
+    if len(seeds) > 1:
+        low, high = result["per_seed"]["range"]["model_top1"]
+        print(f"\nensemble of seeds {args.seeds}; single-seed pooled model top-1 {100 * low:.0f}-{100 * high:.0f}%")
+    print(f"\nwrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,178 @@
+"""Peer baseline (studies/peers): GNINA CNN scoring of docked poses and its evaluation."""
+
+import csv
+import hashlib
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PEERS = ROOT / "studies" / "peers"
+GNINA_PYTHON = PEERS / ".venv-gnina" / "bin" / "python"
+REALDOCK_MANIFEST = ROOT / "studies" / "realdock" / "docked" / "manifest.csv"
+
+
+def _evaluate_module():
+    spec = importlib.util.spec_from_file_location("peers_evaluate", PEERS / "evaluate.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+evaluate = _evaluate_module()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    not GNINA_PYTHON.exists(),
+    reason="GNINA peer environment absent: run studies/peers/setup.sh to create studies/peers/.venv-gnina",
+)
+def test_gnina_score_on_three_poses(tmp_path):
+    out = tmp_path / "scores.csv"
+    # 1uw6 of the realdock benchmark, its poses file copied (the test changes it below)
+    from studies import archive
+
+    study = tmp_path / "realdock"  # 1uw6's receptor and poses from the study's digest-checked archives
+    for name, folders in archive.ARCHIVES["realdock"].items():
+        archive.extract(archive.archive_path("realdock", name), study, folders, keep=lambda m: "1uw6" in m)
+    source = pd.read_csv(REALDOCK_MANIFEST, dtype=str, keep_default_na=False)
+    row = source[source["complex_id"] == "1uw6"].copy()
+    poses = tmp_path / "1uw6.sdf"
+    poses.write_text((study / "docked" / row["poses"].iloc[0]).read_text())
+    row["receptor"] = str((study / "docked" / row["receptor"].iloc[0]).resolve())
+    row["poses"] = str(poses)
+    manifest = tmp_path / "manifest.csv"
+    row[["complex_id", "receptor", "poses"]].to_csv(manifest, index=False)
+    command = [str(GNINA_PYTHON), str(PEERS / "gnina_score.py"), "--manifest", str(manifest)]
+    command += ["--out", str(out), "--complexes", "1uw6", "--limit", "3", "--threads", "1"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "[1/1] 1uw6: 3 poses" in done.stdout
+
+    with open(out, newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert list(rows[0]) == [
+        "complex_id",
+        "record",
+        "pose_id",
+        "poses_sha256",
+        "cnn_score_default",
+        "cnn_affinity_default",
+        "cnn_variance_default",
+        "cnn_score_default2018",
+        "cnn_affinity_default2018",
+    ]
+    assert [row["record"] for row in rows] == ["0", "1", "2"]
+    assert [row["complex_id"] for row in rows] == ["1uw6"] * 3
+    assert {row["poses_sha256"] for row in rows} == {hashlib.sha256(poses.read_bytes()).hexdigest()[:16]}
+    titles = poses.read_text().split("$$$$\n")
+    assert [row["pose_id"] for row in rows] == [text.splitlines()[0].strip() for text in titles[:3]]
+    for row in rows:
+        for column in ("cnn_score_default", "cnn_score_default2018"):
+            assert 0.0 <= float(row[column]) <= 1.0
+        assert np.isfinite(float(row["cnn_affinity_default"])) and float(row["cnn_variance_default"]) >= 0.0
+
+    timing = json.loads(out.with_suffix(".timing.json").read_text())
+    assert timing["poses"] == 3 and timing["seconds_per_pose"] > 0
+    assert timing["models"]["default"] == [
+        "dense",
+        "general_default2018_3",
+        "dense_3",
+        "crossdock_default2018",
+        "redock_default2018_2",
+    ]
+
+    # A second run keeps the finished complex instead of scoring it again.
+    again = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0 and "3 poses kept" in again.stdout
+    assert list(csv.DictReader(out.read_text().splitlines())) == rows
+
+    # Poses redocked since (the file differs): the kept part scored other poses, so the complex is scored again.
+    poses.write_text("$$$$\n".join(titles[:4]) + "$$$$\n")
+    third = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert third.returncode == 0, third.stdout + third.stderr
+    assert "changed since" in third.stdout and "[1/1] 1uw6: 3 poses in" in third.stdout
+    rescored = list(csv.DictReader(out.read_text().splitlines()))
+    assert {row["poses_sha256"] for row in rescored} == {hashlib.sha256(poses.read_bytes()).hexdigest()[:16]}
+
+
+# complex a: the CNN's best pose (0.9) is near-native, the docking score's best (-9) is not.
+# complex b: both rank a wrong pose first; the near-native pose is second for both.
+# complex c: no near-native pose at all (a failure for every scorer).
+TABLE = pd.DataFrame(
+    {
+        "complex_id": ["a", "a", "a", "b", "b", "b", "b", "c", "c"],
+        "record": [0, 1, 2, 0, 1, 2, 3, 0, 1],
+        "cnn_score_default": [0.9, 0.1, 0.5, 0.8, 0.7, 0.2, 0.1, 0.3, 0.4],
+        "docking_score": [-7.0, -9.0, -8.0, -10.0, -9.5, -6.0, -5.0, -8.0, -7.0],
+        "label": [1, 0, 0, 0, 1, 0, 0, 0, 0],
+    }
+)
+
+
+def test_top_k_and_auc_on_a_hand_built_table():
+    summary = evaluate.summarize(TABLE.sample(frac=1.0, random_state=0))  # row order must not matter
+    assert summary["complexes"] == 3 and summary["poses"] == 9
+    assert summary["near_native_poses"] == 2 and summary["ceiling"] == 2
+    cnn, docking = summary["scorers"]["cnn_score_default"], summary["scorers"]["docking_score"]
+    assert (cnn["top1"], cnn["top3"]) == (1, 2)
+    assert (docking["top1"], docking["top3"]) == (0, 2)
+    # near-native 0.9 and 0.7 against 0.1 0.5 0.8 0.2 0.1 0.3 0.4: 7 + 6 of 14 pairs won
+    assert cnn["auc"] == pytest.approx(13 / 14)
+    # docking score, lower is better: -9.5 and -7.0 against -9 -8 -10 -6 -5 -8 -7: 6 + 2.5 (a tie at -7)
+    assert docking["auc"] == pytest.approx(8.5 / 14)
+    assert "cnn_score_default2018" not in summary["scorers"]  # absent columns are skipped
+    assert "1/3" in evaluate.format_summary(summary)
+
+
+def test_ties_keep_file_order_and_auc_needs_both_classes():
+    tied = pd.DataFrame({"complex_id": ["a", "a"], "record": [0, 1], "cnn_score_default": [0.5, 0.5], "label": [0, 1]})
+    assert evaluate.top_k_hits(tied, "cnn_score_default", 1).tolist() == [0]
+    assert evaluate.top_k_hits(tied.iloc[::-1], "cnn_score_default", 1).tolist() == [1]
+    assert np.isnan(evaluate.roc_auc([0.1, 0.2], [1, 1]))
+
+
+def test_labels_from_a_tiny_manifest(tmp_path):
+    rdkit = pytest.importorskip("rdkit")
+    from rdkit import Chem
+    from rdkit.Chem import AllChem
+
+    del rdkit
+    crystal = Chem.AddHs(Chem.MolFromSmiles("OC(=O)c1ccccc1"))
+    AllChem.EmbedMolecule(crystal, randomSeed=7)
+    near, far = Chem.Mol(crystal), Chem.Mol(crystal)
+    for mol, shift in ((near, 0.5), (far, 3.0)):
+        conformer = mol.GetConformer()
+        for index in range(mol.GetNumAtoms()):
+            position = conformer.GetAtomPosition(index)
+            conformer.SetAtomPosition(index, (position.x + shift, position.y, position.z))
+    writer = Chem.SDWriter(str(tmp_path / "poses.sdf"))
+    for name, mol, score in (("far", far, -9.0), ("near", near, -8.0)):
+        mol.SetProp("_Name", name)
+        mol.SetProp("docking_score", str(score))
+        writer.write(mol)
+    writer.close()
+    Chem.MolToMolFile(Chem.RemoveHs(crystal), str(tmp_path / "crystal.sdf"))
+    manifest = tmp_path / "manifest.csv"
+    manifest.write_text(
+        "complex_id,receptor,poses,crystal_ligand,score_property\nx,rec.pdb,poses.sdf,crystal.sdf,docking_score\n"
+    )
+
+    labels = evaluate.pose_labels(manifest)
+    assert labels["pose_id"].tolist() == ["far", "near"]
+    assert labels["rmsd"].to_numpy() == pytest.approx([3.0, 0.5], abs=1e-6)
+    assert labels["label"].tolist() == [0, 1]
+    assert labels["docking_score"].tolist() == [-9.0, -8.0]
+
+    scores = pd.DataFrame({"complex_id": ["x", "x"], "record": [0, 1], "pose": ["far", "near"]})
+    scores["cnn_score_default"] = [0.2, 0.7]
+    summary = evaluate.summarize(evaluate.merge(labels, scores))
+    assert summary["scorers"]["cnn_score_default"]["top1"] == 1
+    assert summary["scorers"]["docking_score"]["top1"] == 0
