@@ -119,13 +119,16 @@ def poison_poses(data_dir: Path, chosen) -> list[str]:
     return poisoned
 
 
+FULL_CSV_COLUMNS = (*layout.REQUIRED_CSV_COLUMNS, "is_crystal", *layout.INTERACTION_ATTRS)
+
+
 def with_required_columns(table):
-    """An index CSV's text (or DataFrame) with the required columns it lacks (is_crystal and the interaction
-    counts) added as 0, for tests about other columns."""
+    """An index CSV's text (or DataFrame) with the columns it lacks of is_crystal and the interaction counts
+    added as 0 (as the shards of tests/shards.py carry counts), for tests about other columns."""
     if isinstance(table, pd.DataFrame):
-        return table.assign(**{c: 0 for c in layout.REQUIRED_CSV_COLUMNS if c not in table.columns})
+        return table.assign(**{c: 0 for c in FULL_CSV_COLUMNS if c not in table.columns})
     lines = table.splitlines()
-    added = [c for c in layout.REQUIRED_CSV_COLUMNS if c not in lines[0].split(",")]
+    added = [c for c in FULL_CSV_COLUMNS if c not in lines[0].split(",")]
     return (
         "\n".join([lines[0] + "".join("," + c for c in added)] + [line + ",0" * len(added) for line in lines[1:]])
         + "\n"

@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import glob
 import logging
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Optional
@@ -85,10 +84,10 @@ def check_both_classes(index: pd.DataFrame, allow_single_class: bool, source: st
 def drop_duplicate_shard_rows(index: pd.DataFrame, source: str, on_bad_sample: str) -> pd.DataFrame:
     """Rows of a shard reached under two names (symlink, copy, another spelling) are an error naming both,
     or under skip dropped (counted in ``attrs["skipped"]``); pecan.data.identity decides sameness."""
-    # Compared as the same normalised spelling on both sides (read_index_csv normalises shard paths).
-    shards = [locations.absolute(os.path.normpath(s)) for s in index["shard"].unique()]
+    # Compared as the same spelling on both sides (read_index_csv spells shard paths with locations.absolute).
+    shards = [locations.absolute(s) for s in index["shard"].unique()]
     kept = {str(s) for s in identity.distinct_shards(shards, on_bad_sample, source)}
-    drop = ~index["shard"].map(lambda s: str(locations.absolute(os.path.normpath(s)))).isin(kept)
+    drop = ~index["shard"].map(lambda s: str(locations.absolute(s))).isin(kept)
     if drop.any():
         skipped = int(index.attrs.get("skipped", 0)) + int(drop.sum())
         reasons = [*index.attrs.get("skip_reasons", []), f"{int(drop.sum())} row(s) of a duplicate shard name"]
@@ -187,7 +186,8 @@ def build_index(
 
 def index_from_csvs(csvs: list[str], data_dir: str, settings: IndexSettings) -> pd.DataFrame:
     """The index of one split's CSVs, validated; IndexUnreadable when one cannot be read at all."""
-    indexes = [read_index_csv(p, data_dir, settings.rmsd_threshold, **settings.labels()) for p in csvs]
+    groups = {"pose_group": settings.pose_group, "crystal_group": settings.crystal_group}
+    indexes = [read_index_csv(p, data_dir, settings.rmsd_threshold, **groups, **settings.labels()) for p in csvs]
     index = pd.concat(indexes, ignore_index=True)
     source = ", ".join(map(str, csvs))
     index = drop_duplicate_shard_rows(index, f"index CSV(s) {source}", settings.on_bad_sample)

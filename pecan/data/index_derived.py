@@ -197,8 +197,16 @@ def derive_index(
         log.warning("skipped %d shard(s) or complex(es) with a bad layout while indexing", skipped)
     if not rows:
         raise DataError(f"no samples found in {len(shards)} shard(s): {', '.join(str(s) for s in shards[:3])}")
+    frame = pd.DataFrame(rows, columns=list(layout.INDEX_COLUMNS))
+    if frame[list(layout.INTERACTION_ATTRS)].isna().all().all():
+        log.warning(
+            "shards under %s carry no interaction counts (%s), as in FAST's own files: training without them, "
+            "every pose's counts are 0 (set model.use_pose_features: false to leave them out of the model)",
+            Path(shards[0]).parent,
+            ", ".join(layout.INTERACTION_ATTRS),
+        )
     index = normalise(
-        pd.DataFrame(rows, columns=list(layout.INDEX_COLUMNS)),
+        frame,
         rmsd_threshold,
         f"shards under {Path(shards[0]).parent}",
         labels_optional,

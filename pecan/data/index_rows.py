@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from pecan.data import layout, locations
+from pecan.data import index_columns, layout, locations
 from pecan.data.validation import FIRST_DATA_LINE, MISSING_NUMBERS, NUMERIC_CSV_COLUMNS, check_csv_cells, check_header
 from pecan.runtime.errors import DataError, IndexUnreadable
 
@@ -142,8 +142,9 @@ def resolve_index_csv(path: str | os.PathLike, data_dir: str) -> Path:
 
 
 def shard_path(base: Path, name: str) -> str:
-    """A CSV's shard name as the one normalised absolute path (relative names resolve against ``base``)."""
-    return str(locations.absolute(os.path.normpath(base / name)))
+    """A CSV's shard name as the one absolute path of the file the OS opens for it (relative names resolve
+    against ``base``; ``lnk/..`` against lnk's target: locations.absolute)."""
+    return str(locations.absolute(base / name))
 
 
 def _read_cells(path: Path) -> pd.DataFrame:
@@ -163,11 +164,19 @@ def read_index_rows(path: str | os.PathLike) -> pd.DataFrame:
     return layout.from_csv_names(_read_cells(Path(path)), path)
 
 
-def read_index_csv(path: str | os.PathLike, data_dir: str, rmsd_threshold: float, **labels: Any) -> pd.DataFrame:
+def read_index_csv(
+    path: str | os.PathLike,
+    data_dir: str,
+    rmsd_threshold: float,
+    pose_group: str = layout.DEFAULT_POSE_GROUP,
+    crystal_group: str = layout.DEFAULT_CRYSTAL_GROUP,
+    **labels: Any,
+) -> pd.DataFrame:
     """Read one index CSV (resolve_index_csv); shard paths resolve against ``data_dir`` (else the CSV's
     directory). ``labels``: normalise's keywords that decide labels (labels_optional, label_source,
     label_conflict). The CSV's cells are checked under its own column names, the rows returned under the
-    names code uses."""
+    names code uses. A CSV without interaction counts is checked against its shards' poses (in
+    ``pose_group``/``crystal_group``): pecan.data.index_columns."""
     path = resolve_index_csv(path, data_dir)
 
     try:
@@ -181,15 +190,19 @@ def read_index_csv(path: str | os.PathLike, data_dir: str, rmsd_threshold: float
         raise DataError(f"index CSV {path} is not a valid CSV: {err}") from err
     log.info("reading index CSV %s", path)
     check_csv_cells(index, path)
+    with_counts = index_columns.has_counts(index)
     index = layout.from_csv_names(index, path)
     index["_line"] = np.arange(len(index)) + FIRST_DATA_LINE
     index = normalise(index, rmsd_threshold, str(path), **labels)
     base = Path(data_dir) if data_dir else path.parent
     # One spelling per shard, once, here: ``dir//shard_0.hdf5``, ``dir/./shard_0.hdf5`` and ``shard_0.hdf5``
-    # are one path for every later comparison (duplicates, packs, the sampler).
+    # are one path for every later comparison (duplicates, packs, the sampler); two spellings of one file
+    # that remain (a symlink) are found by pecan.data.identity from the file itself.
     index["shard"] = [shard_path(base, p) for p in index["shard"]]
     for shard in index["shard"].unique():
         if not Path(shard).exists():
             line = int(index.loc[index["shard"] == shard, "_line"].iloc[0])
             raise DataError(f"index CSV {path}, line {line}, column 'shard': shard file not found: {shard}")
+    if not with_counts:
+        index_columns.check_shards_carry_none(index, path, pose_group, crystal_group)
     return index

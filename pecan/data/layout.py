@@ -56,9 +56,9 @@ def csv_names(columns) -> tuple[str, ...]:
 
 
 INDEX_CSV_COLUMNS = csv_names(INDEX_COLUMNS)
-# An index CSV must also say which poses are crystal structures and give the interaction counts: a missing
-# is_crystal would count every crystal pose as docked, a missing count would feed the model 0s.
-REQUIRED_CSV_COLUMNS = csv_names((*REQUIRED_INDEX_COLUMNS, "is_crystal", *INTERACTION_ATTRS))
+# The columns every index CSV has. is_crystal and the interaction counts may be left out only as
+# pecan.data.index_columns allows (a CSV of docked poses; counts that the shards do not carry either).
+REQUIRED_CSV_COLUMNS = csv_names(REQUIRED_INDEX_COLUMNS)
 
 
 def from_csv_names(rows: pd.DataFrame, source: str | Path) -> pd.DataFrame:

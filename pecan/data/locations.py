@@ -40,8 +40,17 @@ class Location:
 
 
 def absolute(path: str | os.PathLike) -> Path:
-    """An absolute path as given: symlinks are kept, not resolved into their target's directory."""
-    return Path(os.path.abspath(os.fspath(path)))
+    """An absolute path naming the file the OS opens for ``path``: relative to the working directory, ``.`` and
+    repeated separators dropped, and every ``..`` resolved against the real directory before it (the OS reads
+    ``lnk/..`` as the parent of lnk's target; ``os.path.abspath`` would drop both as text and name another
+    file). Symlinks after the last ``..`` are kept, not resolved into their target's directory."""
+    text = os.fspath(path)
+    text = text if os.path.isabs(text) else os.path.join(os.getcwd(), text)
+    parts = text.split(os.sep)
+    if ".." not in parts:
+        return Path(os.path.normpath(text))  # only "." and "//" go: the same file for the OS
+    last = len(parts) - parts[::-1].index("..")
+    return Path(os.path.normpath(os.path.join(os.path.realpath(os.sep.join(parts[:last])), *parts[last:])))
 
 
 def user_cache_root() -> Path:

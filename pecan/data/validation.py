@@ -14,7 +14,7 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 
-from pecan.data import layout
+from pecan.data import index_columns, layout
 from pecan.data.sample import skip_or_raise
 from pecan.runtime.errors import DataError
 
@@ -31,15 +31,15 @@ FIRST_DATA_LINE = 2
 
 
 def check_csv_cells(index: pd.DataFrame, path: str | Path) -> None:
-    """Required columns present, ids non-empty, numeric columns numeric, under the CSV's own column names;
-    errors name file, line, column."""
+    """Required columns present (is_crystal and the interaction counts as pecan.data.index_columns allows),
+    ids non-empty, numeric columns numeric, under the CSV's own column names; errors name file, line, column."""
     missing = [c for c in layout.REQUIRED_CSV_COLUMNS if c not in index.columns]
     if missing:
         raise DataError(
             f"index CSV {path}: missing required column(s) {', '.join(missing)} "
-            f"(columns: {', '.join(map(str, index.columns))}); is_crystal says which rows are crystal poses "
-            "(0 or 1) and the interaction counts are model inputs: write 0 where a pose has none"
+            f"(columns: {', '.join(map(str, index.columns))})"
         )
+    index_columns.check_optional_columns(index, path)
     if index.empty:
         raise DataError(f"index CSV {path}: no rows")
     for column in layout.csv_names(layout.REQUIRED_INDEX_COLUMNS):

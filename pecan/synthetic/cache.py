@@ -9,7 +9,6 @@ start) or the pending marker, so the next start generates again instead of train
 from __future__ import annotations
 
 import contextlib
-import inspect
 import json
 import logging
 import os
@@ -18,26 +17,15 @@ import shutil
 from pathlib import Path
 
 from pecan.runtime.fileio import atomic_path, json_text, move_into_place
-from pecan.synthetic.writer import MARKER_NAME, generate_dataset
+from pecan.synthetic.writer import GENERATOR_VERSION, MARKER_NAME, generate_dataset, marker_arguments, write_marker
 
 log = logging.getLogger("pecan")
 
 LOCK_NAME = ".synthetic.lock"
 PENDING_NAME = ".synthetic.pending.json"  # present from the first rename into place until the marker is written
 TEMP_PREFIX = ".synthetic-tmp-"
-GENERATOR_VERSION = 1
 
 # ---------------------------------------------------------------- ensure
-
-
-def _marker_arguments(kwargs):
-    """All generate_dataset arguments that shape the data, defaults filled, JSON-comparable."""
-    bound = inspect.signature(generate_dataset).bind("unused", **kwargs)
-    bound.apply_defaults()
-    arguments = dict(bound.arguments)
-    for key in ("out_dir", "progress"):
-        arguments.pop(key)
-    return json.loads(json.dumps(arguments))
 
 
 @contextlib.contextmanager
@@ -68,7 +56,7 @@ def _read_marker(path):
 def ensure_dataset(out_dir, **kwargs):
     """Generate unless out_dir already holds a complete dataset made with the same arguments."""
     out_dir = pathlib.Path(out_dir)
-    arguments = _marker_arguments(kwargs)
+    arguments = marker_arguments(kwargs)
     marker_path = out_dir / MARKER_NAME
     out_dir.mkdir(parents=True, exist_ok=True)
     with _directory_lock(out_dir):
@@ -87,10 +75,7 @@ def ensure_dataset(out_dir, **kwargs):
         shards = [out_dir / name for name in names]
         _remove_stale_shards(out_dir, marker, shards)
         _remove_stale_shards(out_dir, pending, shards)
-        _write_json(
-            marker_path,
-            {"version": GENERATOR_VERSION, "arguments": arguments, "shards": names, "index": arguments["index_name"]},
-        )
+        write_marker(out_dir, arguments, names)
         (out_dir / PENDING_NAME).unlink()
         shutil.rmtree(temporary, ignore_errors=True)
     return shards
@@ -111,7 +96,7 @@ def _remove_temporaries(out_dir):
 def dataset_is_current(out_dir, **kwargs):
     """True when out_dir holds a complete dataset that ensure_dataset made with these arguments."""
     out_dir = pathlib.Path(out_dir)
-    return _marker_matches(out_dir, _read_marker(out_dir / MARKER_NAME), _marker_arguments(kwargs))
+    return _marker_matches(out_dir, _read_marker(out_dir / MARKER_NAME), marker_arguments(kwargs))
 
 
 def _marker_matches(out_dir, marker, arguments):

@@ -1,18 +1,24 @@
-"""Writes generated complexes as shards in the PECAN layout, plus their index CSV."""
+"""Writes generated complexes as shards in the PECAN layout, plus their index CSV and, last, the synthetic marker."""
 
 from __future__ import annotations
 
+import inspect
+import json
 import pathlib
 
 import numpy as np
 
 from pecan.data import layout
+from pecan.runtime.fileio import atomic_path, json_text
 from pecan.runtime.progress import Progress
 from pecan.synthetic.chemistry import CRYSTAL_GROUP, CRYSTAL_POSE_ID, DOCKING_GROUP, PDBID_SPACE
 from pecan.synthetic.complexes import generate_complex
 
 SHARD_NAME = "shard_{:03d}.hdf5"
-MARKER_NAME = ".synthetic.json"  # written by pecan.synthetic.cache; stale once shards change
+# Written last by every generation (generate_dataset, ensure_dataset): it says the files beside it are synthetic
+# (a checkpoint trained on them records training_data.kind: synthetic) and with which arguments they were made.
+MARKER_NAME = ".synthetic.json"
+GENERATOR_VERSION = 1
 
 # ---------------------------------------------------------------- files
 
@@ -40,6 +46,24 @@ def _index_rows(shard_name, record, with_crystal):
             "docking_score": shard_attrs.pop("score"),  # the shard attribute ``score``
             **shard_attrs,
         }
+
+
+def marker_arguments(kwargs):
+    """All generate_dataset arguments that shape the data, defaults filled, JSON-comparable."""
+    bound = inspect.signature(generate_dataset).bind("unused", **kwargs)
+    bound.apply_defaults()
+    arguments = dict(bound.arguments)
+    for key in ("out_dir", "progress"):
+        arguments.pop(key)
+    return json.loads(json.dumps(arguments))
+
+
+def write_marker(out_dir, arguments, shard_names):
+    """Write the completion marker of a generation (atomically): its arguments, shards and index."""
+    record = {"version": GENERATOR_VERSION, "arguments": arguments, "shards": list(shard_names)}
+    record["index"] = arguments["index_name"]
+    with atomic_path(pathlib.Path(out_dir) / MARKER_NAME) as temporary:
+        temporary.write_text(json_text(record, indent=1, sort_keys=True))
 
 
 def _check_range(name, bounds, minimum):
@@ -71,7 +95,10 @@ def generate_dataset(
     index_name="index.csv",
     progress=True,
 ):
-    """Write shards shard_000.hdf5 ... plus the index CSV into out_dir; return the shard paths."""
+    """Write shards shard_000.hdf5 ... plus the index CSV into out_dir, then the synthetic marker; return the
+    shard paths."""
+    # Taken before any other name is bound: locals() here are exactly this call's arguments.
+    arguments = marker_arguments({k: v for k, v in locals().items() if k not in ("out_dir", "progress")})
     settings = {
         "poses_per_complex": _check_range("poses_per_complex", poses_per_complex, 1),
         "pocket_atoms": _check_range("pocket_atoms", pocket_atoms, 1),
@@ -99,4 +126,5 @@ def generate_dataset(
             )
             shards.append(path)
     layout.write_index_csv(rows, out_dir / index_name)
+    write_marker(out_dir, arguments, [path.name for path in shards])
     return shards

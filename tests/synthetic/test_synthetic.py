@@ -263,7 +263,8 @@ def test_dataset_is_current(tmp_path):
     synthetic.ensure_dataset(tmp_path, seed=6, **TINY)
     assert synthetic.dataset_is_current(tmp_path, seed=6, **TINY)
     assert not synthetic.dataset_is_current(tmp_path, seed=7, **TINY)
-    synthetic.generate_dataset(tmp_path, seed=6, **TINY)  # a plain rewrite drops the marker
+    synthetic.generate_dataset(tmp_path, seed=7, **TINY)  # a plain rewrite writes its own marker, last
+    assert synthetic.dataset_is_current(tmp_path, seed=7, **TINY)
     assert not synthetic.dataset_is_current(tmp_path, seed=6, **TINY)
 
 
