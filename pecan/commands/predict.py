@@ -38,12 +38,12 @@ def parse_args(argv=None, prog: str | None = None) -> argparse.Namespace:
 
 def build_config(args: argparse.Namespace) -> config_module.Config:
     """The config this command scores under; the inputs on the command line are data.test_*."""
-    from pecan.scoring.checkpoint import mapping_from_checkpoint, read_checkpoint
-
-    if args.config:
+    if args.config:  # read before the checkpoint module (and torch) is imported: a wrong path fails at once
         raw = config_module.load(args.config).to_dict()
         source = args.config
     else:
+        from pecan.scoring.checkpoint import mapping_from_checkpoint, read_checkpoint
+
         raw, source = mapping_from_checkpoint(read_checkpoint(args.checkpoint)), f"checkpoint {args.checkpoint}"
     named = args.data_dir or args.csv or args.shards
     if not named and not args.config:
@@ -88,6 +88,7 @@ def check_outputs(args: argparse.Namespace, config: config_module.Config) -> Non
 
     written = [("--out", args.out), ("the metrics JSON", str(metrics_path(Path(args.out))))]
     outputs.check_outputs("pecan predict", written, input_paths(args, config))
+    outputs.check_writable("pecan predict", written)
 
 
 def main(argv=None, prog: str | None = None) -> int:

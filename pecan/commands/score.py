@@ -6,7 +6,10 @@ The poses are converted with the converter's featurisation (``pecan.convert``, t
 scored in memory like `pecan predict` scores shards (the checkpoint's model and sample settings; see
 ``pecan.scoring.poses``), and written back as SDF, each complex's poses sorted by score with the SD properties
 ``pecan_score`` and ``pecan_rank`` (and ``rmsd``/``label`` when a crystal ligand is given). scores.csv and
-the metrics JSON go beside the SDF. ``--manifest M.csv`` scores many complexes (the converter's manifest).
+the metrics JSON go beside the SDF, all renamed into place together. ``--manifest M.csv`` scores many complexes
+(the converter's manifest). mol2, PDB and PDBQT poses are written back as SDF; a mol2 or PDB pose's docking
+score comes from ``--scores-csv``, a PDBQT pose's from its ``REMARK VINA RESULT`` line. The command line is
+checked before the model loads (``pecan.scoring.invocation``): a mistake exits 2 at once.
 """
 
 from __future__ import annotations
@@ -20,7 +23,9 @@ from pecan.commands import add_allow_option, add_progress_option, progress_mode
 
 def parse_args(argv=None, prog: str | None = None) -> argparse.Namespace:
     """Command line: a checkpoint, one complex's files or a manifest, where the scored poses go."""
-    parser = argparse.ArgumentParser(prog=prog, description="Score docked poses (SDF/mol2) with a checkpoint.")
+    parser = argparse.ArgumentParser(
+        prog=prog, description="Score docked poses (SDF, mol2, PDB, Vina PDBQT) with a checkpoint."
+    )
     parser.add_argument(
         "checkpoint",
         nargs="?",
@@ -29,7 +34,8 @@ def parse_args(argv=None, prog: str | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--receptor", help="receptor PDB file")
     parser.add_argument(
-        "--poses", help="docked poses: a multi-record SDF or mol2, or a directory of them (each file a ligand)"
+        "--poses",
+        help="docked poses: a multi-record SDF or mol2, a ligand PDB, Vina's output PDBQT, or a directory of them",
     )
     parser.add_argument("--crystal", help="crystal ligand (SDF, mol2 or PDB): adds rmsd, label and metrics")
     parser.add_argument("--complex-id", help="name of the complex (default: the poses file's stem)")
@@ -38,6 +44,12 @@ def parse_args(argv=None, prog: str | None = None) -> argparse.Namespace:
         help="SD property holding each pose's docking score (default: the one the checkpoint was trained with; "
         "docking_score for an older checkpoint whose model takes docking scores)",
     )
+    parser.add_argument(
+        "--scores-csv",
+        help="a CSV of each pose's docking score (for mol2/PDB poses, or other scores): a 'record' (number in its "
+        "file, from 1) or 'title' column, a 'file' column when several poses files are scored, and --score-column",
+    )
+    parser.add_argument("--score-column", help="the --scores-csv column holding the score (default docking_score)")
     parser.add_argument("--manifest", help="converter manifest CSV: many complexes (instead of --receptor/--poses)")
     parser.add_argument(
         "--out",
@@ -58,7 +70,7 @@ def parse_args(argv=None, prog: str | None = None) -> argparse.Namespace:
         "each run of consecutive records with the same title (a virtual screen's SDF)",
     )
     parser.add_argument(
-        "--batch-size", type=int, default=0, help="graphs per forward pass (default 16; scores do not depend on it)"
+        "--batch-size", type=int, default=None, help="graphs per forward pass (default 16; scores do not depend on it)"
     )
     parser.add_argument(
         "--threads",
@@ -73,10 +85,41 @@ def parse_args(argv=None, prog: str | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def label_by_origin(record: logging.LogRecord) -> bool:
+    """Label a log line ``[pecan]`` only when PECAN logged it; another library's lines carry its own name."""
+    record.label = "pecan" if record.name == "pecan" or record.name.startswith("pecan.") else record.name
+    return True
+
+
+def quiet_third_party() -> None:
+    """Silence what the conversion's libraries say on import that concerns no scoring: MDAnalysis' note that
+    netCDF4 is missing (AMBER trajectories are never written) and its deprecation of a module ProLIF imports."""
+    import warnings
+
+    logging.getLogger("MDAnalysis").setLevel(logging.ERROR)
+    try:  # its import puts its own warning filters first: ours go in after it
+        import MDAnalysis  # noqa: F401
+    except ImportError:  # no convert extra: scoring says so itself
+        return
+    warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"MDAnalysis(\.|$)")
+
+
 def main(argv=None, prog: str | None = None) -> int:
     """Convert, score, write the scored SDF; exit 0, 2 for a wrong invocation, 1 for bad inputs."""
     args = parse_args(argv, prog)
-    logging.basicConfig(level=logging.INFO, format="[pecan] %(levelname)s %(message)s")
+    from pecan.runtime.errors import ConfigError
+    from pecan.scoring.invocation import check_request
+
+    try:  # before the model loads and before torch is imported
+        check_request(args)
+    except ConfigError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    args.batch_size = args.batch_size or 0
+    quiet_third_party()
+    logging.basicConfig(level=logging.INFO, format="[%(label)s] %(levelname)s %(message)s")
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(label_by_origin)
     from pecan.runtime.keywords import same_named
     from pecan.scoring.poses import ScoreRequest, score_poses
 

@@ -3,7 +3,9 @@
 Every file PECAN creates (packs, index CSVs, run records, checkpoints, config.yaml, staged copies) goes
 through ``atomic_write``: readers see the old file or the new one, never half of it; a failure leaves no
 temp file behind; the new file gets the mode ``open()`` would give it (0666 minus the umask), not
-mkstemp's owner-only 0600, so teammates can share caches and read runs.
+mkstemp's owner-only 0600, so teammates can share caches and read runs. A command that writes several files
+as one result writes each to ``temp_beside`` its destination and renames them with ``commit_together``: all
+of them replace their destinations, or none does.
 """
 
 from __future__ import annotations
@@ -161,3 +163,88 @@ def move_into_place(source: str | os.PathLike, destination: str | os.PathLike) -
     with named_write_errors(destination):
         os.replace(source, destination)
     return Path(destination)
+
+
+def temp_beside(path: str | os.PathLike) -> Path:
+    """A fresh, empty temp file in ``path``'s directory (created if missing), for ``commit_together``; an
+    OSError is a StorageError naming ``path``."""
+    path = Path(path)
+    with named_write_errors(path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        os.close(handle)
+    return Path(tmp)
+
+
+def commit_together(pairs: list[tuple[Path, Path]]) -> None:
+    """Rename each finished temp file onto its destination (``(temp, destination)`` pairs): all of them, or,
+    when one cannot be, none. Every temp is fsynced and given the umask's mode first, and every destination
+    checked (a directory refuses); a destination's earlier file is kept under a hard link (a copy where links
+    are refused) until all are in place, and put back when a later one fails. On failure the temps are removed
+    and a StorageError names the destination that failed."""
+    saved: list[tuple[Path, Optional[Path]]] = []
+    try:
+        for temp, destination in pairs:
+            with named_write_errors(destination):
+                if destination.is_dir():
+                    raise IsADirectoryError(errno.EISDIR, "is a directory", str(destination))
+                _fsync_file(temp)
+                os.chmod(temp, file_mode())
+        for temp, destination in pairs:
+            with named_write_errors(destination):
+                saved.append((destination, _keep_earlier(destination)))
+                os.replace(temp, destination)
+    except BaseException as err:
+        kept = _restore(saved)
+        discard_temps([temp for temp, _ in pairs])
+        if kept:  # the earlier file could not be put back: say where it is
+            where = ", ".join(f"{destination} (its earlier file: {earlier})" for destination, earlier in kept)
+            raise StorageError(errno.EIO, f"{err}; not put back: {where}") from err
+        raise
+    for _, earlier in saved:
+        if earlier is not None:
+            earlier.unlink(missing_ok=True)
+
+
+def discard_temps(temps: list[Path]) -> None:
+    """Remove temp files (those already renamed away are gone)."""
+    for temp in temps:
+        Path(temp).unlink(missing_ok=True)
+
+
+def _fsync_file(path: Path) -> None:
+    descriptor = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+
+
+def _keep_earlier(destination: Path) -> Optional[Path]:
+    """A second name for ``destination``'s current file (None when there is none)."""
+    if not destination.exists():
+        return None
+    keep = temp_beside(destination.with_name(destination.name + ".earlier"))
+    keep.unlink()
+    try:
+        os.link(destination, keep)
+    except OSError:  # a file system without hard links: keep a copy
+        shutil.copy2(destination, keep)
+    return keep
+
+
+def _restore(saved: list[tuple[Path, Optional[Path]]]) -> list[tuple[Path, Path]]:
+    """Put every replaced destination back as it was (a new file where there was none is removed); the
+    (destination, earlier file) pairs that could not be."""
+    kept = []
+    for destination, earlier in reversed(saved):
+        try:
+            if earlier is None:
+                destination.unlink(missing_ok=True)
+            else:
+                os.replace(earlier, destination)
+                earlier.unlink(missing_ok=True)  # a link to the file still there: rename left both names
+        except OSError:
+            if earlier is not None:
+                kept.append((destination, earlier))
+    return kept

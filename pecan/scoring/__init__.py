@@ -6,7 +6,9 @@ evaluation share.
 - ``evaluate``: the evaluation loop (logits and sample ids of a rank's share; training calls it too).
 - ``shards``: the shard scoring run (`pecan predict`, ``main_app.py --predict``): scores.csv and metrics.
 - ``report``: the per-split figures; ``sdf``: scored poses back as SDF (RDKit).
-- ``poses``: `pecan score` (docking output in, scored SDF out); ``memory``: its in-memory graphs.
+- ``poses``: `pecan score` (docking output in, scored SDF out); ``memory``: its in-memory graphs;
+  ``invocation``: its command line checked before the model loads; ``pdbqt``, ``score_table``: Vina's PDBQT
+  poses and docking scores from a CSV.
 
 Importing the package loads none of them: each module is imported where it is used.
 """

@@ -1,8 +1,9 @@
 """What `pecan score` scores, as a stream of ligand groups (``featurise.LigandGroup``): each group's poses
 are ranked among themselves, as one complex of the converter.
 
-Sources: one receptor with a poses file (``--poses X.sdf``), a directory of poses files (``--poses DIR``:
-every ``.sdf``, ``.sd``, ``.mol2`` in it, by name), or a converter manifest (``--manifest M.csv``, one row per
+Sources: one receptor with a poses file (``--poses X.sdf``; also mol2, PDB, and Vina's PDBQT through
+``pecan.scoring.pdbqt``), a directory of poses files (``--poses DIR``: every ``.sdf``, ``.sd``, ``.mol2``,
+``.pdbqt`` in it, by name), or a converter manifest (``--manifest M.csv``, one row per
 poses file). ``--group-by`` says what a group is:
 
 - ``file`` (the default): all records of one poses file are one ligand, named by ``--complex-id``, the file's
@@ -47,13 +48,16 @@ class PosesFile:
     score_property: str = ""
     affinity: float = float("nan")
     prefix: str = ""  # group-by name: "<complex_id>/" for a manifest row
+    scores: Optional[object] = None  # a ``score_table.ScoreTable``: the poses' docking scores from --scores-csv
 
 
 def poses_in(directory: Path) -> list[Path]:
     """The poses files of ``directory`` (by name); ConfigError when it has none."""
-    files = sorted(p for p in directory.iterdir() if p.is_file() and p.suffix.lower() in POSE_SUFFIXES)
+    from pecan.scoring.invocation import DIRECTORY_SUFFIXES
+
+    files = sorted(p for p in directory.iterdir() if p.is_file() and p.suffix.lower() in DIRECTORY_SUFFIXES)
     if not files:
-        raise ConfigError(f"pecan score: --poses {directory} is a directory without .sdf, .sd or .mol2 files")
+        raise ConfigError(f"pecan score: --poses {directory} is a directory without .sdf, .sd, .mol2 or .pdbqt files")
     return files
 
 
@@ -61,10 +65,11 @@ class Record:
     """One record of a poses file: its SDF text (None for a mol2 or PDB record), its title and its molecule,
     parsed from the text on first use (None when RDKit cannot parse it)."""
 
-    __slots__ = ("text", "title", "_mol", "_parser")
+    __slots__ = ("text", "title", "_mol", "_parser", "number")
 
     def __init__(self, text: Optional[bytes], title: str, mol=None, parser=None) -> None:
         self.text, self.title, self._mol, self._parser = text, title, mol, parser
+        self.number = 0  # its record number in its file, from 1 (set as the file is read)
 
     @property
     def mol(self):
@@ -74,12 +79,18 @@ class Record:
         return self._mol
 
 
-def iter_records(path: Path) -> Iterator[Record]:
+def iter_records(path: Path, score_property: str = "") -> Iterator[Record]:
     """The records of a poses file one at a time; SDF is streamed and split as text (parsed only when a
-    record's molecule is asked for), mol2 and PDB are read whole (``chemistry.read_ligands``)."""
+    record's molecule is asked for), mol2 and PDB are read whole (``chemistry.read_ligands``), PDBQT too, with
+    each pose's Vina score as ``score_property`` (``pecan.scoring.pdbqt``)."""
     from pecan.convert import chemistry as chem
     from pecan.scoring.sdf_text import RecordParser, record_title, split_records
 
+    if path.suffix.lower() == ".pdbqt":
+        from pecan.scoring.pdbqt import read_pdbqt_poses
+
+        yield from (Record(None, title(mol), mol) for mol in read_pdbqt_poses(path, score_property or "docking_score"))
+        return
     if path.suffix.lower() not in (".sdf", ".sd"):
         yield from (Record(None, title(mol), mol) for mol in chem.read_ligands(path))
         return
@@ -158,9 +169,19 @@ def _records(item: PosesFile, errors: list[str]) -> Iterator:
     from pecan.convert.chemistry import ConversionError
 
     try:
-        yield from iter_records(item.path)
+        for number, record in enumerate(iter_records(item.path, item.score_property), start=1):
+            record.number = number
+            yield record
     except (ConversionError, OSError) as err:
         errors.append(str(err))
+
+
+def _scored(item: PosesFile, record: Record):
+    """The record's molecule, with its docking score from ``--scores-csv`` when one was given."""
+    mol = record.mol
+    if item.scores is not None:
+        item.scores.apply(mol, item.path, record.number, record.title, item.score_property)
+    return mol
 
 
 def _group(item: PosesFile, name: str, records: list[Record], errors: list[str], seq: int) -> LigandGroup:
@@ -169,7 +190,7 @@ def _group(item: PosesFile, name: str, records: list[Record], errors: list[str],
         complex_id=name,
         receptor=item.receptor,
         source=str(item.path),
-        records=[record.mol for record in records],
+        records=[_scored(item, record) for record in records],
         texts=[record.text for record in records],
         crystal=item.crystal,
         score_property=item.score_property,

@@ -9,23 +9,22 @@
   empty) that could not be scored; header only when none failed;
 - ``X.metrics.json``: the figures (``pecan.scoring.figures``), at the end.
 
-Each file is written under a temporary name beside its destination and renamed onto it when the run
-succeeds (``pecan.runtime.fileio.atomic_path``): a failed or interrupted run leaves no partial output and any
-earlier output in place.
+Each file is written under a temporary name beside its destination and, when the run succeeds, all are
+renamed onto their destinations together (``pecan.runtime.fileio.commit_together``): a failed or interrupted
+run, or one whose last rename fails, leaves no partial output and every earlier output in place.
 """
 
 from __future__ import annotations
 
 import csv
 import math
-from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from pecan.runtime.fileio import atomic_path, json_text
+from pecan.runtime.fileio import commit_together, discard_temps, json_text, temp_beside
 from pecan.scoring.scores_csv import SCORE_COLUMNS
 from pecan.scoring.sdf_text import rdkit_record, with_properties
 
@@ -44,7 +43,7 @@ def output_paths(out: Path) -> dict[str, Path]:
 
 
 class ScoredOutput:
-    """The four outputs of one run, open for streaming; ``commit`` renames them into place. A ``part`` (one
+    """The four outputs of one run, open for streaming; ``commit`` renames them into place together. A ``part`` (one
     rank's share under a launcher, ``merge_parts``) also logs each group's number, row count and SDF bytes,
     and its failure rows start with the group's number."""
 
@@ -53,8 +52,13 @@ class ScoredOutput:
         self.paths = output_paths(Path(out))
         if part:
             self.paths["the groups log"] = Path(out).with_suffix(".groups")
-        self._stack = ExitStack()
-        self._temps = {what: self._stack.enter_context(atomic_path(path)) for what, path in self.paths.items()}
+        self._temps: dict[str, Path] = {}
+        for what, path in self.paths.items():
+            try:
+                self._temps[what] = temp_beside(path)
+            except BaseException:
+                discard_temps(list(self._temps.values()))
+                raise
         self._sdf = open(self._temps["--out"], "wb")
         self._csv = open(self._temps["the scores CSV"], "w", newline="")
         self._failures_file = open(self._temps["the failures CSV"], "w", newline="")
@@ -66,6 +70,7 @@ class ScoredOutput:
         self.written = 0
         self.failed_poses = 0
         self.failed_ligands = 0
+        self.first_failure = ""
 
     def write_groups(self, scores: pd.DataFrame, groups: list[tuple]) -> None:
         """Consecutive ligands' rows (``scores``: scores.csv's columns, each ligand in rank order) and records:
@@ -87,7 +92,8 @@ class ScoredOutput:
                 }
                 if labeled and not math.isnan(float(rmsd)):
                     properties.update(rmsd=float(rmsd), label=int(labels[k]))
-                text = texts[k - start] if texts is not None else rdkit_record(mol)
+                text = texts[k - start] if texts is not None else None
+                text = text if text is not None else rdkit_record(mol)  # mol2, PDB, PDBQT: no SDF text
                 records.append(with_properties(text, properties))
             start += len(mols)
             block = b"".join(records)
@@ -105,6 +111,8 @@ class ScoredOutput:
     def failure(self, complex_id: str, pose_id: str, source: str, reason: str, seq: int = 0) -> None:
         """One row of the failures file (``pose_id`` empty: the whole ligand)."""
         self._failures.writerow(([seq] if self.part else []) + [complex_id, pose_id, source, reason])
+        if not self.first_failure:
+            self.first_failure = f"ligand {complex_id} pose {pose_id or '(all)'}: {reason}"
         if pose_id:
             self.failed_poses += 1
         else:
@@ -116,12 +124,12 @@ class ScoredOutput:
         if self._header:  # nothing scored: scores.csv still gets its header
             pd.DataFrame(columns=list(SCORE_COLUMNS)).to_csv(self._temps["the scores CSV"], index=False)
         self._temps["the metrics JSON"].write_text(json_text(values, indent=2, default=float))
-        self._stack.close()
+        commit_together([(self._temps[what], path) for what, path in self.paths.items()])
 
     def abort(self, error: BaseException) -> None:
         """Remove the temporary files; every destination keeps what it held."""
         self._close_writers()
-        self._stack.__exit__(type(error), error, error.__traceback__)
+        discard_temps(list(self._temps.values()))
 
     def _close_writers(self) -> None:
         if self._sdf is not None:

@@ -50,6 +50,8 @@ class ScoreRequest:
     batch_size: int = 0  # 0: BATCH_SIZE
     progress: str = "auto"
     threads: int = 0  # 0: OMP_NUM_THREADS when set, else 1
+    scores_csv: Optional[str] = None  # the poses' docking scores from a CSV (``pecan.scoring.score_table``)
+    score_column: Optional[str] = None
 
 
 def manifest_rows(args: ScoreRequest, state: dict) -> pd.DataFrame:
@@ -67,6 +69,11 @@ def manifest_rows(args: ScoreRequest, state: dict) -> pd.DataFrame:
 def poses_files(args: ScoreRequest, rows: pd.DataFrame) -> list["PosesFile"]:
     """The poses files to read, in order: a manifest's rows, or --poses (a file, or a directory's files)."""
     files = []
+    scores = None
+    if args.scores_csv:
+        from pecan.scoring.score_table import ScoreTable
+
+        scores = ScoreTable.read(Path(args.scores_csv), args.score_column)
     for row in rows.to_dict("records"):
         crystal = row.get("crystal_ligand", "")
         common = {
@@ -74,6 +81,7 @@ def poses_files(args: ScoreRequest, rows: pd.DataFrame) -> list["PosesFile"]:
             "crystal": Path(crystal) if isinstance(crystal, str) and crystal.strip() else None,
             "score_property": row["score_property"],
             "affinity": _affinity(row.get("affinity", "")),
+            "scores": scores,
         }
         path = Path(row["poses"])
         if not args.manifest and path.is_dir():
@@ -81,6 +89,11 @@ def poses_files(args: ScoreRequest, rows: pd.DataFrame) -> list["PosesFile"]:
         else:
             prefix = f"{row['complex_id']}/" if args.manifest else ""
             files.append(PosesFile(path, row["complex_id"], prefix=prefix, **common))
+    if scores is not None and not scores.by_file and len(files) > 1:
+        raise ConfigError(
+            f"pecan score: {len(files)} poses files are scored: --scores-csv {args.scores_csv} needs a 'file' "
+            f"column (each pose's poses file name)"
+        )
     return files
 
 
@@ -118,7 +131,7 @@ def _given_rows(args: ScoreRequest) -> pd.DataFrame:
 
 def check_outputs(args: ScoreRequest, rows: pd.DataFrame, files: list) -> None:
     """No output may be an input (checkpoint, receptor, poses or a file of the --poses directory, crystal,
-    manifest and its files) or another output (``--out X.csv`` would be its own scores CSV)."""
+    manifest and its files, the scores CSV given) or another output (``--out X.csv`` would be its own scores CSV)."""
     from pecan.runtime import outputs
 
     inputs = [
@@ -127,6 +140,7 @@ def check_outputs(args: ScoreRequest, rows: pd.DataFrame, files: list) -> None:
         ("--poses", args.poses),
         ("--crystal", args.crystal),
         ("--manifest", args.manifest),
+        ("--scores-csv", args.scores_csv),
         *outputs.manifest_files(rows),
         *[("a poses file", str(item.path)) for item in files],
     ]

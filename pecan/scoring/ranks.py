@@ -98,15 +98,21 @@ def _run(args, files, state, config, model, device, options, output, clock, rank
 def _values(args, output: ScoredOutput, scored: Scored, failed_poses: int, failed_ligands: int) -> dict[str, Any]:
     """The metrics JSON's values; a DataError (the outputs discarded) when no pose was scored."""
     if not scored.poses:
-        error = DataError(
-            f"pecan score: no pose could be scored (see the warnings above and {output.paths['the failures CSV']})"
-        )
+        error = DataError(f"pecan score: no pose could be scored{_first_failure(output)}; nothing was written")
         output.abort(error)
         raise error
     values = scored.values()
     values.update(checkpoint=str(args.checkpoint), scores=str(output.paths["the scores CSV"]))
     values["failures"] = {"poses": failed_poses, "ligands": failed_ligands}
     return values
+
+
+def _first_failure(output: ScoredOutput) -> str:
+    """': N failures, the first: REASON (every one is logged above)' ('' when none was recorded)."""
+    count = output.failed_poses + output.failed_ligands
+    if not count:
+        return ""
+    return f": {count} failure(s), the first: {output.first_failure} (each is logged above as 'not scored')"
 
 
 def _commit(output: ScoredOutput, values: dict[str, Any]) -> None:

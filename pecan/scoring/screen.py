@@ -178,7 +178,8 @@ class ScreenRun:
                 f"pecan score: the checkpoint's model takes each pose's docking score (model.use_docking_score), "
                 f"but {len(missing)} of {len(mols)} records of ligand {group.complex_id} in {group.source} have no "
                 f"SD property {prop!r} (first: record {missing[0]}); name the property holding it with "
-                f"--score-property"
+                f"--score-property, or give the scores in a CSV with --scores-csv FILE --score-column NAME (the "
+                f"way for mol2 and PDB poses, which have no SD properties)"
             )
 
     def _fail(self, group: LigandGroup, pose_id: str, reason: str, complex_id: Optional[str] = None) -> None:

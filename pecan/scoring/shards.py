@@ -23,7 +23,7 @@ from pecan.config import Config, ConfigError
 from pecan.data.index import IndexSettings, build_index
 from pecan.data.loader import load_split_indexes, make_dataset, make_loader, make_sampler, prepare_job_data
 from pecan.runtime.errors import DataError, expected_error_code
-from pecan.runtime.fileio import json_text, write_csv, write_text
+from pecan.runtime.fileio import commit_together, discard_temps, json_text, temp_beside
 from pecan.runtime.progress import resolve_mode
 from pecan.scoring.checkpoint import build_scoring_model, read_checkpoint, scoring_config
 from pecan.scoring.evaluate import score_share
@@ -155,9 +155,16 @@ def run_predict(
 
 
 def write_outputs(scores: pd.DataFrame, values: dict[str, Any], out: Path, state: dict) -> None:
-    """scores.csv and its metrics JSON (atomically), the summary lines and the warnings on the split."""
-    write_csv(scores[list(SCORE_COLUMNS)], out)
-    write_text(metrics_path(out), json_text(values, indent=2, default=float))
+    """scores.csv and its metrics JSON (renamed into place together: both or neither), the summary lines and
+    the warnings on the split."""
+    files: dict[Path, Path] = {}
+    try:
+        files.update({destination: temp_beside(destination) for destination in (out, metrics_path(out))})
+        scores[list(SCORE_COLUMNS)].to_csv(files[out], index=False)
+        files[metrics_path(out)].write_text(json_text(values, indent=2, default=float))
+        commit_together([(temp, destination) for destination, temp in files.items()])
+    finally:
+        discard_temps(list(files.values()))
     report_figures(values, state)
     print(f"wrote {out} and {metrics_path(out)}", flush=True)
 
