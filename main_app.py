@@ -1,6 +1,7 @@
-"""PECAN entry point: python main_app.py CONFIG.yaml [--set section.key=value ...] [--predict CKPT --out CSV]
+"""PECAN entry point: python main_app.py CONFIG.yaml [--set section.key=value ...]
 
-The same as `pecan train`; kept as the documented interface of the training application.
+The same as `pecan train`; kept as the documented interface of the training application. Scoring is
+`pecan predict CHECKPOINT --config CONFIG.yaml` (or `--data-dir`), never this file.
 """
 
 from __future__ import annotations

@@ -36,5 +36,5 @@ setup(
         "dock": ["vina>=1.2.5", "meeko>=0.5", "rdkit>=2023.9"],
         "mutation": ["mutmut>=3.3,<4"],
     },
-    entry_points={"console_scripts": ["pecan=pecan.cli:run", "pecan-train=main_app:main"]},
+    entry_points={"console_scripts": ["pecan=pecan.cli:run"]},
 )

@@ -1,6 +1,7 @@
 """`pecan train CONFIG [--set section.key=value ...]`: load config, set up distributed, build, train, clean up.
 
-`python main_app.py CONFIG` is the same command (the card's interface); `--predict CKPT` scores instead.
+`python main_app.py CONFIG` is the same command (the card's interface). Scoring has its own verb: `pecan predict`
+(`pecan predict CKPT --config CONFIG` scores what a training config names).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import socket
 import sys
 
 from pecan import config as config_module
-from pecan.commands import add_allow_option, add_set_option, expected_error_code
+from pecan.commands import add_set_option, expected_error_code
 from pecan.runtime import tracing
 
 
@@ -22,15 +23,6 @@ def parse_args(argv=None, prog: str | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog=prog, description="Train an EGNN pose classifier on HDF5 shards.")
     parser.add_argument("config", help="YAML config file (see configs/demo.yaml and docs/configuration.md)")
     add_set_option(parser)
-    parser.add_argument(
-        "--predict", metavar="CHECKPOINT", help="score the configured poses with this checkpoint instead of training"
-    )
-    parser.add_argument("--out", default="scores.csv", help="with --predict: the scores CSV (default scores.csv)")
-    add_allow_option(
-        parser,
-        "with --predict: score with the config's value of a setting the checkpoint pins "
-        "(e.g. data.edge_cutoff) although it differs from the trained one (repeatable)",
-    )
     parser.add_argument(
         "--force-unlock",
         action="store_true",
@@ -108,10 +100,6 @@ def main(argv=None, prog: str | None = None) -> int:
 
     try:
         config = config_module.load(args.config, args.overrides)
-        if args.predict:  # scoring is read-only: the run's resume state and lock are none of its business
-            from pecan.scoring.shards import score_shards
-
-            return score_shards(config, args.predict, args.out, tuple(args.allow))
         check_resume_compatible(config)
         env = discover()
     except ValueError as err:  # any bad value before the run starts is a wrong invocation (ConfigError included)

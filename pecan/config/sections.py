@@ -36,11 +36,11 @@ class DataConfig:
     val_csvs: list[str] = _doc("Index CSVs of the validation split.", factory=list)
     val_fns: list[str] = _doc("Validation shard files (globs allowed).", factory=list)
     test_csvs: list[str] = _doc(
-        "Index CSVs of a test set; when set (or test_fns), --predict scores these instead of the training and "
-        "validation data.",
+        "Index CSVs of a test set; when set (or test_fns), `pecan predict --config` scores these instead of the "
+        "training and validation data.",
         factory=list,
     )
-    test_fns: list[str] = _doc("Test shard files (globs allowed), scored by --predict.", factory=list)
+    test_fns: list[str] = _doc("Test shard files (globs allowed), scored by `pecan predict --config`.", factory=list)
     val_fraction: float = _doc(
         "Fraction of complexes held out for validation when no val_csvs/val_fns are given (split by complex).", 0.2
     )

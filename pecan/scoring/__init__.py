@@ -4,7 +4,7 @@ evaluation share.
 - ``settings``: what a checkpoint pins (sample settings, trained/validated complexes, its training data).
 - ``checkpoint``: reading a checkpoint, the config scoring runs under, the model with its weights.
 - ``evaluate``: the evaluation loop (logits and sample ids of a rank's share; training calls it too).
-- ``shards``: the shard scoring run (`pecan predict`, ``main_app.py --predict``): scores.csv and metrics.
+- ``shards``: the shard scoring run (`pecan predict`): scores.csv and metrics.
 - ``report``: the per-split figures; ``sdf``: scored poses back as SDF (RDKit).
 - ``poses``: `pecan score` (docking output in, scored SDF out); ``memory``: its in-memory graphs;
   ``invocation``: its command line checked before the model loads; ``pdbqt``, ``score_table``: Vina's PDBQT

@@ -1,6 +1,6 @@
 """Score every docked pose of the configured data with a trained checkpoint: scores.csv and metrics JSON.
 
-``pecan predict CHECKPOINT --data-dir D`` or ``python main_app.py CONFIG.yaml --predict CHECKPOINT``. The
+``pecan predict CHECKPOINT --data-dir D`` or ``pecan predict CHECKPOINT --config CONFIG.yaml``. The
 checkpoint defines the model (any registered variant, rebuilt through the config path training uses) and the
 settings that shape its samples (``pecan.scoring.settings``); scoring reads nothing else of the training
 run. Each rank scores its share of the poses; rank 0 gathers them, labels each complex with its split and
@@ -171,7 +171,7 @@ def write_outputs(scores: pd.DataFrame, values: dict[str, Any], out: Path, state
 
 def score_shards(config: Config, checkpoint: str, out: str, allow: tuple[str, ...] = ()) -> int:
     """Set up distributed (one process or a launcher's ranks), score, clean up; the exit code (also for
-    ``main_app.py CONFIG --predict CKPT``)."""
+    ``pecan predict CKPT --config CONFIG``)."""
     from pecan.train.distributed import cleanup_distributed, discover, init_distributed, resolve_device
 
     try:

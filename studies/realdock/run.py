@@ -4,10 +4,10 @@
                                       [--families kinase,protease] [--work WORK_DIR]
 
 Converts each complex of docked/manifest.csv into shards (once; reused), then for each family: trains the
-recipe on the other families (``python main_app.py CONFIG``), scores the held-out family with ``--predict`` and compares
-the model's ranking of each complex's poses with the docking score's on the same poses. Writes
-studies/realdock/results/<tag>.json (every fold and the pooled figures) and prints the Markdown table of
-BENCHMARKS.md.
+recipe on the other families (``python main_app.py CONFIG``), scores the held-out family with
+``pecan predict --config`` and compares the model's ranking of each complex's poses with the docking score's
+on the same poses. Writes studies/realdock/results/<tag>.json (every fold and the pooled figures) and prints
+the Markdown table of BENCHMARKS.md.
 """
 
 from __future__ import annotations
@@ -337,7 +337,8 @@ def run_fold(
         if not checkpoint.exists():
             checkpoint = run_dir / "checkpoints" / "last.pt"
         subprocess.run(
-            [sys.executable, main_app, str(args.config), *settings, "--predict", str(checkpoint), "--out", str(scores)],
+            [sys.executable, "-m", "pecan", "predict", str(checkpoint), "--config", str(args.config), *settings]
+            + ["--out", str(scores)],
             check=True,
             stdout=log,
             stderr=subprocess.STDOUT,

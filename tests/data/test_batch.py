@@ -85,14 +85,15 @@ def test_pin_memory_pins_every_field(monkeypatch):
 
 @pytest.mark.slow
 def test_the_egnn_training_and_predict_paths_never_import_pyg(make_config, tmp_path):
-    """A whole EGNN run through main_app (training with a loader worker, then --predict on its checkpoint):
+    """A whole EGNN run (main_app training with a loader worker, then pecan predict on its checkpoint):
     no module of torch_geometric is ever loaded (its import costs each process start-up time)."""
     path, config = make_config({"train.epochs": 1, "data.num_workers": 1, "train.max_steps_per_epoch": 2})
     train = [str(path)]
-    predict = [str(path), "--predict", f"{config.train.out_dir}/checkpoints/last.pt", "--out", str(tmp_path / "s.csv")]
+    predict = [f"{config.train.out_dir}/checkpoints/last.pt", "--config", str(path), "--out", str(tmp_path / "s.csv")]
     code = (
         "import sys, main_app\n"
-        f"code = main_app.main({train!r}) or main_app.main({predict!r})\n"
+        "from pecan.commands import predict\n"
+        f"code = main_app.main({train!r}) or predict.main({predict!r})\n"
         "print('pyg modules:', sorted(m for m in sys.modules if m.split('.')[0] == 'torch_geometric'))\n"
         "sys.exit(code)\n"
     )

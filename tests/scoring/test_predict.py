@@ -1,4 +1,4 @@
-"""Scoring with a trained checkpoint (main_app --predict), and the loss's positive-class weight."""
+"""Scoring with a trained checkpoint (pecan predict), and the loss's positive-class weight."""
 
 import json
 import sys
@@ -19,7 +19,7 @@ from pecan.train.distributed import discover
 from pecan.train.metrics import resolve_pos_weight, roc_auc, top1_success
 from pecan.train.trainer import Trainer
 from tests.ddp import run_ranks_ok
-from tests.procs import app_argv, run_checked, run_ok
+from tests.procs import run_checked, run_ok
 from tests.train.helpers import tiny_run
 
 
@@ -32,8 +32,19 @@ def trained(trained_run, tmp_path_factory):
 
 
 def predict_cli(config_path, checkpoint, out) -> list[str]:
-    """The argv of ``main_app.py CONFIG --predict CHECKPOINT --out OUT``."""
-    return app_argv(config_path, args=("--predict", str(checkpoint), "--out", str(out)))
+    """The argv of ``python -m pecan predict CHECKPOINT --config CONFIG --out OUT``."""
+    return [
+        sys.executable,
+        "-u",
+        "-m",
+        "pecan",
+        "predict",
+        str(checkpoint),
+        "--config",
+        str(config_path),
+        "--out",
+        str(out),
+    ]
 
 
 def check_scores(scores: pd.DataFrame, values: dict, config) -> None:

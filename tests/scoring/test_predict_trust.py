@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 import torch
 
-import main_app
 from pecan import config as cfgmod
+from pecan.commands import predict
 from pecan.config import ConfigError
 from pecan.runtime.errors import DataError
 from pecan.scoring.settings import check_settings, sample_settings
@@ -62,8 +62,8 @@ def test_an_allowed_change_scores_with_a_warning(trained, caplog):
 
 def test_the_command_line_refusal_exits_2(trained, capsys):
     tmp, path, _, checkpoint = trained
-    code = main_app.main(
-        [str(path), "--set", "data.edge_cutoff=3.0", "--predict", str(checkpoint), "--out", str(tmp / "cli.csv")]
+    code = predict.main(
+        [str(checkpoint), "--config", str(path), "--set", "data.edge_cutoff=3.0", "--out", str(tmp / "cli.csv")]
     )
     assert code == 2 and not (tmp / "cli.csv").exists()
 
@@ -117,7 +117,7 @@ def test_scoring_ignores_the_run_state_in_out_dir(trained):
     lock = RunLock(run_dir).acquire()
     try:
         out = tmp / "independent.csv"
-        code = main_app.main([str(path), "--set", "model.hidden=40", "--predict", str(checkpoint), "--out", str(out)])
+        code = predict.main([str(checkpoint), "--config", str(path), "--set", "model.hidden=40", "--out", str(out)])
         assert code == 0
     finally:
         lock.release()

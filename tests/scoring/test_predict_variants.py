@@ -1,5 +1,5 @@
 """Every registered variant trains and scores: `pecan predict CKPT` rebuilds it from the checkpoint alone, and
-its scores equal those of `main_app.py CONFIG --predict CKPT` (the YAML path) on the same poses."""
+its scores equal those of `pecan predict CKPT --config CONFIG` (the YAML path) on the same poses."""
 
 import json
 
@@ -53,7 +53,7 @@ def test_each_variant_trains_and_scores_from_its_checkpoint(tmp_path, variant):
     assert values["splits"]["val"]["complexes"] == len(record["val"])
 
     with_yaml = tmp_path / "yaml.csv"
-    assert main_app.main([str(config_path), "--predict", str(checkpoint), "--out", str(with_yaml)]) == 0
+    assert predict_command.main([str(checkpoint), "--config", str(config_path), "--out", str(with_yaml)]) == 0
     other = pd.read_csv(with_yaml)
     assert list(other["pose_id"]) == list(scores["pose_id"])
     np.testing.assert_allclose(other["pecan_score"], scores["pecan_score"], rtol=1e-6)

@@ -81,7 +81,7 @@ def test_two_folds_on_four_complexes(study, tmp_path, capsys):
     for ranker in ("model", "docking"):  # top-1 <= top-3 <= ceiling holds for every complex
         assert pooled[f"{ranker}_top1"]["hits"] <= pooled[f"{ranker}_top3"]["hits"] <= pooled["ceiling"]["hits"]
     scores = pd.read_csv(tmp_path / "work" / "folds" / "binding_protein" / "slice_scores.csv")
-    assert set(scores["complex_id"]) == {"1uw6", "1lrh"}  # the held-out family only, scored by --predict
+    assert set(scores["complex_id"]) == {"1uw6", "1lrh"}  # the held-out family only, scored by pecan predict
     assert "| **pooled** | 4 |" in capsys.readouterr().out
     # --reuse: the same tag, recipe and fold files reuse the scores (no training); another setting trains again
     written = {p: p.stat().st_mtime_ns for p in (tmp_path / "work" / "folds").glob("*/slice_scores.csv")}
