@@ -11,6 +11,8 @@ Stages:
   3. strace: openat syscalls per sample for reopen and packed (difference of two run lengths, so start-up
      opens cancel out)
   4. trainer: the trainer's data-wait share of an epoch on the demo model, reopen vs packed
+  5. open (only when asked): a later run's first open of the existing packs, ``repeats`` times: look-up,
+     the shards' fingerprints and the packs' checksums (pecan.data.integrity), as prepare_packs does them
 """
 
 from __future__ import annotations
@@ -60,9 +62,9 @@ def parse_args(argv=None) -> argparse.Namespace:
         "--stages",
         nargs="+",
         default=["loader", "strace", "trainer"],
-        choices=["loader", "strace", "trainer"],
+        choices=["loader", "strace", "trainer", "open"],
         help="loader: levels side by side; strace: openat per sample (needs strace); "
-        "trainer: the trainer's data-wait share",
+        "trainer: the trainer's data-wait share; open: a later run's first open of the existing packs",
     )
     parser.add_argument("--out", default="", help="write all results as JSON here")
     parser.add_argument("--strace-child", default="", help=argparse.SUPPRESS)
@@ -286,6 +288,18 @@ def trainer_stage(args) -> dict:
     return out
 
 
+def open_stage(args, cfg, index) -> dict:
+    """Seconds a later run spends opening packs that exist (look-up, fingerprints, checksums), and their size."""
+    seconds = []
+    for _ in range(args.repeats):
+        start = time.perf_counter()
+        packs = prepare_packs(cfg, [index], processes=os.cpu_count() or 1)
+        seconds.append(time.perf_counter() - start)
+    pack_bytes = sum(Path(p).stat().st_size for p in packs.values() if p is not None)
+    print(f"  open of existing packs ({pack_bytes / 2**20:.0f} MiB): {', '.join(f'{s:.3f}' for s in seconds)} s")
+    return {"open_seconds": seconds, "median_open_s": statistics.median(seconds), "pack_bytes": pack_bytes}
+
+
 def main(argv=None) -> int:
     """Run the stages and print the table."""
     args = parse_args(argv)
@@ -319,6 +333,8 @@ def main(argv=None) -> int:
         everything["strace_openat_per_sample"] = strace_stage(args)
     if "trainer" in args.stages:
         everything["trainer"] = trainer_stage(args)
+    if "open" in args.stages:
+        everything["open"] = open_stage(args, cfg, index)
     if args.out:
         Path(args.out).write_text(json.dumps(everything, indent=1))
     return 0

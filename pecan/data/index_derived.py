@@ -1,6 +1,7 @@
 """The derived index: every shard walked once (attributes hoisted into rows), saved as a CSV with a
-sidecar key (each shard's content fingerprint and the settings) in the first writable location, and found
-again while that key still matches."""
+sidecar key (each shard's content fingerprint, the settings and the CSV's own hash) in the first writable
+location, and found again while that key still matches and the CSV still holds the bytes it was written
+with (pecan.data.integrity)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from typing import Iterable, Optional
 import numpy as np
 import pandas as pd
 
-from pecan.data import identity, layout, locations
+from pecan.data import identity, integrity, layout, locations
 from pecan.data.index_rows import normalise
 from pecan.data.sample import skip_or_raise
 from pecan.runtime import fileio
@@ -69,7 +70,8 @@ def write_derived_index(
         path = directory / f"{prefix}_all.csv"
         layout.write_index_csv(out, path)
         # The sidecar is written last: a CSV without a matching sidecar is never reused.
-        fileio.write_text(_sidecar(path), fileio.json_text(key or {}))
+        sidecar = {**(key or {}), "csv_blake2b": identity.content_hash(path)}
+        fileio.write_text(_sidecar(path), fileio.json_text(sidecar))
         return path
 
     try:
@@ -85,16 +87,40 @@ def find_derived_index(
 ) -> Optional[Path]:
     """A derived CSV in the location chain whose sidecar matches the shards (same content) and settings; a
     stale one is passed over and derived again."""
-    for location in index_locations(shard_dir, index_dir):
+    chain = index_locations(shard_dir, index_dir)
+    for k, location in enumerate(chain):
         path = location.directory / f"{prefix}_all.csv"
         try:
             saved = json.loads(_sidecar(path).read_text())
         except (OSError, ValueError):
             continue
         if key_still_matches(saved, shards, params, identity.confirmed_path(path)):
-            return path
+            if csv_is_intact(path, saved, [earlier.directory for earlier in chain[:k]]):
+                return path
+            continue
         log.info("derived index %s is stale (a shard's content or the settings changed); passing over it", path)
     return None
+
+
+def csv_is_intact(path: Path, saved: dict, earlier: list[Path]) -> bool:
+    """Whether a derived CSV holds the bytes its sidecar records; one from before sidecars recorded them is
+    stale, a changed one is removed so that it is derived again, or refused where it cannot be removed."""
+    recorded = saved.get("csv_blake2b")
+    if recorded is None:
+        log.info("derived index %s has no checksum (an older PECAN wrote it); deriving it again", path)
+        return False
+    try:
+        if identity.content_hash(path) == recorded:
+            return True
+    except OSError:
+        return False
+    corrupt = integrity.CorruptFile(
+        f"derived index {path} does not hold the bytes its sidecar {_sidecar(path).name} records (it changed "
+        "after it was written)"
+    )
+    remedy = "set data.index_dir to a directory of your own (an index derived there is found first) or delete the file"
+    integrity.discard(path, corrupt, earlier, remedy)
+    return False
 
 
 # ---------------------------------------------------------------------------- deriving from shards

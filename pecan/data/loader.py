@@ -21,7 +21,7 @@ from pecan.config import DataConfig
 from pecan.data import io_modes, schema
 from pecan.data.batch import GraphBatch
 from pecan.data.index import IndexSettings, build_index, check_both_classes, split_by_complex
-from pecan.data.packed import PackedDataset, PackParams, pack_is_valid
+from pecan.data.packed import PackedDataset, PackParams, pack_is_intact, usable_pack
 from pecan.data.packing import ensure_packed, pack_shard_at
 from pecan.data.sample import passthrough_collate
 from pecan.data.sampler import ShardAwareSampler
@@ -73,12 +73,12 @@ def prepare_packs(
 
 def confirm_packs(cfg: DataConfig, packs: dict[str, Path]) -> dict[str, Path]:
     """On a node other than rank 0's: use exactly the paths rank 0 chose, building a pack there when this
-    node cannot see a valid one (the chosen directory is node-local)."""
+    node cannot see a valid, intact one (the chosen directory is node-local, or its copy there is corrupt)."""
     params = pack_params(cfg)
     for shard, path in packs.items():
         if path is None:  # rank 0 could not pack it: its samples are skipped everywhere
             continue
-        if not pack_is_valid(Path(path), Path(shard)):
+        if not usable_pack(Path(path), Path(shard)):
             log.info("pack %s is not on this node; building it there", path)
             pack_shard_at(Path(shard), params, Path(path))
     return packs
@@ -117,7 +117,7 @@ def _node_inputs(
     if not cfg.stage_dir:
         return packs, None
     sources = [p for p in packs.values() if p is not None] if packs is not None else _shards_of(list(indexes))
-    report = stage(sources, cfg.stage_dir)
+    report = stage(sources, cfg.stage_dir, check=pack_is_intact if packs is not None else None)
     if packs is not None:
         packs = {shard: None if path is None else Path(report.mapping[str(path)]) for shard, path in packs.items()}
     return packs, report

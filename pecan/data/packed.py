@@ -3,14 +3,15 @@
 One pack file per shard (``<stem>.<key>.pecanpack``) holds every sample of the shard, already cropped and
 with its radius edges (they never change between epochs):
 
-    magic b"PECANPK1" | uint64 header length | JSON header | 64-byte aligned arrays
+    magic b"PECANPK2" | uint64 header length | uint32 CRC-32 of the header | JSON header | 64-byte aligned arrays
     x [A, 19] f4, pos [A, 3] f4, vdw [A] f4 (van der Waals radii), atom_offsets [S+1] i8,
     edge_src [E] i4, edge_dst [E] i4 (local to the sample), edge_type [E] i1, edge_offsets [S+1] i8,
     scalars [S, 8] f4 (label, rmsd, score, 5 interaction counts as the shard stores them)
 
 The header names the source shard's fingerprint (stat record and whole-file hash, pecan.data.identity: a
 shard whose bytes changed invalidates the pack, even with size and mtime kept),
-the graph parameters, and the (complex_id, pose_id) key of every sample. Each worker maps each pack once; the
+the graph parameters, the (complex_id, pose_id) key of every sample, the payload's size and each array's CRC-32
+(pecan.data.integrity: a pack is verified before it is used). Each worker maps each pack once; the
 page cache shares the bytes between workers and ranks of a node. ``__getitems__`` gathers a whole batch
 with offset arithmetic and builds the batch (``pecan.data.batch.GraphBatch``) directly. Steady state: zero HDF5
 calls per sample.
@@ -21,17 +22,18 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import struct
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Sequence
 
 import numpy as np
 import pandas as pd
 import torch
 
 from model.rotation import rotate_about_centroids
-from pecan.data import identity, layout, locations, schema
+from pecan.data import identity, integrity, layout, locations, schema
 from pecan.data.batch import GraphBatch, with_bookkeeping
 from pecan.data.sample import ProcessLocal, SampleTable, skip_or_raise
 from pecan.runtime import tracing
@@ -39,9 +41,15 @@ from pecan.runtime.errors import DataError
 
 log = logging.getLogger(__name__)
 
-MAGIC = b"PECANPK1"
-PACK_VERSION = 4  # 2: vdw radii; 3: edges sorted by target; 4: whole-file source hash. Older packs are rebuilt
+MAGIC = b"PECANPK2"
+PREFIX = struct.Struct("<QI")  # header length, CRC-32 of the header
+# 2: vdw radii; 3: edges sorted by target; 4: whole-file source hash; 5: checksums. Older packs are rebuilt.
+PACK_VERSION = 5
 ALIGN = 64
+REMEDY = (
+    "set data.cache_dir to a directory of your own (a pack built there is found before this one), or have whoever "
+    "owns this one repack it (`pecan pack CONFIG.yaml`) or delete the file"
+)
 SCALAR_COLUMNS = ("label", "rmsd", "score", *layout.INTERACTION_ATTRS)
 # The contract's per-node/per-edge arrays (pecan.data.schema) in their stored dtypes, plus the pack's own.
 ARRAY_DTYPES = {
@@ -93,44 +101,85 @@ def pack_name(shard: Path, params: PackParams) -> str:
 
 def _data_start(header_length: int) -> int:
     """First byte of the array area: after magic, length and header, rounded up to ALIGN."""
-    return -(-(len(MAGIC) + 8 + header_length) // ALIGN) * ALIGN
+    return -(-(len(MAGIC) + PREFIX.size + header_length) // ALIGN) * ALIGN
 
 
 def read_header(path: Path) -> dict:
-    """Parse a pack file's header (one open, one small read)."""
+    """Parse a pack file's header (one open, one small read); a header that fails its checksum raises
+    CorruptFile, a file that is no pack of this format a DataError."""
     with open(path, "rb") as handle:
         if handle.read(len(MAGIC)) != MAGIC:
-            raise DataError(f"{path} is not a PECAN pack file")
-        (length,) = struct.unpack("<Q", handle.read(8))
-        header = json.loads(handle.read(length))
+            raise DataError(f"{path} is not a PECAN pack file of this format ({MAGIC.decode()})")
+        prefix = handle.read(PREFIX.size)
+        if len(prefix) != PREFIX.size:
+            raise integrity.CorruptFile(f"pack {path} is cut short inside its header")
+        length, crc = PREFIX.unpack(prefix)
+        blob = handle.read(min(length, os.fstat(handle.fileno()).st_size))
+    integrity.check_header(path, blob, length, crc)
+    header = json.loads(blob)
     header["data_start"] = _data_start(length)
     return header
 
 
-def pack_is_valid(path: Path, shard: Path) -> bool:
-    """Whether ``path`` is a readable pack of this version built from the bytes ``shard`` holds now (an
-    unchanged stat record answers at once; otherwise the shard is hashed again)."""
+def current_header(path: Path, shard: Path) -> Optional[dict]:
+    """The header of ``path`` when it is a readable pack of this version built from the bytes ``shard`` holds
+    now (an unchanged stat record answers at once; otherwise the shard is hashed again), else None. A pack
+    whose own header fails its checksum raises CorruptFile."""
     try:
         header = read_header(path)
-    except (OSError, ValueError, DataError):
-        return False
-    return header.get("version") == PACK_VERSION and identity.still_matches(
+    except integrity.CorruptFile:
+        raise
+    except (OSError, ValueError):  # a DataError is a ValueError: not a pack of this format
+        return None
+    current = header.get("version") == PACK_VERSION and identity.still_matches(
         shard, header.get("source"), identity.confirmed_path(path)
     )
+    return header if current else None
+
+
+def pack_is_intact(path: Path) -> bool:
+    """Whether ``path`` is a pack whose size and checksums hold (one read of the file)."""
+    try:
+        integrity.verify(path, read_header(path))
+    except (OSError, ValueError):  # DataError and CorruptFile are ValueErrors
+        return False
+    return True
+
+
+def usable_pack(path: Path, shard: Path, earlier: Sequence[Path] = ()) -> bool:
+    """Whether ``path`` is a current pack of ``shard`` whose bytes pass their checksums (one read of the file).
+    A stale, foreign or unreadable one is passed over; a corrupt one is removed with a warning (so that it is
+    rebuilt), passed over where it cannot be removed but a directory ``earlier`` in the chain takes the
+    rebuilt pack, and refused otherwise (pecan.data.integrity.discard)."""
+    if not path.exists():
+        return False
+    try:
+        header = current_header(path, shard)
+        if header is not None:
+            integrity.verify(path, header)
+            return True
+    except integrity.CorruptFile as err:
+        integrity.discard(path, err, earlier, REMEDY)
+        return False
+    except OSError as err:
+        log.info("pack %s is unreadable (%s); passing over it", path, err)
+        return False
+    log.info("pack %s is stale or foreign; passing over it", path)
+    return False
 
 
 def find_valid_pack(shard: Path, params: PackParams, cache_dir: str = "") -> Optional[Path]:
-    """An existing pack for ``shard`` whose fingerprint still matches the shard, looked up through the chain.
+    """An existing, intact pack for ``shard`` whose fingerprint still matches the shard, looked up through the
+    chain.
 
-    A pack that exists but sits where this user cannot write (a shared cache) is used when valid; one that is
-    unreadable, foreign or stale is passed over (and rebuilt in the first writable location)."""
-    for location in pack_locations(shard, cache_dir):
+    A pack that sits where this user cannot write (a shared cache) is used when valid; one that is unreadable,
+    foreign or stale is passed over (and rebuilt in the first writable location); a corrupt one is rebuilt,
+    or refused where it cannot be removed and no earlier directory takes the rebuilt one (usable_pack)."""
+    chain = pack_locations(shard, cache_dir)
+    for k, location in enumerate(chain):
         path = location.directory / pack_name(shard, params)
-        if not path.exists():
-            continue
-        if pack_is_valid(path, shard):
+        if usable_pack(path, shard, [earlier.directory for earlier in chain[:k]]):
             return path
-        log.info("pack %s is stale, unreadable or foreign; passing over it", path)
     return None
 
 
@@ -140,6 +189,7 @@ def find_valid_pack(shard: Path, params: PackParams, cache_dir: str = "") -> Opt
 def map_pack(path: Path, in_memory: bool = False) -> dict[str, np.ndarray]:
     """Memory-map one pack file once (or read it whole into RAM) and return views of its arrays."""
     header = read_header(path)
+    integrity.check_size(path, header)  # a pack cut short after it was verified fails here, named
     mapped = np.fromfile(path, dtype=np.uint8) if in_memory else np.memmap(path, dtype=np.uint8, mode="r")
     arrays = {}
     for name, spec in header["arrays"].items():

@@ -5,20 +5,21 @@ from __future__ import annotations
 
 import json
 import logging
-import struct
-from concurrent.futures import ProcessPoolExecutor
+import os
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
 from typing import Iterable, Optional
 
 import numpy as np
 
-from pecan.data import layout, locations, schema
+from pecan.data import integrity, layout, locations, schema
 from pecan.data.graph import build_graph
 from pecan.data.packed import (
     ALIGN,
     ARRAY_DTYPES,
     MAGIC,
     PACK_VERSION,
+    PREFIX,
     SCALAR_COLUMNS,
     PackParams,
     _data_start,
@@ -32,6 +33,8 @@ from pecan.runtime import fileio
 from pecan.runtime.errors import DataError
 
 log = logging.getLogger(__name__)
+
+VERIFY_THREADS = 8  # packs checked at once when they are looked up
 
 
 def _shard_samples(handle, shard: Path, params: PackParams):
@@ -123,19 +126,26 @@ def _flatten(graphs, scalars) -> dict[str, np.ndarray]:
 
 
 def _write_pack(path: Path, header: dict, arrays: dict[str, np.ndarray]) -> None:
-    """Atomic write: temp file in the destination directory, then os.replace."""
+    """Atomic write: temp file in the destination directory, then os.replace. The header carries the
+    payload's size and each array's CRC-32, the prefix the header's (pecan.data.integrity)."""
+    arrays = {name: np.ascontiguousarray(array, dtype=ARRAY_DTYPES[name]) for name, array in arrays.items()}
     layout, offset = {}, 0
     for name, array in arrays.items():
-        layout[name] = {"dtype": np.dtype(ARRAY_DTYPES[name]).str, "shape": list(array.shape), "offset": offset}
+        layout[name] = {
+            "dtype": array.dtype.str,
+            "shape": list(array.shape),
+            "offset": offset,
+            "crc32": integrity.array_crc32(array),
+        }
         offset += -(-array.nbytes // ALIGN) * ALIGN
-    blob = json.dumps({**header, "arrays": layout}).encode()
+    blob = json.dumps({**header, "payload_bytes": offset, "arrays": layout}).encode()
     data_start = _data_start(len(blob))
     with fileio.atomic_write(path, "wb") as out:
-        out.write(MAGIC + struct.pack("<Q", len(blob)) + blob)
+        out.write(MAGIC + PREFIX.pack(len(blob), integrity.header_crc32(blob)) + blob)
         out.write(b"\0" * (data_start - out.tell()))
         for name, array in arrays.items():
             out.seek(data_start + layout[name]["offset"])
-            out.write(np.ascontiguousarray(array, dtype=ARRAY_DTYPES[name]).tobytes())
+            out.write(array.reshape(-1).view(np.uint8))
         out.truncate(data_start + offset)
 
 
@@ -201,8 +211,12 @@ def ensure_packed(
     from pecan.runtime.progress import Progress
 
     shards = [locations.absolute(s) for s in shards]
-    # Each shard's fingerprint is read once: valid packs are kept, the rest built and taken as built.
-    paths = {s: find_valid_pack(s, params, cache_dir) for s in shards}
+    # Each shard's fingerprint is read once: valid, intact packs are kept, the rest built and taken as built.
+    # Checksums run in threads (zlib and file reads release the GIL); the other ranks wait for this step.
+    threads = max(1, min(len(shards), os.cpu_count() or 1, VERIFY_THREADS))
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        found = list(pool.map(lambda s: find_valid_pack(s, params, cache_dir), shards))
+    paths = dict(zip(shards, found))
     todo = [s for s, path in paths.items() if path is None]
     if todo:
         log.info("packing %d of %d shard(s) (one-time read; later runs map the packs)", len(todo), len(shards))

@@ -1,8 +1,10 @@
 """Node-local staging: copy the files a job reads (packs, or shards for the HDF5 io modes) to fast local disk.
 
 One process per node calls ``stage``. Each file is copied to a temp file inside the stage directory and
-renamed into place (never renamed across devices), then a marker records the source's size, mtime and
-sampled hash; a later run whose sources are unchanged reuses the staged copies without copying. Any
+renamed into place (never renamed across devices), then a marker records the source's stat record and the
+copy's; a later run whose sources and copies are unchanged reuses the staged copies without copying (a
+copy changed in place is copied again), and a ``check`` of each copy's content (a pack's checksums) is run
+on every copy used, fresh or reused: a reused copy that fails it is copied again. Any
 failure (a copy error, a full disk) falls back to reading every file in place, with a warning: a job
 never reads a half-staged set.
 """
@@ -16,7 +18,7 @@ import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
 
 from pecan.data.identity import stat_record
 from pecan.data.locations import absolute
@@ -57,19 +59,25 @@ def _marker(staged: Path) -> Path:
     return staged.with_name(staged.name + ".staged.json")
 
 
-def _marker_text(source: Path, fingerprint: dict) -> str:
-    return json.dumps({"source": str(absolute(source)), **fingerprint}, sort_keys=True)
+def _marker_text(source: Path, fingerprint: dict, staged: Optional[Path] = None) -> str:
+    copy = stat_record(staged) if staged is not None else None
+    return json.dumps({"source": str(absolute(source)), **fingerprint, "copy": copy}, sort_keys=True)
 
 
-def _is_current(source: Path, staged: Path, expected: str) -> bool:
+def _is_current(source: Path, staged: Path, source_record: dict, check: Optional[Callable[[Path], bool]]) -> bool:
     try:
-        return _marker(staged).read_text() == expected and staged.stat().st_size == source.stat().st_size
+        current = _marker(staged).read_text() == _marker_text(source, source_record, staged)
     except OSError:
         return False
+    if current and check is not None and not check(staged):
+        log.warning("staged copy %s fails its content check; copying it again", staged)
+        return False
+    return current
 
 
-def stage(sources: list[Path], stage_dir: str | Path) -> StageReport:
-    """Copy ``sources`` into ``stage_dir`` (reusing current copies); on any failure read everything in place."""
+def stage(sources: list[Path], stage_dir: str | Path, check: Optional[Callable[[Path], bool]] = None) -> StageReport:
+    """Copy ``sources`` into ``stage_dir`` (reusing current copies that pass ``check``); on any failure read
+    everything in place."""
     start = time.perf_counter()
     report = StageReport()
     stage_dir = absolute(stage_dir)
@@ -77,17 +85,19 @@ def stage(sources: list[Path], stage_dir: str | Path) -> StageReport:
         todo = []
         for source in (Path(s) for s in sources):
             staged = staged_path(source, stage_dir)
-            marker = _marker_text(source, stat_record(source))
+            record = stat_record(source)
             report.mapping[str(source)] = str(staged)
-            if _is_current(source, staged, marker):
+            if _is_current(source, staged, record, check):
                 report.files_reused += 1
             else:
-                todo.append((source, staged, marker))
+                todo.append((source, staged, record))
         _check_space(stage_dir, todo)
-        for source, staged, marker in todo:
+        for source, staged, record in todo:
             _marker(staged).unlink(missing_ok=True)
             fileio.copy_file(source, staged)
-            fileio.write_text(_marker(staged), marker)
+            if check is not None and not check(staged):
+                raise OSError(f"the staged copy {staged} of {source} fails its content check")
+            fileio.write_text(_marker(staged), _marker_text(source, record, staged))
             report.bytes_copied += staged.stat().st_size
             report.files_copied += 1
     except OSError as err:
@@ -108,7 +118,7 @@ def stage(sources: list[Path], stage_dir: str | Path) -> StageReport:
     return report
 
 
-def _check_space(stage_dir: Path, todo: list[tuple[Path, Path, str]]) -> None:
+def _check_space(stage_dir: Path, todo: list[tuple[Path, Path, dict]]) -> None:
     """Refuse up front when the copies cannot fit (a copy that fills the disk would fail anyway, later)."""
     if not todo:
         return
