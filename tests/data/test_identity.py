@@ -68,3 +68,14 @@ def test_a_rehash_that_matches_is_noted_so_the_next_check_reads_nothing(tmp_path
     assert identity.still_matches(shard, recorded, confirmed)
     with pytest.raises(AssertionError, match="hashed again"):  # without the note it must read
         identity.still_matches(shard, recorded)
+
+
+def test_a_byte_copy_is_found_among_two_shards(tmp_path):
+    """Two shards, one a copy of the other: the smallest case (a size group of two) is hashed too."""
+    a = write(tmp_path / "a.hdf5", b"x" * 1000)
+    subprocess.run(["cp", str(a), str(tmp_path / "b.hdf5")], check=True)
+    found = identity.find_duplicates([a, tmp_path / "b.hdf5"])
+    assert [(first.name, later.name, why) for first, later, why in found] == [
+        ("a.hdf5", "b.hdf5", "a byte-identical copy")
+    ]
+    assert identity.find_duplicates([a, write(tmp_path / "c.hdf5", b"x" * 999)]) == []  # another size: no hash needed
