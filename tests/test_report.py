@@ -1,6 +1,7 @@
 """pecan.report: per-rank summary, the wall-time and summary tables, provenance; plots; thread sizing."""
 
 import importlib.util
+import os
 from pathlib import Path
 
 import pytest
@@ -103,7 +104,11 @@ def test_size_threads_applies_each_source(monkeypatch):
     monkeypatch.setattr(distributed, "physical_cores", lambda: 3)
     for name in distributed.THREAD_ENV:
         monkeypatch.delenv(name, raising=False)
-    config = SimpleNamespace(data=SimpleNamespace(num_workers=0, io_mode="packed"), train=SimpleNamespace())
+    config = SimpleNamespace(
+        data=SimpleNamespace(num_workers=0, io_mode="packed"), train=SimpleNamespace(deterministic=False)
+    )
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.0, 0.0, 0.0))  # an idle node (tests/train/test_threads.py)
+    monkeypatch.setattr(os, "cpu_count", lambda: 3)
     env = SimpleNamespace(local_world_size=1, is_main=True)
     before = torch.get_num_threads()
     try:

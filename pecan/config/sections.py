@@ -185,7 +185,9 @@ class TrainConfig:
     )
     progress_every_seconds: float = _doc("Seconds between progress lines; 0: every step.", 30.0)
     report: Literal["full", "compact"] = _doc("Epoch report: full (line + phase table) or compact (one line).", "full")
-    intra_op_threads: int = _doc("Torch threads per rank; 0: OMP_NUM_THREADS if set, else sized to the cores.", 0)
+    intra_op_threads: int = _doc(
+        "Torch threads per rank; 0: OMP_NUM_THREADS if set, else sized to the cores and the idle CPUs.", 0
+    )
     sync_dir: str = _doc(
         "Shared directory out_dir is mirrored to (atomically, file by file) every sync_every_minutes and at "
         "exit, so out_dir can be node-local; empty: off.",

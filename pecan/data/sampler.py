@@ -49,6 +49,8 @@ class ShardAwareSampler(torch.utils.data.Sampler[int]):
         self.shuffle, self.mode, self.seed, self.pad = shuffle, mode, seed, pad
         self.epoch = 0
         self.skip = 0
+        # Parts of this epoch seen under another world size or batch size: [(world_size, per_rank)] each.
+        self.seen_before: list[tuple[int, int]] = []
         # Samples one epoch draws: the data size, except balanced mode's groups x draws per group.
         self.draws = 0
         self.epoch_size = num_samples
@@ -62,9 +64,16 @@ class ShardAwareSampler(torch.utils.data.Sampler[int]):
         ``len`` stays the full share, so step counts and schedules do not change."""
         self.skip = count
 
+    def continue_after(self, seen_before: list[tuple[int, int]]) -> None:
+        """This epoch's order without the samples earlier parts saw, each ``(world_size, per_rank)``: the first
+        ``per_rank`` indices of every rank's share under that world size (a resume on another node count).
+        What is left is split over this sampler's world size; ``len`` becomes this rank's share of it."""
+        self.seen_before = [(int(world), int(count)) for world, count in seen_before]
+
     def set_epoch(self, epoch: int) -> None:
-        """Select the epoch whose order to produce."""
+        """Select the epoch whose order to produce (every sample of it: no part seen before)."""
         self.epoch = epoch
+        self.seen_before = []
 
     def _order(self) -> np.ndarray:
         if not self.shuffle:
@@ -86,16 +95,39 @@ class ShardAwareSampler(torch.utils.data.Sampler[int]):
             return rng.choice(group, self.draws, replace=False)
         return np.concatenate([group, rng.choice(group, self.draws - len(group), replace=True)])
 
+    def _strided(self) -> bool:
+        """Whether a rank's share is every world_size-th index (else a contiguous run of the order)."""
+        return self.mode == "global" or not self.shuffle
+
+    def _unseen(self, size: int, world_size: int, per_rank: int) -> np.ndarray:
+        """Positions 0..size-1 of an order whose share's first ``per_rank`` indices every rank of
+        ``world_size`` saw: the positions none saw (padding repeats are not samples and are dropped)."""
+        positions = np.arange(size)
+        if self._strided():
+            return positions >= per_rank * world_size
+        return positions % math.ceil(size / world_size) >= per_rank
+
+    def remaining_size(self) -> int:
+        """How many samples of this epoch the parts in ``seen_before`` left (all of them when none)."""
+        size = self.epoch_size
+        for world_size, per_rank in self.seen_before:
+            size = int(self._unseen(size, world_size, per_rank).sum())
+        return size
+
     def indices(self) -> np.ndarray:
         """This rank's indices for the current epoch."""
         order = self._order()
         if not self.pad:
             return order[self.rank :: self.world_size]
-        per_rank = math.ceil(self.epoch_size / self.world_size)
+        for world_size, per_rank in self.seen_before:
+            order = order[self._unseen(len(order), world_size, per_rank)]
+        if not len(order):
+            return order
+        per_rank = math.ceil(len(order) / self.world_size)
         total = per_rank * self.world_size
         if total > len(order):
             order = np.concatenate([order, np.resize(order, total - len(order))])
-        if self.mode != "global" and self.shuffle:
+        if not self._strided():
             return order[self.rank * per_rank : (self.rank + 1) * per_rank]
         return order[self.rank : total : self.world_size]
 
@@ -105,5 +137,5 @@ class ShardAwareSampler(torch.utils.data.Sampler[int]):
 
     def __len__(self) -> int:
         if self.pad:
-            return math.ceil(self.epoch_size / self.world_size)
+            return math.ceil(self.remaining_size() / self.world_size)
         return len(range(self.rank, self.num_samples, self.world_size))

@@ -15,7 +15,7 @@ import logging
 import os
 import signal
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 import numpy as np
@@ -132,13 +132,18 @@ class StopSignals:
 @dataclass
 class Position:
     """Where a mid-epoch checkpoint resumes: 0-based epoch, steps done in it, and the epoch's totals so far
-    (summed over ranks) so its record covers the whole epoch."""
+    (summed over ranks) so its record covers the whole epoch. ``done`` counts steps of ``world_size`` ranks x
+    ``batch_size``; ``seen_before`` lists the epoch's parts run under another split (the sampler's
+    ``continue_after``)."""
 
     epoch: int
     done: int
     loss_sum: float
     samples: int
     io_counts: list[int]
+    world_size: int = 1
+    batch_size: int = 0
+    seen_before: list[tuple[int, int]] = field(default_factory=list)
 
     def to_state(self) -> dict[str, Any]:
         """The checkpoint's ``position`` entry (plain values: weights_only-safe)."""
@@ -148,11 +153,17 @@ class Position:
             "loss_sum": self.loss_sum,
             "samples": self.samples,
             "io_counts": torch.tensor(self.io_counts, dtype=torch.int64),
+            "world_size": self.world_size,
+            "batch_size": self.batch_size,
+            "seen_before": [list(part) for part in self.seen_before],
         }
 
     @classmethod
-    def from_state(cls, state: Optional[dict[str, Any]]) -> Optional["Position"]:
-        """Read a checkpoint's ``position`` entry (None for an end-of-epoch checkpoint)."""
+    def from_state(
+        cls, state: Optional[dict[str, Any]], world_size: int = 1, batch_size: int = 0
+    ) -> Optional["Position"]:
+        """Read a checkpoint's ``position`` entry (None for an end-of-epoch checkpoint); ``world_size`` and
+        ``batch_size``: the checkpoint's own, for an entry written before the position recorded them."""
         if not state:
             return None
         return cls(
@@ -161,6 +172,9 @@ class Position:
             float(state["loss_sum"]),
             int(state["samples"]),
             [int(v) for v in state["io_counts"].tolist()],
+            int(state.get("world_size", world_size)),
+            int(state.get("batch_size", batch_size)),
+            [(int(world), int(count)) for world, count in state.get("seen_before", [])],
         )
 
 

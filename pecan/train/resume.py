@@ -3,16 +3,18 @@ mid-epoch), checkpoints/mid_epoch.pt, and the stop marker in epochs.jsonl."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from typing import Optional
 
+import numpy as np
 import torch
 
 from pecan import config as config_module
 from pecan.runtime import tracing
 from pecan.train import checkpoint as ckpt
 from pecan.train.distributed import all_reduce_sum, barrier
-from pecan.train.lifecycle import MID_EPOCH, Position, RunStopped, stop_record
+from pecan.train.lifecycle import MID_EPOCH, Position, RunStopped, carried_totals, stop_record
 
 log = logging.getLogger(__name__)
 
@@ -65,9 +67,69 @@ def warn_changed_data(state: dict, train_index, path) -> None:
         )
 
 
-def save_position(trainer, position: Position) -> None:
+def enter_epoch(trainer, epoch: int, width: int) -> tuple[int, torch.Tensor, int, np.ndarray, int]:
+    """Start ``epoch`` where a mid-epoch checkpoint left it: (steps to skip, loss sum, samples, io counts of
+    ``width`` counters, samples before the stop). Under the split the checkpoint was written with, the sampler
+    skips the steps done; under another world size or batch size, what is left of the epoch is split anew."""
+    position, trainer.position = trainer.position, None
+    if position is not None and position.epoch == epoch:
+        if (position.world_size, position.batch_size) == (trainer.env.world_size, trainer.config.data.batch_size):
+            trainer.train_sampler.continue_after(position.seen_before)
+        else:
+            position = resplit(trainer, position)
+    skip, loss_sum, samples, carried = carried_totals(position, epoch, trainer.env.is_main, trainer.device, width)
+    trainer.train_sampler.skip_next(skip * trainer.config.data.batch_size)
+    before = position.samples if position is not None and position.epoch == epoch else 0
+    return skip, loss_sum, samples, carried, before
+
+
+def resplit(trainer, position: Position) -> Optional[Position]:
+    """A checkpoint written by another number of ranks (or another batch size) resumes with the samples of
+    its epoch no rank has seen, split over this run's ranks; under train.max_steps_per_epoch (each rank's
+    share cut short, so "not yet seen" has no meaning under another split) the epoch restarts. Logs which."""
+    env, batch_size = trainer.env, trainer.config.data.batch_size
+    written = f"{position.world_size} rank(s) x batch {position.batch_size}"
+    now = f"{env.world_size} rank(s) x batch {batch_size}"
+    if trainer.config.train.max_steps_per_epoch:
+        if env.is_main:
+            log.warning(
+                "the mid-epoch checkpoint was written by %s, this run has %s: restarting epoch %d from its first "
+                "step (train.max_steps_per_epoch cuts each rank's share, so the samples not yet seen cannot be "
+                "split anew); the %d samples trained before the stop are trained again",
+                written,
+                now,
+                position.epoch + 1,
+                position.samples,
+            )
+        return None
+    seen = [*position.seen_before, (position.world_size, position.done * position.batch_size)]
+    trainer.train_sampler.continue_after(seen)
+    if env.is_main:
+        log.warning(
+            "the mid-epoch checkpoint was written by %s, this run has %s: continuing epoch %d with the %d "
+            "samples not yet seen (of %d), split over this run's ranks",
+            written,
+            now,
+            position.epoch + 1,
+            trainer.train_sampler.remaining_size(),
+            trainer.train_sampler.epoch_size,
+        )
+    return dataclasses.replace(position, done=0, world_size=env.world_size, batch_size=batch_size, seen_before=seen)
+
+
+def save_position(trainer, epoch: int, done: int, loss_sum: float, samples: int, io_counts: np.ndarray) -> None:
     """checkpoints/mid_epoch.pt: resumes at the next step, with the epoch's totals so far over all ranks."""
     env, device = trainer.env, trainer.device
+    position = Position(
+        epoch,
+        done,
+        loss_sum,
+        samples,
+        io_counts.tolist(),
+        env.world_size,
+        trainer.config.data.batch_size,
+        trainer.train_sampler.seen_before,
+    )
     totals = all_reduce_sum(
         torch.tensor([position.loss_sum, position.samples], dtype=torch.float64, device=device), env, what="position"
     ).tolist()

@@ -2,15 +2,23 @@
 
 Threads: ``train.intra_op_threads`` when set; else ``OMP_NUM_THREADS``/``MKL_NUM_THREADS`` when the
 environment sets them; else the rank's share of the node's physical cores minus its loader workers (at
-least one). The CPU share is this process's CPU time over wall time x threads for one epoch: on a node
-where other work runs (or under a CPU mask narrower than the thread count) it drops, every phase slows
-and nothing else in the report says why.
+least one), and no more than the rank's share of the CPUs the load average leaves idle. The CPU share is
+this process's CPU time over wall time x threads for one epoch: on a node where other work runs (or under a
+CPU mask narrower than the thread count) it drops, every phase slows and nothing else in the report says why.
+
+Why sized threads give way to other work: torch's OpenMP threads spin at every barrier waiting for the
+slowest, so a thread that shares its core with another process stalls all of them. benchmarks/bench_threads.py
+measures it: on 2 cores with other work running, 2 threads trained the demo model several times slower than 1.
+So a start on a loaded node takes fewer threads, and an automatically sized run whose epoch was starved of
+CPU lowers its threads for the next epochs (``after_epoch``). An explicit count (the config, the environment)
+is kept, and so is the cores' count under ``train.deterministic`` (results depend on the thread count).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 import time
 
 import torch
@@ -21,12 +29,20 @@ from pecan.train.distributed import ThreadPlan, plan_threads
 log = logging.getLogger(__name__)
 
 
-def size_threads(config, env) -> ThreadPlan:
-    """Apply the thread plan for this rank (see the module docstring) and log it on rank 0."""
+def size_threads(config, env, load: float | None = None) -> ThreadPlan:
+    """Apply the thread plan for this rank (see the module docstring) and log it on rank 0; ``load``: the
+    node's 1-minute load average (default: read now)."""
     data = config.data
     plan = plan_threads(env.local_world_size, data.num_workers, data.io_mode)
+    note = ""
     if config.train.intra_op_threads > 0:
         plan = dataclasses.replace(plan, intra_op_threads=config.train.intra_op_threads, source="config")
+    elif plan.source == "cores" and not config.train.deterministic:  # a deterministic run's count is its own
+        load = os.getloadavg()[0] if load is None else load
+        fitted = fit_to_load(plan, load, os.cpu_count() or 1, env.local_world_size)
+        if fitted.intra_op_threads < plan.intra_op_threads:
+            note = f"; {plan.intra_op_threads} would fit the cores, but the load average {load:.1f} shows other work"
+        plan = fitted
     if plan.source in ("cores", "config"):
         torch.set_num_threads(plan.intra_op_threads)
     if env.is_main:
@@ -34,13 +50,43 @@ def size_threads(config, env) -> ThreadPlan:
             plan.source
         ]
         log.info(
-            "threads: %d intra-op (%s), %d loader workers per rank, %d physical cores per rank",
+            "threads: %d intra-op (%s%s), %d loader workers per rank, %d physical cores per rank",
             torch.get_num_threads(),
             origin,
+            note,
             plan.num_workers,
             plan.cores_per_rank,
         )
     return plan
+
+
+def fit_to_load(plan: ThreadPlan, load: float, cpus: int, local_world_size: int) -> ThreadPlan:
+    """``plan`` with no more intra-op threads than the rank's share of the CPUs the load average leaves idle
+    (rounded, less its loader workers, at least one)."""
+    idle = round((cpus - load) / max(local_world_size, 1)) - plan.num_workers
+    return dataclasses.replace(plan, intra_op_threads=max(1, min(plan.intra_op_threads, idle)))
+
+
+def after_epoch(plan: ThreadPlan, record: dict, deterministic: bool, is_main: bool) -> ThreadPlan:
+    """After an epoch whose least-served rank was starved of CPU (``report.is_starved``): automatically sized
+    threads drop to what that rank got, for the next epochs, on every rank (each reads the same record)."""
+    threads = torch.get_num_threads()
+    if plan.source != "cores" or deterministic or threads <= 1 or not is_starved(record):
+        return plan
+    fewer = max(1, int(threads * record["cpu_share_min"]))
+    torch.set_num_threads(fewer)
+    if is_main:
+        log.warning(
+            "intra-op threads lowered from %d to %d per rank for the next epochs: rank %s got %.0f%% of the CPU "
+            "its threads asked for in epoch %s (other work on these cores); set train.intra_op_threads to keep "
+            "a count",
+            threads,
+            fewer,
+            record.get("cpu_share_min_rank", 0),
+            100 * record["cpu_share_min"],
+            record.get("epoch"),
+        )
+    return dataclasses.replace(plan, intra_op_threads=fewer)
 
 
 class CpuClock:

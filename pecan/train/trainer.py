@@ -28,19 +28,19 @@ from pecan.runtime.collectives import guarded
 from pecan.runtime.fileio import json_text, named_write_errors
 from pecan.scoring.evaluate import score_share
 from pecan.scoring.settings import sample_settings, split_record, training_data_record
-from pecan.train import build, resume
+from pecan.train import build, nonfinite, resume
 from pecan.train import checkpoint as ckpt
 from pecan.train.build import ModelParts, TrainData
 from pecan.train.components import amp_context, check_same_config, seed_everything
 from pecan.train.display import EpochReporter
 from pecan.train.distributed import DistEnv, ThreadPlan, all_reduce_sum, barrier, gather_varlen
-from pecan.train.lifecycle import Lifecycle, Position, StopSignals, carried_totals
+from pecan.train.lifecycle import Lifecycle, Position, StopSignals
 from pecan.train.metrics import BestSelector, classification_report
 from pecan.train.ranking import ranking_rmsd, with_ranking_loss
 from pecan.train.records import RunFiles, epoch_record, gather_epoch, run_info, with_checkpoint_times
 from pecan.train.run_dir import RunLock, claim_out_dir
 from pecan.train.sync import OutputSync
-from pecan.train.threads import size_threads
+from pecan.train.threads import after_epoch, size_threads
 from pecan.train.timing import PhaseTimer, timed_backward, timed_fetch
 
 log = logging.getLogger(__name__)
@@ -218,7 +218,8 @@ class Trainer:
         self.epochs_done = self.start_epoch
         self.best_auc = float(state["best_auc"])
         self.selector.load(state.get("best"), self.best_auc)
-        self.position = Position.from_state(state.get("position"))
+        batch_size = (state.get("config") or {}).get("data", {}).get("batch_size", self.config.data.batch_size)
+        self.position = Position.from_state(state.get("position"), int(state.get("world_size", 1)), batch_size)
         self.records = json.loads(state["records"]) if "records" in state else []
 
     def maybe_resume(self) -> None:
@@ -266,22 +267,18 @@ class Trainer:
         if self.env.is_main:
             self.files.append_epoch(record)
         self.reporter.epoch_end(record)
+        self.threads = after_epoch(self.threads, record, self.config.train.deterministic, self.env.is_main)
         return record
 
     def train_epoch(self, epoch: int, timer: PhaseTimer, io_counts: np.ndarray) -> dict[str, float]:
         """One pass over this rank's share of the training data."""
         self.model.train()
         self.train_sampler.set_epoch(epoch)
-        steps = self.steps_per_epoch()
-        skip, loss_sum, samples, carried = carried_totals(
-            self.position, epoch, self.env.is_main, self.device, len(COUNTER_FIELDS)
-        )
+        # A mid-epoch resume: the steps to skip and the epoch's totals before the stop (all ranks'); the rate
+        # counts only the samples this run part processed (``before``: those it did not), over its wall time.
+        skip, loss_sum, samples, carried, before = resume.enter_epoch(self, epoch, len(COUNTER_FIELDS))
         io_counts += carried
-        # The samples before a mid-epoch stop (all ranks'), known to every rank: the epoch's rate counts
-        # only the samples this run part processed, over this part's wall time.
-        before = self.position.samples if self.position is not None and self.position.epoch == epoch else 0
-        self.position = None
-        self.train_sampler.skip_next(skip * self.config.data.batch_size)
+        steps = self.steps_per_epoch()
         batches = timed_fetch(self.train_loader, timer) if skip < steps else iter(())
         bar = self.reporter.epoch_progress(epoch, steps - skip, self.optimizer, self.step, samples)
         for step_in_epoch, (batch, counts) in enumerate(batches, start=skip):
@@ -298,9 +295,7 @@ class Trainer:
             bar.update(samples, loss_sum)
             action = self.lifecycle.after_step(step_in_epoch + 1)
             if action == "stop" or (action and step_in_epoch + 1 < steps):
-                resume.save_position(
-                    self, Position(epoch, step_in_epoch + 1, float(loss_sum), samples, io_counts.tolist())
-                )
+                resume.save_position(self, epoch, step_in_epoch + 1, float(loss_sum), samples, io_counts)
             if action == "stop":
                 bar.close()
                 resume.stop(self, epoch, step_in_epoch + 1)
@@ -362,15 +357,16 @@ class Trainer:
         if self.lifecycle.step_checks(torch.isfinite(loss.detach()).to(torch.int32)):
             return True
         where = f"epoch {epoch + 1}, step {step_in_epoch + 1} (global step {self.step + 1})"
-        if batch is not None:
-            where += f", batch of rank {self.env.rank}: {self.train_set.table.where_many(batch.sample_id)}"
+        poses = self.train_set.table.where_many(batch.sample_id) if batch is not None else None
+        values, culprits = nonfinite.blame(loss, self.env.rank, poses)
         if self.config.train.on_nonfinite_loss != "skip":
             raise FloatingPointError(
-                f"non-finite training loss ({float(loss.detach()):g}) at {where}; lower "
-                "train.lr, check the data, or set train.on_nonfinite_loss: skip"
+                f"non-finite training loss ({values}) at {where} on {culprits}; lower train.lr, check the data, "
+                "or set train.on_nonfinite_loss: skip"
             )
         self.nonfinite_steps += 1
-        log.warning("skipping the step at %s: non-finite loss %g", where, float(loss.detach()))
+        if self.env.is_main:
+            log.warning("skipping the step at %s: non-finite loss (%s) on %s", where, values, culprits)
         return False
 
     def backward(self, loss: torch.Tensor, timer: PhaseTimer) -> None:
