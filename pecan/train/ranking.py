@@ -15,6 +15,9 @@ pairwise loss weighs every wrong pose alike.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Callable, Optional
+
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -80,31 +83,9 @@ def listwise_ranking_loss(logits: Tensor, labels: Tensor, complex_ids: Tensor) -
     return ((everything - native) * weights).sum() / weights.sum().clamp_min(1.0)
 
 
-def with_ranking_loss(
-    bce: Tensor,
-    logits: Tensor,
-    batch,
-    weight: float,
-    rmsd: Tensor | None = None,
-    margin: float = 1.0,
-    kind: str = "pairwise",
-) -> Tensor:
-    """BCE plus ``weight`` times the ranking loss (``bce`` itself when weight is 0): pairs by label, or by RMSD
-    when ``rmsd`` (the batch's poses' RMSDs, train.ranking_target rmsd) is given; ``kind`` listwise: the
-    per-complex softmax loss of the near-native poses (labels only)."""
-    if weight <= 0:
-        return bce
-    if kind == "listwise":
-        return bce + weight * listwise_ranking_loss(logits, batch.y, batch.complex_code)
-    if rmsd is not None:
-        return bce + weight * rmsd_ranking_loss(logits, rmsd, batch.complex_code, margin)
-    return bce + weight * pairwise_ranking_loss(logits, batch.y, batch.complex_code)
-
-
-def ranking_rmsd(config, train_set, device) -> Tensor | None:
+def _training_rmsd(train, train_set, device) -> Tensor | None:
     """The training set's RMSDs (its table's) as a tensor on ``device`` when train.ranking_target is rmsd and the
     ranking loss is on, else None; an index without RMSDs is an error naming the key."""
-    train = config.train
     if train.ranking_target != "rmsd" or train.ranking_loss_weight <= 0:
         return None
     table = train_set.table
@@ -115,3 +96,36 @@ def ranking_rmsd(config, train_set, device) -> Tensor | None:
             "ligand); it has none"
         )
     return torch.as_tensor(table.rmsd, dtype=torch.float32, device=device)
+
+
+@dataclass(frozen=True)
+class RankingLoss:
+    """BCE plus the configured ranking loss, built once from the train section (``from_config``): the loss kind
+    and target are resolved here, not on every step. Called as ``loss(bce, logits, batch)``."""
+
+    weight: float
+    pair_loss: Optional[Callable[..., Tensor]] = None  # (logits, batch) -> ranking loss; None when weight is 0
+    rmsd: Optional[Tensor] = None  # train.ranking_target rmsd: every training row's RMSD, by sample id
+
+    @classmethod
+    def from_config(cls, train, train_set, device) -> "RankingLoss":
+        """From ``train.ranking_loss_weight``, ``ranking_loss``, ``ranking_target`` and ``ranking_rmsd_margin``;
+        the training set's RMSDs are read once when the target is rmsd (ConfigError naming the key without them)."""
+        weight = float(train.ranking_loss_weight)
+        if weight <= 0:
+            return cls(weight)
+        if train.ranking_loss == "listwise":
+            return cls(weight, lambda logits, batch: listwise_ranking_loss(logits, batch.y, batch.complex_code))
+        rmsd = _training_rmsd(train, train_set, device)
+        if rmsd is not None:
+            margin = float(train.ranking_rmsd_margin)
+
+            def by_rmsd(logits, batch):
+                return rmsd_ranking_loss(logits, rmsd[batch.sample_id.reshape(-1)], batch.complex_code, margin)
+
+            return cls(weight, by_rmsd, rmsd)
+        return cls(weight, lambda logits, batch: pairwise_ranking_loss(logits, batch.y, batch.complex_code))
+
+    def __call__(self, bce: Tensor, logits: Tensor, batch) -> Tensor:
+        """``bce`` plus ``weight`` times the ranking loss of this batch (``bce`` itself when the weight is 0)."""
+        return bce if self.pair_loss is None else bce + self.weight * self.pair_loss(logits, batch)

@@ -36,7 +36,7 @@ from pecan.train.display import EpochReporter
 from pecan.train.distributed import DistEnv, ThreadPlan, all_reduce_sum, barrier, gather_varlen
 from pecan.train.lifecycle import Lifecycle, Position, StopSignals
 from pecan.train.metrics import BestSelector, classification_report
-from pecan.train.ranking import ranking_rmsd, with_ranking_loss
+from pecan.train.ranking import RankingLoss
 from pecan.train.records import RunFiles, epoch_record, gather_epoch, run_info, with_checkpoint_times
 from pecan.train.run_dir import RunLock, claim_out_dir
 from pecan.train.sync import OutputSync
@@ -99,8 +99,7 @@ class Trainer:
         self.nonfinite_steps = 0
         self.last_batch = None  # the last good batch, replayed by a rank whose batch was all bad
         self._training_data: Optional[dict[str, Any]] = None  # training_data(), computed once
-        # train.ranking_target rmsd: every training row's RMSD, looked up by the batch's sample ids
-        self.ranking_rmsd = ranking_rmsd(config, self.train_set, device)
+        self.loss = RankingLoss.from_config(config.train, self.train_set, device)  # BCE + the ranking loss
 
     # ------------------------------------------------------------------ build
 
@@ -379,11 +378,7 @@ class Trainer:
             logits = self.model(batch)
         pos_weight = torch.tensor(self.pos_weight, device=logits.device) if self.pos_weight != 1.0 else None
         bce = F.binary_cross_entropy_with_logits(logits.float(), batch.y.float(), pos_weight=pos_weight)
-        train = self.config.train
-        rmsd = None if self.ranking_rmsd is None else self.ranking_rmsd[batch.sample_id.reshape(-1)]
-        return with_ranking_loss(
-            bce, logits, batch, train.ranking_loss_weight, rmsd, train.ranking_rmsd_margin, train.ranking_loss
-        )
+        return self.loss(bce, logits, batch)
 
     @torch.no_grad()
     def validation_logits(self, loader, io_counts: Optional[np.ndarray] = None) -> tuple[torch.Tensor, torch.Tensor]:

@@ -8,17 +8,19 @@ import pytest
 import torch
 
 from pecan import config as config_module
-from pecan.train.ranking import (
-    listwise_ranking_loss,
-    pairwise_ranking_loss,
-    ranking_rmsd,
-    rmsd_ranking_loss,
-    with_ranking_loss,
-)
+from pecan.train.ranking import RankingLoss, listwise_ranking_loss, pairwise_ranking_loss, rmsd_ranking_loss
 
 
 def softplus(value: float) -> float:
     return math.log1p(math.exp(value))
+
+
+def ranking(weight, kind="pairwise", target="label", margin=1.0, rmsd=None):
+    """RankingLoss built from a train section holding only the four keys it reads (and a table's RMSDs)."""
+    train = SimpleNamespace(
+        ranking_loss_weight=weight, ranking_loss=kind, ranking_target=target, ranking_rmsd_margin=margin
+    )
+    return RankingLoss.from_config(train, SimpleNamespace(table=SimpleNamespace(rmsd=rmsd)), "cpu")
 
 
 def test_two_pose_complex_equals_the_hand_computed_softmax_loss():
@@ -57,8 +59,8 @@ def test_weight_zero_returns_bce_itself_and_a_weight_adds_the_loss():
     bce = torch.tensor(0.7)
     batch = SimpleNamespace(y=torch.tensor([1.0, 0.0]), complex_code=torch.tensor([3, 3]))
     logits = torch.tensor([2.0, 0.5])
-    assert with_ranking_loss(bce, logits, batch, 0.0) is bce
-    assert with_ranking_loss(bce, logits, batch, 0.5).item() == pytest.approx(0.7 + 0.5 * softplus(-1.5), abs=1e-6)
+    assert ranking(0.0)(bce, logits, batch) is bce
+    assert ranking(0.5)(bce, logits, batch).item() == pytest.approx(0.7 + 0.5 * softplus(-1.5), abs=1e-6)
 
 
 def test_config_key_defaults_off_and_rejects_negative_weights(tmp_path):
@@ -84,13 +86,15 @@ def test_rmsd_pairs_order_every_two_poses_apart_by_the_margin():
     assert rmsd_ranking_loss(logits, rmsd, complexes, margin=10.0).item() == 0.0  # no pair that far apart
 
 
-def test_with_ranking_loss_uses_rmsd_pairs_when_given():
+def test_the_rmsd_target_pairs_poses_by_the_training_rows_rmsds():
     bce = torch.tensor(0.7)
-    batch = SimpleNamespace(y=torch.tensor([0.0, 0.0]), complex_code=torch.tensor([3, 3]))
+    batch = SimpleNamespace(
+        y=torch.tensor([0.0, 0.0]), complex_code=torch.tensor([3, 3]), sample_id=torch.tensor([2, 0])
+    )
     logits = torch.tensor([2.0, 0.5])
-    assert with_ranking_loss(bce, logits, batch, 0.5).item() == pytest.approx(0.7)  # no near-native: no label pair
-    rmsd = torch.tensor([6.0, 3.0])  # the second pose is closer
-    got = with_ranking_loss(bce, logits, batch, 0.5, rmsd, 1.0).item()
+    assert ranking(0.5)(bce, logits, batch).item() == pytest.approx(0.7)  # no near-native: no label pair
+    table_rmsd = np.array([3.0, 9.0, 6.0], np.float32)  # by sample id: the batch's poses are 6 A and 3 A
+    got = ranking(0.5, target="rmsd", rmsd=table_rmsd)(bce, logits, batch).item()
     assert got == pytest.approx(0.7 + 0.5 * softplus(2.0 - 0.5), abs=1e-6)
 
 
@@ -99,14 +103,14 @@ def test_ranking_target_rmsd_needs_rmsds_and_is_off_without_the_loss(tmp_path):
     config = config_module.load(None, [*data, "train.ranking_target=rmsd", "train.ranking_loss_weight=1"])
     no_rmsd = SimpleNamespace(table=SimpleNamespace(rmsd=None))
     with pytest.raises(config_module.ConfigError, match="train.ranking_target"):
-        ranking_rmsd(config, no_rmsd, "cpu")
+        RankingLoss.from_config(config.train, no_rmsd, "cpu")
     unknown = SimpleNamespace(table=SimpleNamespace(rmsd=np.full(3, np.nan, np.float32)))
     with pytest.raises(config_module.ConfigError, match="rmsd column"):
-        ranking_rmsd(config, unknown, "cpu")
+        RankingLoss.from_config(config.train, unknown, "cpu")
     known = SimpleNamespace(table=SimpleNamespace(rmsd=np.array([0.0, 2.5], np.float32)))
-    assert ranking_rmsd(config, known, "cpu").tolist() == [0.0, 2.5]
+    assert RankingLoss.from_config(config.train, known, "cpu").rmsd.tolist() == [0.0, 2.5]
     off = config_module.load(None, [*data, "train.ranking_target=rmsd"])  # weight 0: no ranking loss at all
-    assert ranking_rmsd(off, no_rmsd, "cpu") is None
+    assert RankingLoss.from_config(off.train, no_rmsd, "cpu").rmsd is None
     with pytest.raises(config_module.ConfigError, match="train.ranking_target"):
         config_module.load(None, [*data, "train.ranking_target=distance"])
     with pytest.raises(config_module.ConfigError, match="train.ranking_rmsd_margin"):
@@ -151,7 +155,7 @@ def test_ranking_loss_key_selects_listwise_and_refuses_rmsd_targets(tmp_path):
     batch = SimpleNamespace(y=torch.tensor([1.0, 0.0, 0.0]), complex_code=torch.tensor([3, 3, 3]))
     logits = torch.tensor([2.0, 0.5, 1.0])
     expected = 0.7 + 0.5 * -math.log(math.exp(2.0) / (math.exp(2.0) + math.exp(0.5) + math.exp(1.0)))
-    assert with_ranking_loss(bce, logits, batch, 0.5, kind="listwise").item() == pytest.approx(expected, abs=1e-6)
+    assert ranking(0.5, kind="listwise")(bce, logits, batch).item() == pytest.approx(expected, abs=1e-6)
     with pytest.raises(config_module.ConfigError, match="train.ranking_loss"):
         config_module.load(None, [*data, "train.ranking_loss=listwise", "train.ranking_target=rmsd"])
     with pytest.raises(config_module.ConfigError, match="train.ranking_loss"):

@@ -269,7 +269,7 @@ def test_ranking_target_rmsd_orders_the_training_poses_by_their_rmsd(data_dir, t
         expected = [
             0.0 if crystal else RMSDS[int(str(pose)[-1])] for crystal, pose in zip(table.is_crystal, table.pose_id)
         ]
-        assert trainer.ranking_rmsd.tolist() == pytest.approx(expected)
+        assert trainer.loss.rmsd.tolist() == pytest.approx(expected)
         batch, loss, logits, bce = first_batch_loss(trainer)
         ranking = rmsd_ranking_loss(logits, torch.tensor(expected)[batch.sample_id], batch.complex_code, 1.0)
         assert ranking.item() > 0  # the batch has pairs
@@ -283,7 +283,7 @@ def test_ranking_loss_listwise_is_what_the_trainer_adds_to_bce(data_dir, tmp_pat
         data_dir, tmp_path / "run", "train.ranking_loss_weight=0.5", "train.ranking_loss=listwise", "data.augment=false"
     )
     try:
-        assert trainer.ranking_rmsd is None
+        assert trainer.loss.rmsd is None
         batch, loss, logits, bce = first_batch_loss(trainer)
         listwise = listwise_ranking_loss(logits, batch.y, batch.complex_code)
         assert listwise.item() > 0  # the batch has a complex with both kinds of pose
