@@ -38,7 +38,7 @@ def maybe_resume(trainer) -> Optional[str]:
     main = trainer.env.is_main
     if main:
         ckpt.warn_changed_settings(state, trainer.config, path)
-        warn_changed_data(state, trainer.train_index, path)
+        warn_changed_data(state, trainer.data.train_index, path)
         at = f", step {trainer.position.done} of epoch {trainer.position.epoch + 1}" if trainer.position else ""
         log.info("resumed from %s after epoch %d%s", path, trainer.start_epoch, at)
         trainer.files.restore_missing(trainer.records, trainer.start_epoch)
@@ -74,11 +74,11 @@ def enter_epoch(trainer, epoch: int, width: int) -> tuple[int, torch.Tensor, int
     position, trainer.position = trainer.position, None
     if position is not None and position.epoch == epoch:
         if (position.world_size, position.batch_size) == (trainer.env.world_size, trainer.config.data.batch_size):
-            trainer.train_sampler.continue_after(position.seen_before)
+            trainer.data.train_sampler.continue_after(position.seen_before)
         else:
             position = resplit(trainer, position)
     skip, loss_sum, samples, carried = carried_totals(position, epoch, trainer.env.is_main, trainer.device, width)
-    trainer.train_sampler.skip_next(skip * trainer.config.data.batch_size)
+    trainer.data.train_sampler.skip_next(skip * trainer.config.data.batch_size)
     before = position.samples if position is not None and position.epoch == epoch else 0
     return skip, loss_sum, samples, carried, before
 
@@ -103,7 +103,7 @@ def resplit(trainer, position: Position) -> Optional[Position]:
             )
         return None
     seen = [*position.seen_before, (position.world_size, position.done * position.batch_size)]
-    trainer.train_sampler.continue_after(seen)
+    trainer.data.train_sampler.continue_after(seen)
     if env.is_main:
         log.warning(
             "the mid-epoch checkpoint was written by %s, this run has %s: continuing epoch %d with the %d "
@@ -111,8 +111,8 @@ def resplit(trainer, position: Position) -> Optional[Position]:
             written,
             now,
             position.epoch + 1,
-            trainer.train_sampler.remaining_size(),
-            trainer.train_sampler.epoch_size,
+            trainer.data.train_sampler.remaining_size(),
+            trainer.data.train_sampler.epoch_size,
         )
     return dataclasses.replace(position, done=0, world_size=env.world_size, batch_size=batch_size, seen_before=seen)
 
@@ -128,7 +128,7 @@ def save_position(trainer, epoch: int, done: int, loss_sum: float, samples: int,
         io_counts.tolist(),
         env.world_size,
         trainer.config.data.batch_size,
-        trainer.train_sampler.seen_before,
+        trainer.data.train_sampler.seen_before,
     )
     totals = all_reduce_sum(
         torch.tensor([position.loss_sum, position.samples], dtype=torch.float64, device=device), env, what="position"

@@ -77,12 +77,7 @@ class Trainer:
         self.lifecycle = (
             lifecycle if lifecycle is not None else Lifecycle(config.train, env.is_main, env.is_distributed)
         )
-        # The data (build.TrainData).
-        self.train_index, self.val_index = data.train_index, data.val_index
-        self.train_set, self.val_set = data.train_set, data.val_set
-        self.train_sampler, self.val_sampler = data.train_sampler, data.val_sampler
-        self.train_loader, self.val_loader = data.train_loader, data.val_loader
-        self.staging, self.pos_weight, self.skipped_at_start = data.staging, data.pos_weight, data.skipped_at_start
+        self.data = data  # build.TrainData: the indexes, datasets, samplers, loaders, staging, pos_weight
         # The model (build.ModelParts) and its optimiser.
         self.raw_model, self.model, self.eval_model = parts.raw_model, parts.model, parts.eval_model
         self.grad_clock = parts.grad_clock
@@ -99,7 +94,7 @@ class Trainer:
         self.nonfinite_steps = 0
         self.last_batch = None  # the last good batch, replayed by a rank whose batch was all bad
         self._training_data: Optional[dict[str, Any]] = None  # training_data(), computed once
-        self.loss = RankingLoss.from_config(config.train, self.train_set, device)  # BCE + the ranking loss
+        self.loss = RankingLoss.from_config(config.train, self.data.train_set, device)  # BCE + the ranking loss
 
     # ------------------------------------------------------------------ build
 
@@ -174,7 +169,7 @@ class Trainer:
 
     def steps_per_epoch(self) -> int:
         """Optimizer steps in one epoch on every rank."""
-        return build.steps_per_epoch(self.train_loader, self.config.train)
+        return build.steps_per_epoch(self.data.train_loader, self.config.train)
 
     def state_dict(self) -> dict[str, Any]:
         """Everything a checkpoint holds: the one definition of the checkpoint layout (save and resume)."""
@@ -194,7 +189,7 @@ class Trainer:
             # What scoring needs to build samples as trained and to tell seen from held-out complexes.
             "sample_settings": sample_settings(self.config),
             "best": self.selector.state(),
-            "complexes": split_record(self.train_index, self.val_index),
+            "complexes": split_record(self.data.train_index, self.data.val_index),
             "training_data": self.training_data(),
             "metrics": {k: float(v) for k, v in self.last_metrics.items()},
             # The epoch records travel with the checkpoint that claims their epochs (JSON: weights_only-safe).
@@ -204,7 +199,7 @@ class Trainer:
     def training_data(self) -> dict[str, Any]:
         """What this run trains on (synthetic or real, index digest, docking-score property), computed once."""
         if self._training_data is None:
-            self._training_data = training_data_record(self.config, self.train_index)
+            self._training_data = training_data_record(self.config, self.data.train_index)
         return self._training_data
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -260,8 +255,8 @@ class Trainer:
             self.save_checkpoints(metrics)
         gathered = with_checkpoint_times(gathered, timer.totals()["checkpoint_s"], self.env, self.device)
         record = epoch_record(self, epoch, time.perf_counter() - start, timer.totals(), train, metrics, gathered)
-        if self.staging is not None and epoch == self.start_epoch:
-            record.update(self.staging.record())
+        if self.data.staging is not None and epoch == self.start_epoch:
+            record.update(self.data.staging.record())
         self.records[-1] = record
         if self.env.is_main:
             self.files.append_epoch(record)
@@ -272,13 +267,13 @@ class Trainer:
     def train_epoch(self, epoch: int, timer: PhaseTimer, io_counts: np.ndarray) -> dict[str, float]:
         """One pass over this rank's share of the training data."""
         self.model.train()
-        self.train_sampler.set_epoch(epoch)
+        self.data.train_sampler.set_epoch(epoch)
         # A mid-epoch resume: the steps to skip and the epoch's totals before the stop (all ranks'); the rate
         # counts only the samples this run part processed (``before``: those it did not), over its wall time.
         skip, loss_sum, samples, carried, before = resume.enter_epoch(self, epoch, len(COUNTER_FIELDS))
         io_counts += carried
         steps = self.steps_per_epoch()
-        batches = timed_fetch(self.train_loader, timer) if skip < steps else iter(())
+        batches = timed_fetch(self.data.train_loader, timer) if skip < steps else iter(())
         bar = self.reporter.epoch_progress(epoch, steps - skip, self.optimizer, self.step, samples)
         for step_in_epoch, (batch, counts) in enumerate(batches, start=skip):
             tracing.set_context(step=self.step)
@@ -320,7 +315,7 @@ class Trainer:
 
     def first_good_sample(self):
         """The first readable training sample, as a one-graph batch (for a replay before any good batch)."""
-        batch = first_good_batch(self.train_set)
+        batch = first_good_batch(self.data.train_set)
         if batch is None:
             raise DataError("every training sample is bad; nothing to train on")
         return batch
@@ -356,7 +351,7 @@ class Trainer:
         if self.lifecycle.step_checks(torch.isfinite(loss.detach()).to(torch.int32)):
             return True
         where = f"epoch {epoch + 1}, step {step_in_epoch + 1} (global step {self.step + 1})"
-        poses = self.train_set.table.where_many(batch.sample_id) if batch is not None else None
+        poses = self.data.train_set.table.where_many(batch.sample_id) if batch is not None else None
         values, culprits = nonfinite.blame(loss, self.env.rank, poses)
         if self.config.train.on_nonfinite_loss != "skip":
             raise FloatingPointError(
@@ -376,7 +371,7 @@ class Trainer:
         """Binary cross-entropy of the model's logits (computed in fp32 whatever the autocast)."""
         with amp_context(self.device, self.config.train.amp), guarded("broadcast", "DDP buffers"):
             logits = self.model(batch)
-        pos_weight = torch.tensor(self.pos_weight, device=logits.device) if self.pos_weight != 1.0 else None
+        pos_weight = torch.tensor(self.data.pos_weight, device=logits.device) if self.data.pos_weight != 1.0 else None
         bce = F.binary_cross_entropy_with_logits(logits.float(), batch.y.float(), pos_weight=pos_weight)
         return self.loss(bce, logits, batch)
 
@@ -388,10 +383,10 @@ class Trainer:
 
     def evaluate(self, io_counts: Optional[np.ndarray] = None) -> dict[str, float]:
         """Validation metrics over the gathered predictions of all ranks (equal to a 1-rank run)."""
-        logits, ids = self.validation_logits(self.val_loader, io_counts)
+        logits, ids = self.validation_logits(self.data.val_loader, io_counts)
         logits = gather_varlen(logits, self.env, what="val_logits").cpu().numpy()
         ids = gather_varlen(ids, self.env, what="val_ids").cpu().numpy()
-        table = self.val_set.table
+        table = self.data.val_set.table
         return classification_report(logits, table.label[ids], table.complex_code[ids], ~table.is_crystal[ids])
 
     # ------------------------------------------------------------------ outputs
@@ -413,8 +408,8 @@ class Trainer:
     def close(self) -> None:
         """Stop loader workers (persistent workers otherwise outlive the run), sync out_dir a last time,
         then release it (the lock is never synced)."""
-        self.train_loader.close()
-        self.val_loader.close()
+        self.data.train_loader.close()
+        self.data.val_loader.close()
         if self.output_sync is not None:
             self.output_sync.close()
             self.output_sync = None

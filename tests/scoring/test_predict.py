@@ -178,9 +178,9 @@ def test_pos_weight_auto_and_in_the_loss(tmp_path):
         resolve_pos_weight("auto", labels * 0)
     trainer = Trainer.from_config(config, discover({}), torch.device("cpu"))
     try:
-        expected = resolve_pos_weight("auto", trainer.train_index["label"].to_numpy())
-        assert trainer.pos_weight == pytest.approx(expected) and expected != 1.0
-        batch, _ = next(iter(trainer.train_loader))
+        expected = resolve_pos_weight("auto", trainer.data.train_index["label"].to_numpy())
+        assert trainer.data.pos_weight == pytest.approx(expected) and expected != 1.0
+        batch, _ = next(iter(trainer.data.train_loader))
         with torch.no_grad():
             logits = trainer.model(batch)
             manual = F.binary_cross_entropy_with_logits(logits, batch.y, pos_weight=torch.tensor(expected))

@@ -39,7 +39,7 @@ def test_two_epochs_learn_and_report(tmp_path):
         missing = [f for f in report.REQUIRED_FIELDS if f not in record]
         assert not missing
         assert record["world_size"] == 1 and record["ranks_in_sync"]
-        assert record["samples"] == len(trainer.train_set)
+        assert record["samples"] == len(trainer.data.train_set)
         assert 0.0 <= record["data_wait_share"] <= 1.0
     assert written[1]["h5_calls_per_sample"] == 0 and written[1]["file_opens_per_sample"] == 0
     assert (tmp_path / "run" / "config.yaml").exists()
@@ -155,7 +155,7 @@ def test_trainer_attributes_are_declared_in_init():
                     if isinstance(part, ast.Attribute) and getattr(part.value, "id", None) == "self":
                         assigned.setdefault(method.name, set()).add(part.attr)
     declared = assigned["__init__"]
-    assert {"train_loader", "raw_model", "optimizer", "resumed_from", "skipped_at_start"} <= declared
+    assert {"data", "raw_model", "optimizer", "resumed_from", "loss"} <= declared
     assert {name: sorted(attrs - declared) for name, attrs in assigned.items() if attrs - declared} == {}
     outside = []
     for path in sorted(Path(trainer_module.__file__).parent.glob("*.py")):

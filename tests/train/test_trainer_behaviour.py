@@ -73,7 +73,7 @@ def softplus(value: float) -> float:
 def test_validation_metrics_from_known_scores(data_dir, tmp_path):
     trainer = trainer_for(data_dir, tmp_path)
     try:
-        table = trainer.val_set.table
+        table = trainer.data.val_set.table
         # Two complexes of 4 samples each: the split and the labels are what the fixture wrote.
         assert len(table) == 8 and int(table.is_crystal.sum()) == 2 and int(table.label.sum()) == 4
 
@@ -146,7 +146,7 @@ def test_replayed_batch_has_zero_weight(data_dir, tmp_path, previous_batch):
     trainer = trainer_for(data_dir, tmp_path, "train.weight_decay=0.0")
     try:
         if previous_batch:
-            trainer.last_batch = trainer.train_set.__getitems__([0, 1, 2])
+            trainer.last_batch = trainer.data.train_set.__getitems__([0, 1, 2])
             del trainer.last_batch.io_counts
         before = snapshot(trainer.raw_model)
         trainer.keep_in_step(PhaseTimer(torch.device("cpu")))
@@ -184,7 +184,7 @@ def gradient_norms_seen_by_optimizer(trainer: Trainer, batch) -> list[float]:
 def test_gradient_clipping_bounds_the_step(data_dir, tmp_path, clip):
     trainer = trainer_for(data_dir, tmp_path, f"train.grad_clip={clip}")
     try:
-        batch = trainer.train_set.__getitems__([0, 1, 2, 3])
+        batch = trainer.data.train_set.__getitems__([0, 1, 2, 3])
         del batch.io_counts
         # The gradient of the batch's mean BCE, computed here without the trainer's step.
         params = [p for p in trainer.raw_model.parameters() if p.requires_grad]
@@ -207,7 +207,7 @@ def test_bf16_loss_close_to_fp32(data_dir, tmp_path):
     """bf16 autocast keeps ~3 significant digits; on this batch the loss must agree with fp32 to 2e-2."""
     trainer = trainer_for(data_dir, tmp_path)
     try:
-        batch = trainer.train_set.__getitems__(list(range(8)))
+        batch = trainer.data.train_set.__getitems__(list(range(8)))
         del batch.io_counts
         trainer.model.eval()
         with torch.no_grad():
@@ -243,19 +243,19 @@ def test_evaluation_counts_its_reads(data_dir, tmp_path):
     try:
         counts = np.zeros(len(COUNTER_FIELDS), dtype=np.int64)
         trainer.evaluate(counts)
-        assert counts[COUNTER_FIELDS.index("samples")] == len(trainer.val_set)
+        assert counts[COUNTER_FIELDS.index("samples")] == len(trainer.data.val_set)
     finally:
         trainer.close()
 
 
 def first_batch_loss(trainer):
     """The first training batch, the trainer's loss of it, the model's logits and their BCE alone."""
-    batch, _ = next(iter(trainer.train_loader))  # (batch, read counts)
+    batch, _ = next(iter(trainer.data.train_loader))  # (batch, read counts)
     loss = trainer.forward_loss(batch)
     with torch.no_grad():
         logits = trainer.model(batch).float()
     bce = torch.nn.functional.binary_cross_entropy_with_logits(
-        logits, batch.y.float(), pos_weight=torch.tensor(trainer.pos_weight)
+        logits, batch.y.float(), pos_weight=torch.tensor(trainer.data.pos_weight)
     )
     return batch, loss, logits, bce
 
@@ -265,7 +265,7 @@ def test_ranking_target_rmsd_orders_the_training_poses_by_their_rmsd(data_dir, t
         data_dir, tmp_path / "run", "train.ranking_loss_weight=1.0", "train.ranking_target=rmsd", "data.augment=false"
     )
     try:
-        table = trainer.train_set.table
+        table = trainer.data.train_set.table
         expected = [
             0.0 if crystal else RMSDS[int(str(pose)[-1])] for crystal, pose in zip(table.is_crystal, table.pose_id)
         ]
