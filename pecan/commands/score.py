@@ -64,10 +64,18 @@ def parse_args(argv=None, prog: str | None = None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--group-by",
-        choices=("file", "name"),
-        default="file",
-        help="what one ligand (ranked on its own) is: 'file', every record of a poses file (default); 'name', "
-        "each run of consecutive records with the same title (a virtual screen's SDF)",
+        choices=("molecule", "file", "name"),
+        default="molecule",
+        help="what one ligand (ranked on its own) is: 'molecule' (default), each run of consecutive records of one "
+        "molecule (title and heavy-atom formula); 'file', every record of a poses file; 'name', each run of "
+        "consecutive records with the same title",
+    )
+    parser.add_argument(
+        "--receptor-hydrogens",
+        choices=("add", "keep"),
+        default="add",
+        help="a receptor without hydrogens: 'add' them with Open Babel where installed, as the shipped model's "
+        "training receptors were prepared (default); 'keep' it as given (a warning either way when not added)",
     )
     parser.add_argument(
         "--batch-size", type=int, default=None, help="graphs per forward pass (default 16; scores do not depend on it)"

@@ -231,22 +231,30 @@ class GroupConverter:
     """Converts ligand groups as ``convert_complex`` converts manifest rows, sharing receptors, pockets and
     ligand features between them."""
 
-    def __init__(self, options: Options, counter_factory: Optional[Callable] = None, pocket_cache: int = 32) -> None:
+    def __init__(
+        self,
+        options: Options,
+        counter_factory: Optional[Callable] = None,
+        pocket_cache: int = 32,
+        receptor_reader: Optional[Callable] = None,
+    ) -> None:
         if counter_factory is None:
             from pecan.convert.interactions import InteractionCounter as counter_factory
         self.options = options
+        self.read_receptor = receptor_reader or PreparedReceptor.read  # (path, drop_hetero) -> PreparedReceptor
         self.pockets = PocketCache(counter_factory, pocket_cache)
         self.ligands = LigandFeaturiser()
         self._receptors: OrderedDict = OrderedDict()
         self._crystals: dict = {}
 
     def receptor(self, path: Path) -> PreparedReceptor:
-        """The prepared receptor of ``path`` (the last 4 kept)."""
+        """The prepared receptor of ``path`` (the last 4 kept), read by ``receptor_reader`` (`pecan score`'s
+        adds hydrogens to a receptor without them: ``pecan.scoring.receptors``)."""
         key = str(path)
         if key not in self._receptors:
             if not path.exists():
                 raise ConversionError(f"receptor {path}: file not found")
-            self._receptors[key] = PreparedReceptor.read(path, self.options.drop_hetero)
+            self._receptors[key] = self.read_receptor(path, self.options.drop_hetero)
             if len(self._receptors) > 4:
                 self._receptors.popitem(last=False)
         return self._receptors[key]

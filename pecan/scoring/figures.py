@@ -31,8 +31,17 @@ def _ranking(scores: np.ndarray, labels: np.ndarray, complexes: np.ndarray, pref
 
 
 def metrics(scores: pd.DataFrame) -> dict[str, Any]:
-    """The model's figures on ``scores`` (scores.csv rows), and the docking score's on the same poses."""
+    """The model's figures on ``scores`` (scores.csv rows), and the docking score's on the same poses. Poses
+    flagged ``pecan_clash`` (`pecan score`) are counted and ranked last, as in ``pecan_rank``: below every
+    pose without a clash, and never predicted near-native."""
     out: dict[str, Any] = {"poses": len(scores), "complexes": int(scores["complex_id"].nunique())}
+    if "pecan_clash" in scores:
+        out["clashes"] = int(scores["pecan_clash"].sum())
+        clash = scores["pecan_clash"].to_numpy(dtype=bool)
+        scores = scores.assign(
+            pecan_score=np.where(clash, scores["pecan_score"] - 2.0, scores["pecan_score"]),
+            logit=np.where(clash, -np.inf, scores["logit"]),
+        )
     labeled = scores[scores["label"].notna()]
     if len(labeled) < len(scores) or labeled.empty:
         out["labeled"] = False
@@ -73,7 +82,12 @@ def split_metrics(scores: pd.DataFrame) -> dict[str, Any]:
 
 
 def metrics_line(values: dict[str, Any]) -> str:
-    """One printed line: the model's figures beside the docking score's."""
+    """One printed line: the model's figures beside the docking score's (and the clashes, when counted)."""
+    clashes = f" | {values['clashes']} with a clash (ranked last)" if "clashes" in values else ""
+    return _figures_line(values) + clashes
+
+
+def _figures_line(values: dict[str, Any]) -> str:
     if not values.get("labeled"):
         return f"scored {values['poses']} poses of {values['complexes']} complexes (no labels: no metrics)"
     return (
@@ -109,3 +123,13 @@ def report_figures(values: dict[str, Any], state: dict) -> None:
         )
     for line in summary_lines(values):
         print(line, flush=True)
+    if values.get("clashes"):
+        from pecan.scoring.clashes import CLASH_DISTANCE, METAL_CLASH_DISTANCE
+
+        log.warning(
+            "%d scored poses clash with the receptor (a ligand heavy atom within %.1f A of a receptor heavy atom, "
+            "%.1f A of a metal ion): pecan_clash is 1, and each ranks after every pose of its ligand without one",
+            values["clashes"],
+            CLASH_DISTANCE,
+            METAL_CLASH_DISTANCE,
+        )

@@ -6,7 +6,9 @@ Sources: one receptor with a poses file (``--poses X.sdf``; also mol2, PDB, and 
 ``.pdbqt`` in it, by name), or a converter manifest (``--manifest M.csv``, one row per
 poses file). ``--group-by`` says what a group is:
 
-- ``file`` (the default): all records of one poses file are one ligand, named by ``--complex-id``, the file's
+- ``molecule`` (the default): each run of consecutive records of one molecule (title and heavy-atom formula,
+  ``pecan.scoring.molecules``) is one ligand; a file of one molecule is named as under ``file``;
+- ``file``: all records of one poses file are one ligand, named by ``--complex-id``, the file's
   stem (a directory), or the manifest's ``complex_id``;
 - ``name``: each run of consecutive records with the same title (``_Name``, stripped) is one ligand, named by
   that title (in a manifest, ``<complex_id>/<title>``): a virtual screen's output, one ligand's poses after
@@ -17,8 +19,9 @@ numbered suffix, ``NAME#2``, with a warning: its poses are ranked on their own, 
 An SDF is split into its records' text as it is read (``pecan.scoring.sdf_text``): a title is read from
 the text, so a record RDKit cannot parse is grouped by its title too (and is a failure row of that ligand),
 and a record is parsed by RDKit only when its group is scored here (under a launcher, only the rank's own
-groups). Only the group being scored is in memory, never the whole file; its records' text goes with it, to
-be written back with the scores.
+groups). Only the group being scored is in memory, never the whole file (but under ``file``, and a file of
+up to ``molecules.KEEP_RECORDS`` records under ``molecule``); its records' text goes with it, to be written
+back with the scores.
 """
 
 from __future__ import annotations
@@ -30,10 +33,11 @@ from typing import Iterator, Optional
 
 from pecan.runtime.errors import ConfigError
 from pecan.scoring.featurise import LigandGroup
+from pecan.scoring.molecules import molecule_groups, warn_if_mixed
 
 log = logging.getLogger("pecan")
 
-GROUP_BY = ("file", "name")
+GROUP_BY = ("molecule", "file", "name")
 POSE_SUFFIXES = (".sdf", ".sd", ".mol2")
 
 
@@ -141,11 +145,20 @@ def iter_groups(files: list[PosesFile], group_by: str, rank: int = 0, world_size
 
     for item in files:
         errors: list[str] = []
+        if group_by == "molecule":
+            for name, records in molecule_groups(item.name, item.prefix, lambda: _records(item, errors)):
+                seq += 1
+                name = unique(name, str(item.path))
+                if mine():
+                    yield _group(item, name, records, errors, seq)
+            continue
         if group_by == "file":
             seq += 1
             name = unique(item.name, str(item.path))
             if mine():
-                yield _group(item, name, list(_records(item, errors)), errors, seq)
+                records = list(_records(item, errors))
+                warn_if_mixed(name, str(item.path), records)
+                yield _group(item, name, records, errors, seq)
             continue
         name, records = None, []
         for record in _records(item, errors):
@@ -155,12 +168,14 @@ def iter_groups(files: list[PosesFile], group_by: str, rank: int = 0, world_size
                     seq += 1
                     group_name = unique(item.prefix + name, str(item.path))
                     if mine():
+                        warn_if_mixed(group_name, str(item.path), records)
                         yield _group(item, group_name, records, [], seq)
                 name, records = label or item.name, []
             records.append(record)
         seq += 1
         group_name = unique(item.prefix + (name or item.name), str(item.path))
         if mine():
+            warn_if_mixed(group_name, str(item.path), records)
             yield _group(item, group_name, records, errors, seq)
 
 

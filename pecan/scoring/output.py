@@ -4,7 +4,7 @@
   the SD properties ``pecan_complex``, ``pecan_pose``, ``pecan_score``, ``pecan_rank`` (and ``rmsd``/``label``
   when a crystal ligand was given) added before its ``$$$$`` line: an SDF record's own text, kept as it was
   read (``pecan.scoring.sdf_text``), a mol2 or PDB record as RDKit writes it;
-- ``X.csv``: scores.csv (``pecan.scoring.scores_csv.SCORE_COLUMNS``), ligands in input order, each by rank;
+- ``X.csv``: scores.csv (``pecan.scoring.scores_csv.SCREEN_COLUMNS``), ligands in input order, each by rank;
 - ``X.failures.csv``: ``complex_id, pose_id, source, reason`` of every pose (or whole ligand, ``pose_id``
   empty) that could not be scored; header only when none failed;
 - ``X.metrics.json``: the figures (``pecan.scoring.figures``), at the end.
@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from pecan.runtime.fileio import commit_together, discard_temps, json_text, temp_beside
-from pecan.scoring.scores_csv import SCORE_COLUMNS
+from pecan.scoring.scores_csv import SCREEN_COLUMNS
 from pecan.scoring.sdf_text import rdkit_record, with_properties
 
 FAILURE_COLUMNS = ("complex_id", "pose_id", "source", "reason")
@@ -76,8 +76,9 @@ class ScoredOutput:
         """Consecutive ligands' rows (``scores``: scores.csv's columns, each ligand in rank order) and records:
         ``groups`` holds per ligand its number, its molecules and SDF texts in the rows' order (texts None: RDKit
         renders each molecule) and whether its poses are labelled."""
-        self._pending.append(scores[list(SCORE_COLUMNS)])
+        self._pending.append(scores[list(SCREEN_COLUMNS)])
         columns = [scores[name].tolist() for name in ("complex_id", "pose_id", "pecan_score", "pecan_rank", "rmsd")]
+        clashes = scores[["pecan_clash", "receptor_distance"]].to_numpy(dtype=float).tolist()
         labels = scores["label"].tolist()
         start = 0
         for seq, mols, texts, labeled in groups:
@@ -89,6 +90,8 @@ class ScoredOutput:
                     "pecan_pose": str(pose_id),
                     "pecan_score": float(score),
                     "pecan_rank": int(rank),
+                    "pecan_clash": int(clashes[k][0]),
+                    "receptor_distance": f"{clashes[k][1]:.2f}",
                 }
                 if labeled and not math.isnan(float(rmsd)):
                     properties.update(rmsd=float(rmsd), label=int(labels[k]))
@@ -122,7 +125,7 @@ class ScoredOutput:
         """Write the metrics JSON, close every file and rename each onto its destination."""
         self._close_writers()
         if self._header:  # nothing scored: scores.csv still gets its header
-            pd.DataFrame(columns=list(SCORE_COLUMNS)).to_csv(self._temps["the scores CSV"], index=False)
+            pd.DataFrame(columns=list(SCREEN_COLUMNS)).to_csv(self._temps["the scores CSV"], index=False)
         self._temps["the metrics JSON"].write_text(json_text(values, indent=2, default=float))
         commit_together([(self._temps[what], path) for what, path in self.paths.items()])
 
@@ -182,11 +185,13 @@ class ScoredOutput:
         self._csv.close()
 
 
-def ranked(logits: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def ranked(logits: np.ndarray, last=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(order, score, rank) of one ligand's logits: PECAN score (the sigmoid, in float64), rank 1 = best with
-    ties in input order (as pandas' ``rank(method="first")`` of the descending score), and the rank order."""
+    ties in input order (as pandas' ``rank(method="first")`` of the descending score), and the rank order.
+    Poses marked in ``last`` (clashes, ``pecan.scoring.clashes``) rank after every other, by score."""
     score = 1.0 / (1.0 + np.exp(-logits.astype(np.float64)))
-    order = np.argsort(-score, kind="stable")
+    key = -score if last is None else np.where(np.asarray(last, dtype=bool), 2.0, 0.0) - score
+    order = np.argsort(key, kind="stable")
     rank = np.empty(len(score), dtype=np.int64)
     rank[order] = np.arange(1, len(score) + 1)
     return order, score, rank

@@ -46,7 +46,8 @@ class ScoreRequest:
     pocket_radius: float = 8.0
     allow: tuple[str, ...] = ()
     device: str = "auto"
-    group_by: str = "file"
+    group_by: str = "molecule"
+    receptor_hydrogens: str = "add"  # pecan.scoring.receptors.RECEPTOR_HYDROGENS
     batch_size: int = 0  # 0: BATCH_SIZE
     progress: str = "auto"
     threads: int = 0  # 0: OMP_NUM_THREADS when set, else 1
@@ -188,6 +189,8 @@ def score_poses(args: ScoreRequest, clock: Optional[StageClock] = None) -> int:
             raise ConfigError(f"pecan score needs the convert extra (pip install -e '.[convert]'): {err}") from err
         if args.group_by not in GROUP_BY:
             raise ConfigError(f"pecan score: --group-by must be one of {', '.join(GROUP_BY)}, got {args.group_by!r}")
+        if args.receptor_hydrogens not in ("add", "keep"):
+            raise ConfigError(f"pecan score: --receptor-hydrogens must be add or keep, got {args.receptor_hydrogens!r}")
         if args.batch_size < 0:
             raise ConfigError(f"pecan score: --batch-size must be positive, got {args.batch_size}")
         if args.threads < 0:

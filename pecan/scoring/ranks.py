@@ -14,6 +14,7 @@ from pecan.scoring.featurise import GroupConverter
 from pecan.scoring.inputs import iter_groups
 from pecan.scoring.memory import StageClock
 from pecan.scoring.output import ScoredOutput
+from pecan.scoring.receptors import receptor_reader
 from pecan.scoring.screen import BATCH_SIZE, CHUNK_POSES, Scored, ScreenRun, chunks, counter_factory
 from pecan.scoring.settings import score_property_default
 
@@ -78,7 +79,7 @@ def _run(args, files, state, config, model, device, options, output, clock, rank
             config,
             model,
             device,
-            GroupConverter(options, counter_factory()),
+            GroupConverter(options, counter_factory(), receptor_reader=receptor_reader(args.receptor_hydrogens)),
             output,
             state=state,
             batch_size=args.batch_size or BATCH_SIZE,

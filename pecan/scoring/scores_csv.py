@@ -14,6 +14,9 @@ import os
 import pandas as pd
 
 SCORE_COLUMNS = ("complex_id", "pose_id", "split", "pecan_score", "pecan_rank", "docking_score", "rmsd", "label")
+SCREEN_COLUMNS = (*SCORE_COLUMNS, "pecan_clash", "receptor_distance")
+"""What `pecan score` writes: scores.csv's columns, whether the pose clashes with the receptor (1 or 0) and its
+closest ligand-receptor heavy-atom distance in A (``pecan.scoring.clashes``)."""
 TEXT_COLUMNS = ("complex_id", "pose_id", "split")
 OLD_NAMES = {"complex": "complex_id", "pose": "pose_id", "score": "pecan_score", "rank": "pecan_rank"}
 """Old column name -> today's, for scores tables written before the rename."""

@@ -24,6 +24,7 @@ import torch
 
 from pecan.data.sample import SampleTable
 from pecan.runtime.errors import ConfigError, DataError
+from pecan.scoring.clashes import receptor_contacts
 from pecan.scoring.featurise import GroupConverter, LigandGroup
 from pecan.scoring.graphs import batches, checked_pose_features, pose_graph
 from pecan.scoring.memory import StageClock, converted_index
@@ -76,6 +77,7 @@ class Scored:
     complexes: int = 0
     split_poses: dict = field(default_factory=dict)
     split_complexes: dict = field(default_factory=dict)
+    split_clashes: dict = field(default_factory=dict)  # poses flagged pecan_clash, per split
     labeled_rows: Optional[list] = field(default_factory=list)  # None once a pose without a label is scored
 
     def add(self, scores: pd.DataFrame, sizes: list[int]) -> None:
@@ -86,6 +88,8 @@ class Scored:
         for split, size in zip(scores["split"].to_numpy()[firsts], sizes):
             self.split_poses[split] = self.split_poses.get(split, 0) + size
             self.split_complexes[split] = self.split_complexes.get(split, 0) + 1
+        for split, count in scores.groupby("split")["pecan_clash"].sum().items():
+            self.split_clashes[split] = self.split_clashes.get(split, 0) + int(count)
         if self.labeled_rows is not None:
             if scores["label"].isna().any():
                 self.labeled_rows = None
@@ -103,6 +107,8 @@ class Scored:
                 whole.split_poses[split] = whole.split_poses.get(split, 0) + count
             for split, count in part.split_complexes.items():
                 whole.split_complexes[split] = whole.split_complexes.get(split, 0) + count
+            for split, count in part.split_clashes.items():
+                whole.split_clashes[split] = whole.split_clashes.get(split, 0) + count
             if whole.labeled_rows is not None:
                 whole.labeled_rows = None if part.labeled_rows is None else whole.labeled_rows + part.labeled_rows
         return whole
@@ -113,9 +119,16 @@ class Scored:
 
         if self.labeled_rows:
             return split_metrics(pd.concat(self.labeled_rows, ignore_index=True))
-        values: dict[str, Any] = {"poses": self.poses, "complexes": self.complexes, "labeled": False}
+        clashes = sum(self.split_clashes.values())
+        values: dict[str, Any] = {"poses": self.poses, "complexes": self.complexes, "clashes": clashes}
+        values["labeled"] = False
         values["splits"] = {
-            split: {"poses": self.split_poses[split], "complexes": self.split_complexes[split], "labeled": False}
+            split: {
+                "poses": self.split_poses[split],
+                "complexes": self.split_complexes[split],
+                "clashes": self.split_clashes.get(split, 0),
+                "labeled": False,
+            }
             for split in HELD_OUT_FIRST
             if split in self.split_poses
         }
@@ -158,6 +171,7 @@ class ScreenRun:
             return 0
         with self.clock.timed("graph"):
             frame, samples = converted_index([item for _, item in converted], self.config.data)
+            frame["receptor_distance"], frame["pecan_clash"] = receptor_contacts(samples)
             table = SampleTable.from_index(frame)
             graphs, rows = self._graphs(table, samples, {item.complex_id: g for g, item in converted})
         logits = np.full(len(table), np.nan, dtype=np.float32)
@@ -227,7 +241,7 @@ class ScreenRun:
             if len(rows) == 0:
                 self._fail(group, "", "no pose of this ligand could be scored (see its poses)")
                 continue
-            order, score, rank = ranked(logits[rows])
+            order, score, rank = ranked(logits[rows], frame["pecan_clash"].to_numpy()[rows])
             kept.append((group, rows[order], score[order], rank[order]))
         if not kept:
             self.output.flush()
@@ -247,6 +261,8 @@ class ScreenRun:
                 "docking_score": known["docking_score"].to_numpy(dtype=float),
                 "rmsd": known["rmsd"].to_numpy(dtype=float),
                 "label": known["label"].reset_index(drop=True),  # its index dtype: 1, not 1.0, in the CSV
+                "pecan_clash": known["pecan_clash"].to_numpy(dtype=np.int64),
+                "receptor_distance": known["receptor_distance"].to_numpy(dtype=float),
                 "logit": logits[rows],
             }
         )

@@ -42,7 +42,9 @@ def test_in_memory_scores_equal_predict_on_the_shards_and_nothing_else_is_writte
     from pecan.scoring import inputs
 
     iter_records = inputs.iter_records
-    monkeypatch.setattr(inputs, "iter_records", lambda path: parsed.append(Path(path).name) or iter_records(path))
+    monkeypatch.setattr(
+        inputs, "iter_records", lambda path, *rest: parsed.append(Path(path).name) or iter_records(path, *rest)
+    )
     monkeypatch.setattr("pecan.data.layout.write_shard", no_disk_scratch)
     monkeypatch.setattr("pecan.data.loader.prepare_job_data", no_disk_scratch)
     monkeypatch.setattr("pecan.data.loader.prepare_packs", no_disk_scratch)
@@ -51,7 +53,10 @@ def test_in_memory_scores_equal_predict_on_the_shards_and_nothing_else_is_writte
     out_dir = tmp / "memory"
     out_dir.mkdir()
     clock = StageClock()
-    request = ScoreRequest(str(checkpoint), str(out_dir / "all.sdf"), manifest=str(manifest), device="cpu")
+    # 1s2g's receptor has no hydrogens: `pecan convert` takes it as given, and so must the score compared
+    request = ScoreRequest(
+        str(checkpoint), str(out_dir / "all.sdf"), manifest=str(manifest), device="cpu", receptor_hydrogens="keep"
+    )
     assert score_poses(request, clock) == 0
     assert sorted(p.name for p in out_dir.iterdir()) == ["all.csv", "all.failures.csv", "all.metrics.json", "all.sdf"]
     poses_files = [name for name in parsed if name in ("vina_scored.sdf", "1.D_protonated.sdf")]

@@ -123,22 +123,25 @@ def test_groups_are_read_lazily_and_released_a_chunk_at_a_time(monkeypatch):
 
 @pytest.mark.multiprocess
 def test_two_ranks_write_what_one_process_writes(vina):
-    """Under a launcher each rank scores every other ligand; rank 0 joins the parts in input order: the
-    outputs are those of one process (the scores to float rounding: the batches differ), and the ranks'
-    folder is gone."""
+    """Under a launcher each rank scores every other ligand; rank 0 joins the parts in input order, the
+    ligands' numbers compared as numbers (ligand 10 after ligand 9, not after 1): the outputs are those of one
+    process (the scores to float rounding: the batches differ), and the ranks' folder is gone. The ligands are
+    found by the default grouping (a molecule per title run) on every rank."""
     import sys
 
     from tests.ddp import run_ranks_ok
 
     tmp, checkpoint, receptor, poses = vina
-    sdf = screen_file(poses, tmp / "ranks.sdf", ["a"] * 3 + ["b"] * 2 + ["c"] * 2 + ["d"] * 2, corrupt_after=4)
-    assert run(vina, sdf, tmp / "one.sdf", "--group-by", "name") == 0
+    titles = [f"lig{k:02d}" for k in range(12) for _ in range(1 + k % 3)]  # 12 ligands (numbers 0..11), 24 poses
+    sdf = screen_file(poses, tmp / "ranks.sdf", titles, corrupt_after=4)
+    assert run(vina, sdf, tmp / "one.sdf") == 0
     argv = [sys.executable, "-m", "pecan", "score", str(checkpoint), "--receptor", str(receptor), "--poses", str(sdf)]
-    argv += ["--out", str(tmp / "two.sdf"), "--group-by", "name", "--score-property", "vina_score", "--device", "cpu"]
+    argv += ["--out", str(tmp / "two.sdf"), "--score-property", "vina_score", "--device", "cpu"]
     run_ranks_ok(argv, nprocs=2, timeout=600)
     assert (tmp / "two.failures.csv").read_text() == (tmp / "one.failures.csv").read_text()
     one, two = read_scores(tmp / "one.csv"), read_scores(tmp / "two.csv")
-    assert len(two) == 9 and not (tmp / ".two.sdf.ranks").exists()
+    assert list(dict.fromkeys(one["complex_id"])) == sorted(set(titles))
+    assert len(two) == 24 and not (tmp / ".two.sdf.ranks").exists()
     np.testing.assert_allclose(two.pop("pecan_score"), one.pop("pecan_score"), rtol=0, atol=1e-6)
     pd.testing.assert_frame_equal(two, one)
     lines = [

@@ -191,6 +191,8 @@ def test_scored_output_writes_texts_as_read_and_molecules_without_text_as_rdkit_
             "docking_score": [-5.5, float("nan")],
             "rmsd": [float("nan"), float("nan")],
             "label": pd.array([pd.NA, pd.NA], dtype="Int64"),
+            "pecan_clash": [0, 0],
+            "receptor_distance": [3.25, 2.5],
             "logit": [-1.0986, 1.0986],
         }
     )
