@@ -40,14 +40,51 @@ def default_checkpoint() -> Path:
     return CHECKPOINT
 
 
-def slim_checkpoint(source: Path, out: Path) -> Path:
-    """A copy of ``source`` with the scoring keys only, written atomically."""
+# The run-config keys that hold paths: a shipped checkpoint names them relative to the build's repository root.
+PATH_KEYS = {
+    "data": ("data_dir", "train_csvs", "val_csvs", "test_csvs", "train_fns", "val_fns", "test_fns")
+    + ("cache_dir", "index_dir", "stage_dir"),
+    "train": ("out_dir", "sync_dir", "resume", "init_from"),
+    "trace": ("dir",),
+}
+
+
+def _relative(value: Any, root: Path) -> Any:
+    if isinstance(value, list):
+        return [_relative(item, root) for item in value]
+    if isinstance(value, str) and Path(value).is_absolute():
+        try:
+            return Path(value).relative_to(root).as_posix()
+        except ValueError:
+            return value
+    return value
+
+
+def portable_config(config: dict | None, root: Path) -> dict | None:
+    """The run config with every absolute path under ``root`` made relative to it, so a shipped checkpoint
+    names no build machine's folders (a path outside ``root`` is kept as given)."""
+    if not isinstance(config, dict):
+        return config
+    out = {section: dict(values) if isinstance(values, dict) else values for section, values in config.items()}
+    for section, keys in PATH_KEYS.items():
+        if isinstance(out.get(section), dict):
+            for key in keys:
+                if key in out[section]:
+                    out[section][key] = _relative(out[section][key], root)
+    return out
+
+
+def slim_checkpoint(source: Path, out: Path, root: Path | None = None) -> Path:
+    """A copy of ``source`` with the scoring keys only, written atomically; with ``root``, its run config's
+    paths under ``root`` made relative to it (``portable_config``)."""
     import torch
 
     from pecan.runtime.fileio import atomic_path
 
     state = torch.load(source, map_location="cpu", weights_only=True)
     slim = {key: state[key] for key in SCORING_KEYS if key in state}
+    if root is not None and "config" in slim:
+        slim["config"] = portable_config(slim["config"], Path(root).resolve())
     out.parent.mkdir(parents=True, exist_ok=True)
     with atomic_path(out) as tmp:
         torch.save(slim, tmp)
@@ -76,6 +113,10 @@ def _rate(item: dict, complexes: int) -> str:
         f"{item['hits']}/{complexes} ({100 * item['rate']:.0f}% [{100 * item['ci95'][0]:.0f}, "
         f"{100 * item['ci95'][1]:.0f}])"
     )
+
+
+def _auc(value) -> str:
+    return f" (validation AUC of the chosen epoch {value:.3f})" if isinstance(value, (int, float)) else ""
 
 
 def _figures(results: dict | None) -> str:
@@ -116,14 +157,26 @@ def _figures(results: dict | None) -> str:
     return "\n".join(lines) + "\n"
 
 
-def card_text(checkpoint: Path, corpus: dict, results: dict | None, recipe: str, overrides: list[str]) -> str:
-    """The model card of ``checkpoint``: data, exclusions, splits, figures, limits, and its config block."""
+def trained_on(state: dict) -> dict[str, Any]:
+    """What the checkpoint itself records of its training data: complexes and poses trained on, complexes held
+    out to choose the epoch, the validation AUC of the chosen epoch."""
+    record = state.get("training_data") or {}
+    split = state.get("complexes") or {}
+    return {
+        "complexes": int(record.get("complexes") or len(split.get("train") or [])),
+        "poses": int(record.get("poses") or 0),
+        "held_out": len(split.get("val") or []),
+        "best_auc": state.get("best_auc"),
+    }
+
+
+def card_text(checkpoint: Path, excluded, results: dict | None, recipe: str, overrides: list[str]) -> str:
+    """The model card of ``checkpoint``: data, exclusions, splits, figures, limits, and its config block. Every
+    count of its training data comes from the checkpoint's own record (``trained_on``), so the two agree."""
     import torch
 
     state = torch.load(checkpoint, map_location="cpu", weights_only=True)
-    docked = corpus["docked"]
-    poses = docked[docked["is_crystal"] == 0] if "is_crystal" in docked else docked
-    excluded = corpus["excluded"]
+    data = trained_on(state)
     reserved = excluded[excluded["reason"].str.startswith("reserved")]
     parameters = sum(int(v.numel()) for v in state["model"].values())
     size = checkpoint.stat().st_size / 1e6
@@ -135,13 +188,30 @@ that a pose is within 2 A heavy-atom RMSD of the crystal pose. `pecan score --re
 --out S.sdf` uses it when no checkpoint is given.
 
 ## Training data
-- {poses["complex_id"].nunique()} public crystal complexes of `studies/corpus` (PoseBusters benchmark set, Astex
-  diverse set, CASF-2013 core set; provenance per file in `studies/corpus/sources.csv`), each ligand
-  redocked into its own receptor with `pecan redock` (AutoDock Vina, from an RDKit conformer, never the
-  crystal geometry): {len(poses)} docked poses, {int(poses["label"].sum())} near-native.
-- Recipe: `{recipe}`{" with " + ", ".join(f"`{o}`" for o in overrides) if overrides else ""}; best epoch by
-  the AUC of the recipe's held-out share of complexes (`data.val_fraction`).
+- Trained on {data["complexes"]} public crystal complexes of `studies/corpus` ({data["poses"]:,} poses; PoseBusters
+  benchmark set, Astex diverse set, CASF-2013 core set; provenance per file in `studies/corpus/sources.csv`), each
+  ligand redocked into its own receptor with `pecan redock` (AutoDock Vina, from an RDKit conformer, never the
+  crystal geometry). {data["held_out"]} more docked complexes were held out (`data.val_fraction`) to choose the
+  epoch{_auc(data["best_auc"])}; they were not trained on.
+- Recipe: `{recipe}`{" with " + ", ".join(f"`{o}`" for o in overrides) if overrides else ""}.
 - The docking score (SD property `{score_property}`, Vina kcal/mol) is a model input: poses without it cannot be scored.
+- Receptors (`studies/corpus/README.md`, Rules): whole residues within 16 A of the crystal ligand; waters,
+  alternate locations after the first and crystallisation additives dropped; metal ions and cofactors kept;
+  hydrogens added by Open Babel (`obabel -h`) where the source had none, so every training receptor had
+  hydrogens. `pecan score` does the same to a receptor without hydrogens where Open Babel is installed (and
+  warns where it is not, or with `--receptor-hydrogens keep`): scored without them, the model's scores move
+  (by up to 0.06 on ProLIF's Vina example, where every score falls).
+
+## What a score means
+- A score ranks the poses of one ligand against each other. The model reads each pose's docking score and its
+  gap to the best docking score among the poses of its ligand scored together, so a score depends on which
+  poses are scored with it: a subset without the best-docked pose, or one pose alone, gets other scores (the
+  subset's best is taken as the best). Score all docked poses of a ligand together, one ligand per group
+  (`pecan score` groups a multi-ligand SDF by molecule by default; docs/scoring.md).
+- A pose with a ligand heavy atom inside the receptor (within 2.0 A of a receptor heavy atom, 1.5 A of a metal)
+  is flagged `pecan_clash` and ranked after every pose of its ligand without one: the model itself does not see
+  that such a pose cannot exist (a Vina pose of ProLIF's example moved into the protein scores 0.105, above
+  seven of the nine real poses).
 
 ## Exclusions
 {len(excluded)} candidates are left out (`studies/corpus/excluded.csv`), {len(reserved)} of them as
@@ -150,8 +220,9 @@ sequence identity of a binding chain). Figures of this model on those proteins a
 about them was used to train, tune or select it.
 
 ## Splits and figures
-The shipped model is trained on every corpus complex; its expected performance is measured by the same recipe
-under 5-fold cluster-split cross-validation (single-linkage protein clusters at 30% sequence identity, so no
+The shipped model is trained on the corpus complexes docked when it was built, less the share held out to choose
+its epoch (above); its expected performance is measured by the same recipe under 5-fold cluster-split
+cross-validation (single-linkage protein clusters at 30% sequence identity, so no
 test complex shares that identity with a training one).
 
 {_figures(results)}

@@ -1,14 +1,15 @@
-"""Train the shipped model on every redocked complex of the corpus and write it, with its model card, into
+"""Train the shipped model on the redocked complexes of the corpus and write it, with its model card, into
 pecan/pretrained/ (what `pecan score` uses when no checkpoint is given).
 
     python studies/corpus/ship.py [--config configs/redock.yaml] [--set KEY=VALUE ...] [--results RESULTS.json]
     python studies/corpus/ship.py --card-only --results RESULTS.json   # rewrite the card of the shipped model
 
 Converts every docked complex (studies/corpus/docked, once; shared with run.py's work/shards), trains the
-recipe on all of them (the recipe's val_fraction holds out complexes for best.pt; no fold is held out: the
+recipe on them (the recipe's val_fraction holds out complexes to choose best.pt; no fold is held out: the
 cluster-split figures of the same recipe come from run.py and go into the card with --results), keeps only
 what scoring needs from best.pt (no optimizer, scheduler or RNG state) and writes MODEL_CARD.md from the
-checkpoint itself, so the card's config block is the checkpoint's.
+checkpoint itself: its counts of complexes and poses and its config block are the checkpoint's own record, and the
+run config it keeps names paths relative to the repository (no build machine's folders).
 """
 
 from __future__ import annotations
@@ -73,29 +74,20 @@ def train(args: argparse.Namespace, shards: Path, index: Path) -> Path:
 
 
 def main(argv=None) -> int:
-    """Convert, train, slim, write the card."""
+    """Convert, train, slim, write the card (``--card-only``: the card alone, from the checkpoint's own record)."""
     args = parse_args(argv)
     if args.card_only and not args.out.is_file():
         print(f"error: --card-only: no checkpoint at {args.out}", file=sys.stderr)
         return 2
-    shards, index = args.work / "shards", args.work / "ship_all.csv"
-    if args.card_only:
-        # The complexes the checkpoint was trained on: those of the index its training run read (none converted anew).
-        docked = convert(args.docked, shards, set(pd.read_csv(index, usecols=["pdbid"], dtype=str).pdbid))
-    else:
-        docked = convert(args.docked, shards)
-        write_index_csv(docked, index)
-        best = train(args, shards, index)
-        slim_checkpoint(best, args.out)
-    corpus = {
-        "manifest": pd.read_csv(HERE / "manifest.csv", dtype=str, keep_default_na=False),
-        "excluded": pd.read_csv(HERE / "excluded.csv", dtype=str, keep_default_na=False),
-        "docked": docked,
-    }
+    if not args.card_only:
+        shards, index = args.work / "shards", args.work / "ship_all.csv"
+        write_index_csv(convert(args.docked, shards), index)
+        slim_checkpoint(train(args, shards, index), args.out, root=ROOT)
+    excluded = pd.read_csv(HERE / "excluded.csv", dtype=str, keep_default_na=False)
     results = json.loads(args.results.read_text()) if args.results else None
     card = args.out.parent / CARD.name
     recipe = str(args.config.resolve().relative_to(ROOT))
-    card.write_text(card_text(args.out, corpus, results, recipe=recipe, overrides=args.overrides))
+    card.write_text(card_text(args.out, excluded, results, recipe=recipe, overrides=args.overrides))
     print(f"wrote {args.out} ({args.out.stat().st_size / 1e6:.2f} MB) and {card}")
     return 0
 

@@ -34,6 +34,34 @@ def test_the_model_card_repeats_the_checkpoints_config():
         assert reserved in card
 
 
+def test_the_card_states_what_the_checkpoint_records_of_its_training_data():
+    """Complexes trained on, poses, complexes held out to choose the epoch: the card's figures are the checkpoint's."""
+    card = pretrained.CARD.read_text()
+    data = pretrained.trained_on(_shipped())
+    assert data["complexes"] + data["held_out"] > data["complexes"] > 0 and data["poses"] > 0
+    assert f"Trained on {data['complexes']} public crystal complexes" in card
+    assert f"({data['poses']:,} poses;" in card and f"{data['held_out']} more docked complexes were held out" in card
+    assert "trained on every corpus complex" not in card
+
+
+def test_the_shipped_checkpoint_names_no_build_machine_folder():
+    config = _shipped()["config"]
+    paths = [config["data"]["data_dir"], *config["data"]["train_csvs"], config["train"]["out_dir"]]
+    assert paths and not any(p.startswith("/") for p in paths), paths
+
+
+def test_portable_config_makes_paths_under_the_root_relative_and_keeps_others(tmp_path):
+    config = {
+        "data": {"data_dir": str(tmp_path / "work" / "shards"), "train_csvs": [str(tmp_path / "a.csv"), "b.csv"]},
+        "train": {"out_dir": "/elsewhere/run", "lr": 0.1},
+        "model": {"hidden": 8},
+    }
+    portable = pretrained.portable_config(config, tmp_path)
+    assert portable["data"] == {"data_dir": "work/shards", "train_csvs": ["a.csv", "b.csv"]}
+    assert portable["train"] == {"out_dir": "/elsewhere/run", "lr": 0.1} and portable["model"] == {"hidden": 8}
+    assert config["data"]["data_dir"] == str(tmp_path / "work" / "shards")  # the input is not changed
+
+
 def test_a_card_without_a_config_block_is_an_error():
     with pytest.raises(ValueError, match="json block"):
         pretrained.config_in_card("# a card\nno block here\n")
