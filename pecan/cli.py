@@ -23,6 +23,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "synth": ("pecan.commands.synth", "write a deterministic synthetic data set (shards + index CSV)"),
     "config": ("pecan.commands.config", "print the resolved config of CONFIG, or --keys: every key with its doc"),
     "redock": ("pecan.commands.redock", "redock crystal ligands with AutoDock Vina into poses convert reads"),
+    "sources": ("pecan.commands.sources", "PDBbind folders or CrossDocked2020 types files -> redock/convert manifests"),
 }
 
 

@@ -1,0 +1,124 @@
+"""`pecan sources pdbbind|crossdocked ...`: the field's training sets, as distributed, -> PECAN's manifests.
+
+``pecan sources pdbbind DIR [DIR ...] --out MANIFEST.csv`` writes a `pecan redock` manifest (a `pecan convert`
+manifest with ``--poses``) with the INDEX files' columns, and excluded.csv beside it.
+``pecan sources crossdocked TYPES [TYPES ...] --root DATA --out DIR`` writes DIR/manifest.csv (a `pecan convert`
+manifest), DIR/poses/, DIR/poses.csv, DIR/splits/ and DIR/excluded.csv.
+Both leave out the reserved test proteins and say how many they removed. See docs/own-data.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def _pdbbind_parser(commands) -> None:
+    parser = commands.add_parser("pdbbind", help="a PDBbind-style folder -> a redock (or convert) manifest")
+    parser.add_argument("roots", type=Path, nargs="+", help="folders of <id>/<id>_protein.pdb, ..._ligand.sdf")
+    parser.add_argument("--out", type=Path, required=True, help="the manifest CSV (excluded.csv goes beside it)")
+    parser.add_argument(
+        "--index",
+        type=Path,
+        action="append",
+        default=[],
+        help="an INDEX file (repeatable; default: INDEX_*PL*, INDEX_refined*, INDEX_core* in ROOT/index/ or ROOT/)",
+    )
+    parser.add_argument("--receptor", choices=("protein", "pocket"), default="protein", help="<id>_protein.pdb")
+    parser.add_argument(
+        "--poses",
+        default="",
+        help="poses file per complex, relative to its folder, {id} for the PDB code (e.g. '{id}_docked.sdf'): "
+        "writes a convert manifest",
+    )
+    parser.add_argument("--score-property", default="", help="the poses' SD property holding the docking score")
+
+
+def _crossdocked_parser(commands) -> None:
+    parser = commands.add_parser("crossdocked", help="GNINA types files (CrossDocked2020) -> a convert manifest")
+    parser.add_argument("types", type=Path, nargs="+", help="types files (fold files: ...train0.types, ...test0.types)")
+    parser.add_argument(
+        "--root", type=Path, help="the folder the types files' paths are relative to (default: the first types file's)"
+    )
+    parser.add_argument("--out", type=Path, required=True, help="output folder (manifest.csv, poses/, ...)")
+    parser.add_argument(
+        "--columns",
+        default="label,affinity,rmsd",
+        help="names of the numbers before the file names (default label,affinity,rmsd; DenseNet files: label,affinity)",
+    )
+    parser.add_argument(
+        "--check-rmsd", action="store_true", help="recompute each pose's RMSD to the crystal ligand and compare"
+    )
+    parser.add_argument(
+        "--index",
+        type=Path,
+        action="append",
+        default=[],
+        help="a PDBbind name index (INDEX_general_PL_name.*): the reserved filter also matches its UniProt IDs "
+        "and protein names (repeatable)",
+    )
+
+
+def parse_args(argv=None, prog: str | None = None) -> argparse.Namespace:
+    """Command-line options."""
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0].split(": ", 1)[1])
+    commands = parser.add_subparsers(dest="source", required=True)
+    _pdbbind_parser(commands)
+    _crossdocked_parser(commands)
+    return parser.parse_args(argv)
+
+
+def run_pdbbind(args: argparse.Namespace) -> int:
+    """Read the folders, write the manifest and excluded.csv, print the summary."""
+    from pecan.sources.pdbbind import PdbbindOptions, default_indexes, merged_indexes, read_pdbbind
+    from pecan.sources.selection import summary_line, write_selection
+
+    missing = [str(root) for root in args.roots if not root.is_dir()]
+    if missing:
+        print(f"error: not a folder: {', '.join(missing)}", file=sys.stderr)
+        return 2
+    indexes = args.index or [p for root in args.roots for p in default_indexes(root)]
+    options = PdbbindOptions(args.receptor, args.poses, args.score_property)
+    selection = read_pdbbind(args.roots, merged_indexes(indexes), options, args.out.parent)
+    columns = ("complex_id", "receptor", *(("poses", "score_property") if args.poses else ()), "crystal_ligand")
+    excluded = write_selection(selection, args.out, columns)
+    print(summary_line("pdbbind", selection, args.out, excluded))
+    if not indexes:
+        print("note: no INDEX file: no affinities, and the reserved filter matched by PDB entry only")
+    return 0 if selection.rows else 1
+
+
+def run_crossdocked(args: argparse.Namespace) -> int:
+    """Read the types files, write the poses, manifest, splits and excluded.csv, print the summary."""
+    from pecan.sources.crossdocked_run import CrossDockedOptions, read_crossdocked
+    from pecan.sources.pdbbind import merged_indexes
+    from pecan.sources.selection import summary_line
+
+    missing = [str(path) for path in args.types if not path.is_file()]
+    if missing:
+        print(f"error: types file not found: {', '.join(missing)}", file=sys.stderr)
+        return 2
+    columns = tuple(c.strip() for c in args.columns.split(",") if c.strip())
+    if not columns or columns[0] != "label":
+        print(f"error: --columns must start with label, got {args.columns!r}", file=sys.stderr)
+        return 2
+    root = args.root or args.types[0].parent
+    options = CrossDockedOptions(columns, args.check_rmsd, merged_indexes(args.index))
+    selection, _, notes = read_crossdocked(args.types, root, args.out, options)
+    print(summary_line("crossdocked", selection, args.out / "manifest.csv", args.out / "excluded.csv"))
+    print("\n".join(notes))
+    return 0 if selection.rows else 1
+
+
+def main(argv=None, prog: str | None = None) -> int:
+    """Run one reader; 2 for a bad invocation or unreadable index/types file, 1 when no complex is usable."""
+    args = parse_args(argv, prog)
+    try:
+        return run_pdbbind(args) if args.source == "pdbbind" else run_crossdocked(args)
+    except ImportError as err:
+        print(f"error: {err} (pip install -e '.[convert]')", file=sys.stderr)
+        return 2
+    except (OSError, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
