@@ -61,7 +61,7 @@ def plot_wall_time(ax, records: Sequence[dict[str, Any]]) -> None:
         values = [r.get(phase) or 0.0 for r in records]
         ax.bar(epochs, values, bottom=bottom, label=_phase_label(phase))
         bottom = [b + v for b, v in zip(bottom, values)]
-    other = [max(r["wall_s"] - b, 0.0) for r, b in zip(records, bottom)]
+    other = [max((r.get("wall_s") or b) - b, 0.0) for r, b in zip(records, bottom)]
     ax.bar(epochs, other, bottom=bottom, label="other", color="lightgrey")
     _epoch_axis(ax, "wall time by phase (rank 0)", "seconds")
     _legend_outside(ax)

@@ -146,8 +146,9 @@ def epoch_line(record: dict[str, Any]) -> str:
         value = record.get(key)
         return "n/a" if value is None or (isinstance(value, float) and math.isnan(value)) else format(value, spec)
 
+    wall = "wall n/a" if record.get("wall_s") is None else f"{record['wall_s']:.1f}s"
     return (
-        f"epoch {record['epoch']:>3} | {record['wall_s']:.1f}s | train_loss {num('train_loss')} | "
+        f"epoch {record['epoch']:>3} | {wall} | train_loss {num('train_loss')} | "
         f"val_loss {num('val_loss')} | val_auc {num('val_auc')} | val_acc {num('val_acc')} | "
         f"val_top1 {num('val_top1')} | {num('samples_per_s', '.1f')} samples/s{cpu_note(record)}"
     )
@@ -218,22 +219,28 @@ def compact_line(record: dict[str, Any], epochs: int, eta_s: float) -> str:
 def wall_time_table(record: dict[str, Any]) -> str:
     """Where the epoch's wall time went, phase by phase (rank 0, and mean/max over ranks when there are
     several), then the ranks' balance, the loader and the I/O work per sample."""
-    wall = max(record["wall_s"], 1e-9)
+    # A record without wall_s (written by an older version) shows its phases' seconds without shares.
+    wall = max(record["wall_s"], 1e-9) if record.get("wall_s") is not None else math.nan
     several = (record.get("world_size") or 1) > 1 and f"{PHASES[0]}_mean" in record
     rows = [f"  {'phase':<14}{'seconds':>10}{'share':>9}" + (f"{'mean':>9}{'max':>9}" if several else "")]
     accounted = 0.0
     for phase in PHASES:
         seconds = record.get(phase, 0.0) or 0.0
         accounted += seconds
-        spread = f"{record[phase + '_mean']:>9.2f}{record[phase + '_max']:>9.2f}" if several else ""
-        rows.append(f"  {phase[:-2]:<14}{seconds:>10.2f}{seconds / wall:>8.1%}{spread}")
+        spread = (
+            f"{record.get(phase + '_mean', math.nan):>9.2f}{record.get(phase + '_max', math.nan):>9.2f}"
+            if several
+            else ""
+        )
+        rows.append(f"  {phase[:-2]:<14}{seconds:>10.2f}{_share(seconds, wall)}{spread}")
     other = max(wall - accounted, 0.0)
-    rows.append(f"  {'other':<14}{other:>10.2f}{other / wall:>8.1%}")
+    other_text = f"{'n/a':>10}" if math.isnan(other) else f"{other:>10.2f}"
+    rows.append(f"  {'other':<14}{other_text}{_share(other, wall)}")
     if "ranks" in record:
         ranks = record["ranks"]
         busy = ranks.get("worker_busy_s") or [0.0]
         balance = (
-            f"straggler ratio {record['straggler_ratio']:.2f} (max/mean step time over "
+            f"straggler ratio {record.get('straggler_ratio', math.nan):.2f} (max/mean step time over "
             f"{record.get('world_size', 1)} ranks); "
             if several
             else ""
@@ -256,6 +263,14 @@ def wall_time_table(record: dict[str, Any]) -> str:
     return "\n".join(rows)
 
 
+def _share(seconds: float, wall: float) -> str:
+    return f"{'n/a':>8}" if math.isnan(wall) else f"{seconds / wall:>8.1%}"
+
+
+def _figure(value: Any, spec: str) -> str:
+    return "n/a" if value is None else format(value, spec)
+
+
 def run_summary(records: list[dict[str, Any]]) -> str:
     """The end-of-run table: one row per epoch."""
     several = any((r.get("world_size") or 1) > 1 for r in records)
@@ -269,7 +284,7 @@ def run_summary(records: list[dict[str, Any]]) -> str:
         auc, cpu = r.get("val_auc"), r.get("cpu_share_min")
         cpu_text = "n/a" if cpu is None else f"{cpu:.0%}" + (" (starved)" if is_starved(r) else "")
         rows.append(
-            f"| {r['epoch']} | {r['wall_s']:.1f} | {r.get('samples_per_s') or 0:.1f} | "
+            f"| {r['epoch']} | {_figure(r.get('wall_s'), '.1f')} | {r.get('samples_per_s') or 0:.1f} | "
             f"{r.get('train_loss') or math.nan:.4f} | {'n/a' if auc is None else format(auc, '.4f')} | "
             f"{r.get('data_wait_share') or 0:.1%} | {compute:.1f}s | {cpu_text} |"
             + (f" {r.get('grad_comm_s') or 0:.2f}s | {r.get('straggler_ratio') or 1.0:.2f} |" * several)

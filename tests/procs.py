@@ -90,3 +90,32 @@ def act_at(
 def torchrun(*args: str) -> list[str]:
     """The argv of a real torchrun agent (``python -m torch.distributed.run``): for the tests of the agent."""
     return [sys.executable, "-m", "torch.distributed.run", *args]
+
+
+def group_members(group: int) -> list[str]:
+    """Command lines of the live processes of process group ``group`` (a /proc scan; zombies left out): what a
+    stopped command left running."""
+    members = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        if int(fields[2]) == group and fields[0] != "Z":
+            members.append(cmdline)
+    return members
+
+
+def group_left(group: int, grace: float = 5.0) -> list[str]:
+    """``group_members`` still there after ``grace`` seconds (a process that has just been killed is
+    being reaped for a moment)."""
+    import time
+
+    deadline = time.monotonic() + grace
+    while group_members(group) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return group_members(group)

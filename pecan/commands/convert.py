@@ -7,6 +7,7 @@ Needs the convert extra (pip install -e '.[convert]'), imported only when this c
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from pathlib import Path
 
@@ -64,7 +65,24 @@ def _is_shard_name(path: Path, args: argparse.Namespace) -> bool:
 
 def main(argv=None, prog: str | None = None) -> int:
     """Run the conversion and print the summary line; 2 for a bad invocation or manifest, 1 when no complex
-    converted."""
+    converted. SIGINT or SIGTERM stop every worker and end it with 130 or 143 and a line saying how to resume
+    (shards are written whole or not at all; a rerun reuses the finished ones)."""
+    from pecan.runtime.pool import Stopped, stop_on_signals
+
+    with stop_on_signals():
+        try:
+            return _run(argv, prog)
+        except Stopped as stop:
+            words = [*(prog or "pecan convert").split(), *(sys.argv[1:] if argv is None else argv)]
+            print(
+                f"stopped by {stop.name}: the shards finished so far are kept; resume with the same command: "
+                + " ".join(shlex.quote(word) for word in words),
+                file=sys.stderr,
+            )
+            return stop.exit_code
+
+
+def _run(argv, prog: str | None) -> int:
     args = parse_args(argv, prog)
     from pecan.convert.complexes import Options
     from pecan.convert.run import convert, summary_line

@@ -10,6 +10,7 @@ best_docking_score, seconds per complex) and DIR/failures.csv. A rerun skips fin
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from pathlib import Path
 
@@ -82,7 +83,23 @@ def check_outputs(args: argparse.Namespace) -> None:
 
 
 def main(argv=None, prog: str | None = None) -> int:
-    """Run the redocking and print the summary line."""
+    """Run the redocking and print the summary line; SIGINT or SIGTERM end it with 130 or 143 and a line
+    saying how to resume (finished complexes kept, the ones in flight recorded as interrupted)."""
+    from pecan.runtime.pool import Stopped, stop_on_signals
+
+    with stop_on_signals():
+        try:
+            return _run(argv, prog)
+        except Stopped as stop:
+            from pecan.redock.run import stopped_line
+
+            words = [*(prog or "pecan redock").split(), *(sys.argv[1:] if argv is None else argv)]
+            command = " ".join(shlex.quote(word) for word in words)
+            print(stopped_line(stop, command), file=sys.stderr)
+            return stop.exit_code
+
+
+def _run(argv, prog: str | None) -> int:
     args = parse_args(argv, prog)
     problem = _check(args)
     if problem:

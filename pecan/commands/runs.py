@@ -16,13 +16,14 @@ from pathlib import Path
 def report_run(run_dir: Path) -> int:
     """Print a run's summary table, its last epoch's full report and any CPU-share warnings."""
     from pecan import report
+    from pecan.runs.records import read_run_records
     from pecan.train.threads import starved_advice
 
     epochs = run_dir / "epochs.jsonl"
     if not epochs.exists():
         print(f"error: {run_dir} has no epochs.jsonl (not a PECAN run directory?)", file=sys.stderr)
         return 2
-    records = report.read_records(epochs)
+    records = read_run_records(epochs, need_one=False)
     if not records:
         print(f"{run_dir}: no epoch finished yet")
         return 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections import Counter
 from functools import lru_cache
 from pathlib import Path
 from typing import Optional
@@ -150,6 +151,31 @@ def van_der_waals(mol: Chem.Mol) -> np.ndarray:
     """Van der Waals radius of each heavy atom (Angstrom), in the order of ``atom_features``."""
     table = Chem.GetPeriodicTable()
     return np.array([table.GetRvdw(a.GetAtomicNum()) for a in mol.GetAtoms() if a.GetAtomicNum() > 1], dtype=np.float32)
+
+
+def ligand_problem(mol: Optional[Chem.Mol]) -> str:
+    """Why a ligand record cannot be featurised ('' when it can): RDKit could not parse it, it has no heavy
+    atom (an empty or hydrogen-only record), or it holds more than one molecule (a ligand with a disconnected
+    ion, salt or solvent: refused rather than guessed at, since which fragment is the ligand is the file's
+    to say)."""
+    if mol is None:
+        return "RDKit cannot parse this record"
+    if mol.GetNumHeavyAtoms() == 0:
+        return f"no heavy atoms ({mol.GetNumAtoms()} atoms in all): an empty or hydrogen-only record"
+    fragments = Chem.GetMolFrags(mol, asMols=False, sanitizeFrags=False)
+    if len(fragments) > 1:
+        formulas = ", ".join(_formula(mol, atoms) for atoms in fragments)
+        return (
+            f"{len(fragments)} disconnected molecules in one record ({formulas}); PECAN takes one molecule per "
+            "record: remove the ions, salts or solvents from it"
+        )
+    return ""
+
+
+def _formula(mol: Chem.Mol, atoms: tuple) -> str:
+    counts = Counter(mol.GetAtomWithIdx(k).GetSymbol() for k in atoms)
+    order = sorted(counts, key=lambda e: (e not in ("C", "H"), e != "C", e))
+    return "".join(e + (str(counts[e]) if counts[e] > 1 else "") for e in order)
 
 
 # ---------------------------------------------------------------------------- pockets

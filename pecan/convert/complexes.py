@@ -139,7 +139,13 @@ class ComplexConverter:
         if not records:
             raise ConversionError(f"poses {entry.poses}: no records")
         ids = pose_ids(entry.complex_id, records)
-        ligands = [chem.heavy_positions(m) for m in [crystal, *records] if m is not None]
+        problems = [chem.ligand_problem(m) for m in records]
+        usable = [m for m, problem in zip(records, problems) if not problem]
+        if not usable:  # say why each record failed, not that no receptor atom is near no ligand
+            for pose_id, problem in zip(ids, problems):
+                self.fail(f"{entry.poses}: {problem}", pose_id)
+            raise ConversionError("no pose could be converted (see the pose rows)")
+        ligands = [chem.heavy_positions(m) for m in [crystal, *usable] if m is not None]
         pocket = chem.pocket_submol(receptor, ligands, options.pocket_radius)
         if pocket.GetNumHeavyAtoms() == 0:
             raise ConversionError(f"no receptor atoms within {options.pocket_radius} A of any ligand")
@@ -151,10 +157,10 @@ class ComplexConverter:
         counter = ContactCounter(pocket)
         if crystal is not None:
             self.result.crystal = self._sample(crystal, "", 0.0, pocket_atoms, pocket_vdw, counter, is_crystal=True)
-        for pose_id, mol in zip(ids, records):
+        for pose_id, mol, problem in zip(ids, records, problems):
             try:
-                if mol is None:
-                    raise ConversionError(f"{entry.poses}: RDKit cannot parse this record")
+                if problem:
+                    raise ConversionError(f"{entry.poses}: {problem}")
                 rmsd = chem.symmetric_rmsd(mol, crystal) if crystal is not None else float("nan")
                 self.result.poses.append(self._sample(mol, pose_id, rmsd, pocket_atoms, pocket_vdw, counter))
             except ConversionError as err:
@@ -167,8 +173,9 @@ class ComplexConverter:
         if path is None:
             return None
         mols = chem.read_ligands(path)
-        if not mols or mols[0] is None:
-            raise ConversionError(f"crystal ligand {path}: RDKit cannot parse it")
+        problem = chem.ligand_problem(mols[0] if mols else None)
+        if problem:
+            raise ConversionError(f"crystal ligand {path}: {problem}")
         return mols[0]
 
     def _sample(

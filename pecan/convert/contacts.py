@@ -43,7 +43,6 @@ What the counts are (the behaviour replicated; tests/convert/test_contacts.py ch
 
 from __future__ import annotations
 
-import warnings
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Callable, Iterable, Optional
@@ -53,7 +52,7 @@ from rdkit import Chem
 from scipy.spatial import cKDTree
 
 from pecan.convert import contact_geometry as geo
-from pecan.convert.interactions import INTERACTION_MAP, _prolif
+from pecan.convert.interactions import INTERACTION_MAP, _prolif, prolif_molecule
 
 TOPOLOGY_CACHE_SIZE = 8
 POSES_PER_BATCH = 32  # bounds the [poses, ligand matches, receptor matches] temporaries
@@ -203,10 +202,7 @@ class LigandResidue:
 
 def ligand_residues(pose, patterns: dict) -> list[LigandResidue]:
     """The residue fragments ProLIF makes of a pose, with their matches (once per topology)."""
-    plf = _prolif()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        ligand = plf.Molecule.from_rdkit(pose)
+    ligand = prolif_molecule(pose, "this pose")
     residues = []
     for resid, residue in ligand.residues.items():
         atoms = parent_indices(residue)
@@ -276,9 +272,7 @@ class ContactCounter:
     def __init__(self, receptor) -> None:
         plf = _prolif()
         self.rules = Rules.from_prolif(plf.Fingerprint(INTERACTIONS, count=True))
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            protein = plf.Molecule.from_rdkit(receptor)
+        protein = prolif_molecule(receptor, "the receptor pocket")
         self.pocket = Pocket.build(protein, self.rules.patterns)
         self._pair_rules = pair_rules(self.rules)
         self._topologies: OrderedDict = OrderedDict()

@@ -37,7 +37,7 @@ def check_csv_cells(index: pd.DataFrame, path: str | Path) -> None:
     if missing:
         raise DataError(
             f"index CSV {path}: missing required column(s) {', '.join(missing)} "
-            f"(columns: {', '.join(map(str, index.columns))})"
+            f"(columns: {', '.join(map(str, index.columns))}); {missing_columns_advice(missing)}"
         )
     index_columns.check_optional_columns(index, path)
     if index.empty:
@@ -50,6 +50,15 @@ def check_csv_cells(index: pd.DataFrame, path: str | Path) -> None:
             continue
         numeric = pd.to_numeric(index[column], errors="coerce")
         _raise_first(index, numeric.isna() & index[column].notna(), path, column, "is not a number: {value!r}")
+
+
+def missing_columns_advice(missing: list[str]) -> str:
+    """What the missing id columns hold (the only required columns; is_crystal and the interaction counts are
+    optional, pecan.data.index_columns)."""
+    return (
+        f"{'/'.join(missing)} locate each pose: shard is the HDF5 file holding it (relative to the CSV's folder), "
+        "pdbid its complex group, poseid its pose group"
+    )
 
 
 def check_header(names: Iterable[str], path: str | Path) -> None:

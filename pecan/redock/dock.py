@@ -5,6 +5,9 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import os
+import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -66,6 +69,12 @@ class DockJob:
         return self.out_dir / "records" / f"{self.complex_id}.json"
 
     @property
+    def scratch(self) -> Path:
+        """The prefix of the search's temporary folder (a stop that kills the search leaves it; it is removed
+        when the complex is recorded as interrupted)."""
+        return self.out_dir / "receptors" / f".search-{self.complex_id}-"
+
+    @property
     def complex_seed(self) -> int:
         """The manifest's seed, else one derived from the run seed and the complex id (stable under reordering;
         never 0, which Vina takes as 'pick a random seed')."""
@@ -97,16 +106,15 @@ def finished(job: DockJob) -> dict | None:
     return record
 
 
-def _vina(receptor_pdbqt: Path, ligand: str, box: prepare.Box, options: DockOptions, seed: int):
-    """Vina's poses (PDBQT text) and their scores; in a child process killed after ``options.timeout`` s."""
-    if options.timeout > 0:
-        return vina_in_child(receptor_pdbqt, ligand, box, options, seed)
-    return vina_search(receptor_pdbqt, ligand, box, options, seed)
+def vina_in_child(receptor_pdbqt: Path, ligand: str, box, options, seed: int, scratch: Path | None = None):
+    """Vina's poses (PDBQT text) and their scores from ``python -m pecan.redock.child``, killed after
+    ``options.timeout`` s (0: no limit); RedockError on timeout or failure.
 
-
-def vina_in_child(receptor_pdbqt: Path, ligand: str, box, options, seed: int):
-    """Poses text and scores from ``python -m pecan.redock.child``; RedockError on timeout or failure."""
-    with tempfile.TemporaryDirectory(dir=receptor_pdbqt.parent) as tmp:
+    Always a child process: Vina's search holds this process in C++ for minutes, where a stop signal could not
+    be acted on; here the signal's handler runs at once and ``subprocess.run`` kills the search on the way out.
+    """
+    scratch = scratch or receptor_pdbqt.with_name(f".search-{receptor_pdbqt.stem}-")
+    with tempfile.TemporaryDirectory(dir=scratch.parent, prefix=scratch.name) as tmp:
         request = Path(tmp) / "request.json"
         request.write_text(
             json.dumps(
@@ -118,6 +126,7 @@ def vina_in_child(receptor_pdbqt: Path, ligand: str, box, options, seed: int):
                     "options": dataclasses.asdict(options),
                     "seed": seed,
                     "out": str(Path(tmp) / "result.json"),
+                    "parent": os.getpid(),
                 }
             )
         )
@@ -126,14 +135,23 @@ def vina_in_child(receptor_pdbqt: Path, ligand: str, box, options, seed: int):
                 [sys.executable, "-m", "pecan.redock.child", str(request)],
                 capture_output=True,
                 text=True,
-                timeout=options.timeout,
+                timeout=options.timeout or None,
             )
         except subprocess.TimeoutExpired:
             raise RedockError(f"timed out: Vina's search ran past --timeout {options.timeout:g} s") from None
+        if done.returncode < 0:
+            raise RedockError(f"Vina's search was ended by {_signal_name(-done.returncode)}")
         if done.returncode != 0:
             raise RedockError(f"Vina's search failed (exit {done.returncode}): {done.stderr.strip()[-300:]}")
         result = json.loads((Path(tmp) / "result.json").read_text())
     return result["poses"], np.asarray(result["scores"], dtype=float)
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
 
 
 def vina_search(receptor_pdbqt: Path, ligand: str, box: prepare.Box, options: DockOptions, seed: int):
@@ -201,7 +219,8 @@ def _dock(job: DockJob) -> dict:
     receptors = job.out_dir / "receptors"
     receptors.mkdir(parents=True, exist_ok=True)
     receptor = prepare.receptor_pdbqt(job.receptor, receptors / f"{job.complex_id}.pdbqt")
-    text, scores = _vina(receptor, prepare.ligand_pdbqt(start), box, job.options, job.complex_seed)
+    ligand = prepare.ligand_pdbqt(start)
+    text, scores = vina_in_child(receptor, ligand, box, job.options, job.complex_seed, job.scratch)
     poses = pose_molecules(text, scores, job.complex_id)
     write_poses(job.poses_path, poses)
     return {
@@ -211,6 +230,40 @@ def _dock(job: DockJob) -> dict:
         "box_size": list(box.size),
         "start_rmsd_to_crystal": prepare.start_rmsd(start, crystal),
     }
+
+
+def interrupted(job: DockJob, signal_name: str) -> dict:
+    """The record of a complex a stop signal cut short (written, so that its state is on disk; a rerun redocks
+    it), or its finished record where the search had finished before the stop."""
+    record = finished(job)
+    if record is not None:
+        return {**record, "reused": False}
+    _remove_leftovers(job)
+    record = {
+        "complex_id": job.complex_id,
+        "key": job.key,
+        "seed": job.complex_seed,
+        "options": job.options.identity(),
+        "status": "interrupted",
+        "reason": f"interrupted by {signal_name} before it finished; a rerun redocks it",
+    }
+    _write_record(job, record)
+    return {**record, "reused": False}
+
+
+def _remove_leftovers(job: DockJob) -> None:
+    """What a search killed mid-way leaves: its temporary folder and a half-written poses file."""
+    for folder in job.scratch.parent.glob(job.scratch.name + "*"):
+        shutil.rmtree(folder, ignore_errors=True)
+    for partial in job.poses_path.parent.glob(f".{job.poses_path.name}.*.tmp"):
+        partial.unlink(missing_ok=True)
+
+
+def _write_record(job: DockJob, record: dict) -> None:
+    from pecan.runtime.fileio import write_text
+
+    job.record_path.parent.mkdir(parents=True, exist_ok=True)
+    write_text(job.record_path, json.dumps(record, indent=1))
 
 
 def run_job(job: DockJob) -> dict:
@@ -234,8 +287,5 @@ def run_job(job: DockJob) -> dict:
     except Exception as err:  # noqa: BLE001 - a toolkit error on odd input must not stop the other complexes
         record.update(status="failed", reason=f"unexpected {type(err).__name__}: {err}")
     record["seconds"] = round(time.perf_counter() - began, 2)
-    from pecan.runtime.fileio import write_text
-
-    job.record_path.parent.mkdir(parents=True, exist_ok=True)
-    write_text(job.record_path, json.dumps(record, indent=1))
+    _write_record(job, record)
     return {**record, "reused": False}

@@ -54,15 +54,16 @@ def box_around(ligand_xyz: np.ndarray, padding: float, fixed_size: float = 0.0) 
 def read_crystal(path: Path):
     """The crystal ligand's first record (SDF, mol2 or PDB), hydrogens removed."""
     Chem, _ = _rdkit()
-    from pecan.convert.chemistry import read_ligands
+    from pecan.convert.chemistry import ligand_problem, read_ligands
     from pecan.runtime.errors import ConversionError
 
     try:
         mols = read_ligands(path)
     except ConversionError as err:
         raise RedockError(str(err)) from err
-    if not mols or mols[0] is None:
-        raise RedockError(f"crystal ligand {path}: RDKit cannot parse it")
+    problem = ligand_problem(mols[0] if mols else None)
+    if problem:
+        raise RedockError(f"crystal ligand {path}: {problem}")
     return Chem.RemoveHs(mols[0])
 
 
@@ -76,6 +77,10 @@ def checked_xyz(mol, path: Path) -> np.ndarray:
     """Heavy-atom coordinates that can set a search box: finite, and not all at one point (a degenerate file
     would leave Vina searching a box of padding only, for minutes)."""
     xyz = heavy_xyz(mol)
+    if len(xyz) == 0:
+        raise RedockError(
+            f"crystal ligand {path}: no heavy atoms (an empty or hydrogen-only record); it cannot place the docking box"
+        )
     if not np.isfinite(xyz).all():
         raise RedockError(f"crystal ligand {path}: non-finite coordinates")
     if len(xyz) > 1 and float(np.ptp(xyz, axis=0).max()) < 0.5:

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from pecan.redock.dock import SCORE_PROPERTY, DockJob, DockOptions, finished, run_job
+from pecan.redock.dock import SCORE_PROPERTY, DockJob, DockOptions, finished, interrupted, run_job
 from pecan.runtime.fileio import write_csv
 from pecan.runtime.manifest import check_unique_ids, read_manifest_frame
-from pecan.runtime.pool import results_of
+from pecan.runtime.pool import Stopped, results_of
 from pecan.runtime.progress import Progress
 
 REQUIRED_COLUMNS = ("complex_id", "receptor", "crystal_ligand")
@@ -76,15 +76,25 @@ def _run_all(jobs: list[DockJob], workers: int, progress, on_record) -> list[dic
             todo.append(job)
         else:
             records.append({**record, "reused": True})
-    with Progress(len(jobs), "redocking", "complex", progress, heartbeat=True, already_done=len(records)) as bar:
-        if records:
-            on_record(records)
-        with results_of(run_job, todo, workers) as results:
-            for record in results:
-                records.append(record)
-                records.sort(key=lambda r: order[r["complex_id"]])
+
+    def add(record: dict) -> None:
+        records.append(record)
+        records.sort(key=lambda r: order[r["complex_id"]])
+        on_record(records)
+
+    try:
+        with Progress(len(jobs), "redocking", "complex", progress, heartbeat=True, already_done=len(records)) as bar:
+            if records:
                 on_record(records)
-                bar.update(1)
+            with results_of(run_job, todo, workers) as results:
+                for record in results:
+                    add(record)
+                    bar.update(1)
+    except Stopped as stop:
+        for job in stop.in_flight:
+            add(interrupted(job, stop.name))
+        stop.records = records
+        raise
     return records
 
 
@@ -157,4 +167,15 @@ def summary_line(summary: dict) -> str:
         f"redocked {summary['complexes']} complexes ({summary['reused']} already finished), "
         f"{summary['poses']} poses; {summary['failed']} failed (see {summary['failures']}); "
         f"convert with: python scripts/convert_structures.py {summary['manifest']} --out SHARDS"
+    )
+
+
+def stopped_line(stop: Stopped, command: str) -> str:
+    """The one line a stopped run ends with: what was kept, what was cut short, and how to resume."""
+    records = getattr(stop, "records", [])
+    kept = sum(r["status"] == "ok" for r in records)
+    cut = sum(r["status"] == "interrupted" for r in records)
+    return (
+        f"stopped by {stop.name}: {kept} complexes docked and kept, {cut} interrupted (recorded in "
+        f"failures.csv); resume with the same command: {command}"
     )

@@ -25,10 +25,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from pecan.report import PHASES, read_epoch_records, read_records
+from pecan.report import PHASES, read_records
 from pecan.runs import standalone_main
+from pecan.runs.records import read_config, read_run_records
 
 FIGURES = ("samples_per_s", "wall_s", "data_wait_share", "file_opens_per_sample", "h5_calls_per_sample", *PHASES)
 # Settings that change timings; runs compared for speed should agree on them (the record's names).
@@ -120,9 +119,8 @@ def run_settings(run_dir: Path, records: list[dict], config: dict) -> dict:
 
 def run_summary(run_dir: Path, skip: int) -> dict:
     """Steady-state means of one run, plus what is needed to judge comparability."""
-    records = read_epoch_records(run_dir / "epochs.jsonl")
-    config = yaml.safe_load((run_dir / "config.yaml").read_text()) if (run_dir / "config.yaml").exists() else {}
-    config = config or {}
+    records = read_run_records(run_dir / "epochs.jsonl")
+    config = read_config(run_dir)
     configured = (config.get("train") or {}).get("epochs", len(records))
     steady = records[skip:] or records
     summary = {f: statistics.fmean([r[f] for r in steady if r.get(f) is not None] or [0.0]) for f in FIGURES}
@@ -134,8 +132,8 @@ def run_summary(run_dir: Path, skip: int) -> dict:
         settings=run_settings(run_dir, records, config),
         resolved=resolved_settings(run_dir, records, config),
         complete=len(records) >= configured,
-        world_size=records[-1]["world_size"],
-        samples=records[-1]["samples"],
+        world_size=records[-1].get("world_size"),
+        samples=records[-1].get("samples"),
         io_mode=records[-1].get("io_mode"),
     )
     return summary
@@ -214,7 +212,7 @@ def compare(
     if len(scales) > 1:
         warnings.append(
             "runs differ in scale (world size, samples per epoch): "
-            + ", ".join(f"{w} ranks/{n} samples" for w, n in sorted(scales))
+            + ", ".join(f"{w} ranks/{n} samples" for w, n in sorted(scales, key=str))
             + "; compare the per-sample figures, not throughput"
         )
     warnings += settings_differences(runs, vary)

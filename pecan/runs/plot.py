@@ -17,6 +17,7 @@ from pathlib import Path
 
 from pecan import report
 from pecan.runs import standalone_main
+from pecan.runs.records import read_run_records
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -38,7 +39,7 @@ def read_runs(runs: list[Path]) -> dict[str, list[dict]]:
         if not epochs.exists():
             raise FileNotFoundError(f"{run} has no epochs.jsonl (not a PECAN run directory?)")
         name = run.resolve().name
-        out[name if name not in out else str(run)] = report.read_epoch_records(epochs)
+        out[name if name not in out else str(run)] = read_run_records(epochs)
     return out
 
 
@@ -46,9 +47,16 @@ def check_outputs(args: argparse.Namespace) -> None:
     """The PNG written under --out may be no run's epochs.jsonl or plot (ConfigError, exit 2): one run's plot
     copied onto itself (``--out RUN/plots`` for a run named ``run``) would be lost."""
     from pecan.runtime import outputs
+    from pecan.runtime.errors import ConfigError
 
     if not args.out:
         return
+    existing = next(path for path in (args.out, *args.out.parents) if path.exists())
+    if not existing.is_dir():
+        raise ConfigError(
+            f"pecan runs plot: --out {args.out} names a directory to write the PNG into, but "
+            f"{existing} is a file" + ("" if existing == args.out else " (--out would be created under it)")
+        )
     inputs = [(f"the records of {run}", run / "epochs.jsonl") for run in args.runs]
     inputs += [(f"the plot of {run}", run / "plots" / "run.png") for run in args.runs]
     name = "overlay.png" if len(args.runs) > 1 else f"{args.runs[0].resolve().name}.png"

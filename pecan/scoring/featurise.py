@@ -266,8 +266,9 @@ class GroupConverter:
         key = str(path)
         if key not in self._crystals:
             mols = chem.read_ligands(path)
-            if not mols or mols[0] is None:
-                raise ConversionError(f"crystal ligand {path}: RDKit cannot parse it")
+            problem = chem.ligand_problem(mols[0] if mols else None)
+            if problem:
+                raise ConversionError(f"crystal ligand {path}: {problem}")
             self._crystals[key] = mols[0]
         return self._crystals[key]
 
@@ -293,7 +294,12 @@ class GroupConverter:
             raise ConversionError(group.error)
         if not group.records:
             raise ConversionError(f"poses {group.source}: no records")
-        poses = [m for m in group.records if m is not None]
+        poses = [m for m in group.records if not chem.ligand_problem(m)]
+        if not poses:  # say why each record failed, not that no receptor atom is near no ligand
+            for pose_id, mol in zip(pose_ids(group.complex_id, group.records), group.records):
+                reason = f"{group.source}: {chem.ligand_problem(mol)}"
+                result.failures.append({"complex_id": group.complex_id, "pose_id": pose_id, "reason": reason})
+            raise ConversionError("no pose could be converted (see the pose rows)")
         kinds = [self.ligands.topology(m) for m in poses]
         positions = [heavy_positions(m, kind) for m, kind in zip(poses, kinds)]
         ligands = ([chem.heavy_positions(crystal)] if crystal is not None else []) + positions
@@ -308,8 +314,9 @@ class GroupConverter:
         ready = []
         for pose_id, mol in zip(pose_ids(group.complex_id, group.records), group.records):
             try:
-                if mol is None:
-                    raise ConversionError(f"{group.source}: RDKit cannot parse this record")
+                problem = chem.ligand_problem(mol)
+                if problem:
+                    raise ConversionError(f"{group.source}: {problem}")
                 rmsd = chem.symmetric_rmsd(mol, crystal) if crystal is not None else float("nan")
                 ready.append((pose_id, mol, rmsd, *self._rows(*prepared[id(mol)], pocket)))
             except ConversionError as err:
