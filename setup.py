@@ -20,9 +20,9 @@ setup(
         "numpy>=1.23",
         "pydftracer>=2.0",
         "tqdm>=4.60",
-        # Slurm/flux host lists and tasks-per-node (pecan/train/hostlist.py).
+        # Slurm/flux host lists and tasks-per-node (pecan/engine/hostlist.py).
         "python-hostlist>=1.23",
-        # Physical cores (pecan/train/distributed.py physical_cores).
+        # Physical cores (pecan/engine/distributed.py physical_cores).
         "psutil>=5.9",
     ],
     extras_require={

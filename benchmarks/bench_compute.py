@@ -43,7 +43,7 @@ from torch_geometric.data import Batch, Data
 from model import egnn, readout
 from pecan import config as config_module
 from pecan.data.graph import radius_edges
-from pecan.train.components import amp_context
+from pecan.engine.amp import amp_context
 
 ROOT = Path(__file__).resolve().parents[1]
 

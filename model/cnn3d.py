@@ -14,9 +14,9 @@ import torch
 from torch import Tensor, nn
 
 from model.readout import graph_count, with_pose_features
-from model.rotation import random_rotations, rotate
 from model.settings import setting, settings_from
 from pecan.data import schema
+from pecan.data.rotation import random_rotations, rotate
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +59,7 @@ class CNN3DConfig:
 
 
 def random_rigid(num_graphs: int, max_shift: float, device: torch.device) -> tuple[Tensor, Tensor]:
-    """Uniform random rotations [B, 3, 3] (``model.rotation.random_rotations``) and translations [B, 3]
+    """Uniform random rotations [B, 3, 3] (``pecan.data.rotation.random_rotations``) and translations [B, 3]
     uniform in [-max_shift, max_shift], drawn on ``device`` from torch's generator."""
     shift = (torch.rand(num_graphs, 3, device=device) * 2 - 1) * max_shift
     return random_rotations(num_graphs, device=device), shift

@@ -18,7 +18,7 @@ dry_run=${PECAN_DRY_RUN:-0}
 [[ -f $1 ]] || die "config file '$1' not found"
 
 # Distinct (socket, core) pairs: hyperthreads share a core's decode throughput.
-# The same count as pecan.train.distributed.physical_cores, without starting Python.
+# The same count as pecan.engine.distributed.physical_cores, without starting Python.
 physical_cores() {
     local cores logical
     cores=$(awk -F: '/^physical id/ {socket=$2} /^core id/ {print socket ":" $2}' /proc/cpuinfo 2>/dev/null \

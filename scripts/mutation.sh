@@ -6,12 +6,12 @@ set -u
 MUTMUT=${MUTMUT:-mutmut}
 JOBS=${MUTATION_JOBS:-2}
 declare -A FUNCTIONS=(
-  [metrics]="pecan.train.metrics.*"
+  [metrics]="pecan.train.metrics.* pecan.engine.metrics.*"
   [sampler]="pecan.data.sampler.*"
   [graph]="pecan.data.graph.x_validate_atoms* pecan.data.graph.x_crop_pocket* pecan.data.graph.x_pocket_mask*
            pecan.data.graph.x_radius_edges* pecan.data.graph.x_edge_types* pecan.data.graph.x_validate_vdw*
            pecan.data.graph.x_build_graph*"
-  [checkpoint]="pecan.train.checkpoint.*"
+  [checkpoint]="pecan.train.checkpoint.* pecan.engine.checkpoint.*"
   [trainer]="pecan.train.trainer.xǁTrainerǁtrain_step* pecan.train.trainer.xǁTrainerǁkeep_in_step*
              pecan.train.trainer.xǁTrainerǁforward_loss* pecan.train.trainer.xǁTrainerǁevaluate*
              pecan.train.trainer.xǁTrainerǁmaybe_resume*"

@@ -170,6 +170,7 @@ def test_files_written_as_json_hold_null_never_bare_nan(tmp_path):
     import numpy as np
 
     from pecan import report
+    from pecan.engine.state import CheckpointState
     from pecan.scoring import shards as predict
 
     record = {"epoch": 1, "val_auc": float("nan"), "per_rank": [1.0, float("inf"), np.float32("nan")]}
@@ -183,7 +184,7 @@ def test_files_written_as_json_hold_null_never_bare_nan(tmp_path):
     values = {"complexes": 1, "auc": float("nan"), "splits": {"test": {"complexes": 1, "auc": float("nan")}}}
     out = tmp_path / "scores.csv"
     try:
-        predict.write_outputs(scores, values, out, {"complexes": {}})
+        predict.write_outputs(scores, values, out, CheckpointState(model={}, complexes={}))
     except (KeyError, TypeError):
         pass  # the summary lines want more figures; the metrics JSON is written before them
     assert strict_json(predict.metrics_path(out).read_text())["auc"] is None
@@ -385,9 +386,9 @@ def test_ranks_started_with_different_settings_stop_at_start_naming_ranks_and_ke
 def test_weights_that_differ_between_ranks_stop_the_run_naming_them(monkeypatch):
     import torch
 
+    from pecan.engine.distributed import DistEnv
     from pecan.runtime.errors import RanksDisagree, exit_code
     from pecan.train import components
-    from pecan.train.distributed import DistEnv
 
     monkeypatch.setattr(
         components, "gather_varlen", lambda t, env, what="": torch.tensor([1.5, 1.5, 2.5], dtype=t.dtype)

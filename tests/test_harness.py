@@ -7,7 +7,7 @@ import time
 import pytest
 import yaml
 
-from pecan.train.distributed import discover
+from pecan.engine.distributed import discover
 from tests import configs
 from tests.ddp import run_ranks
 

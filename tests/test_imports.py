@@ -1,5 +1,6 @@
-"""The import graph of pecan/: every module parsed, function-local imports included (``if TYPE_CHECKING:``
-blocks are not imports at run time), no cycle between modules, and the layers the architecture names."""
+"""The import graph of pecan/ and model/: every module parsed, function-local imports included (``if
+TYPE_CHECKING:`` blocks are not imports at run time), no cycle between modules nor between packages, and the
+floors docs/architecture.md draws."""
 
 from __future__ import annotations
 
@@ -11,10 +12,10 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def module_files(root: Path = ROOT) -> dict[str, Path]:
-    """Dotted module name -> file for every module under pecan/ (a package is its __init__.py)."""
+def module_files(root: Path = ROOT, tops: tuple[str, ...] = ("pecan",)) -> dict[str, Path]:
+    """Dotted module name -> file for every module under the ``tops`` folders (a package is its __init__.py)."""
     modules = {}
-    for path in sorted((root / "pecan").rglob("*.py")):
+    for path in sorted(p for top in tops for p in (root / top).rglob("*.py")):
         parts = list(path.relative_to(root).with_suffix("").parts)
         if parts[-1] == "__init__":
             parts = parts[:-1]
@@ -50,9 +51,9 @@ def _imported_names(tree: ast.AST, package: str) -> set[str]:
     return names
 
 
-def import_graph(root: Path = ROOT) -> dict[str, set[str]]:
-    """Module -> the pecan modules it imports anywhere in its body (a name resolves to its longest module)."""
-    modules = module_files(root)
+def import_graph(root: Path = ROOT, tops: tuple[str, ...] = ("pecan",)) -> dict[str, set[str]]:
+    """Module -> the modules of ``tops`` it imports anywhere in its body (a name resolves to its longest module)."""
+    modules = module_files(root, tops)
 
     def resolve(name: str) -> str | None:
         while name and name not in modules:
@@ -62,7 +63,8 @@ def import_graph(root: Path = ROOT) -> dict[str, set[str]]:
     graph = {}
     for name, path in modules.items():
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-        targets = {resolve(n) for n in _imported_names(ast.parse(path.read_text()), package) if n.startswith("pecan")}
+        imported = _imported_names(ast.parse(path.read_text()), package)
+        targets = {resolve(n) for n in imported if n.split(".")[0] in tops}
         graph[name] = {t for t in targets if t and t != name}
     return graph
 
@@ -123,13 +125,86 @@ def test_library_packages_never_import_the_commands(graph, package):
     assert importers_of(graph, package, "pecan.commands") == []
 
 
-def test_training_uses_only_the_scoring_modules_below_it(graph):
-    """Training calls the evaluation loop and the checkpoint pins; those import nothing that imports training's
-    trainer, so the scoring run can build on pecan.train without a loop."""
-    used = {t for m in graph if m.startswith("pecan.train") for t in graph[m] if t.startswith("pecan.scoring")}
-    assert used <= {"pecan.scoring", "pecan.scoring.evaluate", "pecan.scoring.settings"}
-    for module in used:
-        assert importers_of({module: graph[module]}, module, "pecan.train.trainer") == []
+def test_training_and_scoring_import_nothing_of_each_other(graph):
+    """What both need (checkpoint I/O, device and process set-up, AMP, the evaluation loop, the pins) is
+    pecan.engine, one floor below them."""
+    assert importers_of(graph, "pecan.train", "pecan.scoring") == []
+    assert importers_of(graph, "pecan.scoring", "pecan.train") == []
+
+
+def package_of(module: str, root: Path = ROOT) -> str:
+    """The package a module belongs to: ``model``, ``pecan.<subpackage>``, or a module at pecan's top level
+    (``python -m pecan`` is the command line)."""
+    parts = module.split(".")
+    if parts[0] != "pecan":
+        return parts[0]
+    if module == "pecan.__main__":
+        return "pecan.cli"
+    if len(parts) > 1 and (root / "pecan" / parts[1]).is_dir():
+        return ".".join(parts[:2])
+    return module
+
+
+def package_graph(root: Path = ROOT) -> dict[str, set[str]]:
+    """Package -> the packages its modules import (pecan/ and model/, function-local imports included)."""
+    packages: dict[str, set[str]] = {}
+    for module, targets in import_graph(root, ("pecan", "model")).items():
+        packages.setdefault(package_of(module, root), set()).update(package_of(t, root) for t in targets)
+    return {package: targets - {package} for package, targets in packages.items()}
+
+
+# docs/architecture.md: every package stands on one floor and imports only packages on floors below it.
+FLOORS = {
+    "pecan.runtime": 1,
+    "pecan.data": 2,
+    "pecan.report": 2,
+    "model": 3,
+    "pecan.config": 4,
+    "pecan.engine": 5,
+    "pecan.convert": 5,
+    "pecan.plots": 5,
+    "pecan.train": 6,
+    "pecan.scoring": 6,
+    "pecan.redock": 6,
+    "pecan.synthetic": 6,
+    "pecan.runs": 6,
+    "pecan.pretrained": 6,
+    # the data-set readers write redock and convert manifests and check each ligand as pecan redock reads it
+    "pecan.sources": 6.5,
+    "pecan.commands": 7,
+    "pecan.cli": 7,
+    "pecan": 7,
+}
+
+
+@pytest.fixture(scope="module")
+def packages():
+    return package_graph()
+
+
+def test_no_package_import_cycle(packages):
+    assert cycles(packages) == []
+
+
+def test_every_package_imports_only_lower_floors(packages):
+    assert set(packages) <= set(FLOORS), "place a new package on a floor here and in docs/architecture.md"
+    upward = sorted(f"{p} -> {t}" for p, targets in packages.items() for t in targets if FLOORS[t] >= FLOORS[p])
+    assert upward == []
+
+
+def test_the_package_graph_sees_loops_through_function_local_imports(tmp_path):
+    for folder, text in {
+        "pecan/data": "def f():\n    import model\n",
+        "pecan/train": "from pecan.data import x\n",
+        "model": "from pecan.train import y\n",
+    }.items():
+        (tmp_path / folder).mkdir(parents=True)
+        (tmp_path / folder / "__init__.py").write_text("")
+        (tmp_path / folder / ("x.py" if folder == "pecan/data" else "y.py")).write_text(text)
+    (tmp_path / "pecan" / "__init__.py").write_text("")
+    graph = package_graph(tmp_path)
+    assert graph["pecan.data"] == {"model"} and graph["model"] == {"pecan.train"}
+    assert cycles(graph) == [["model", "pecan.data", "pecan.train"]]
 
 
 def test_the_checks_see_function_local_imports_and_cycles(tmp_path):

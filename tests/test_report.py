@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from pecan import report
-from pecan.train import distributed
+from pecan.engine import distributed
 
 ROOT = Path(__file__).resolve().parents[1]
 

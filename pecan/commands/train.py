@@ -93,8 +93,8 @@ def main(argv=None, prog: str | None = None) -> int:
     if not os.path.exists(args.config):  # said before torch is imported (the imports below take seconds)
         print(f"error: cannot read config file {args.config}: no such file", file=sys.stderr)
         return 2
+    from pecan.engine.distributed import cleanup_distributed, discover, init_distributed, resolve_device
     from pecan.train.checkpoint import check_resume_compatible
-    from pecan.train.distributed import cleanup_distributed, discover, init_distributed, resolve_device
     from pecan.train.lifecycle import STOP_EXIT_CODE, RunStopped
     from pecan.train.trainer import Trainer
 

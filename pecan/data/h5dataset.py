@@ -13,11 +13,11 @@ import numpy as np
 import pandas as pd
 import torch
 
-from model.rotation import rotate_about_centroids
 from pecan.data import io_modes, layout, schema
 from pecan.data.batch import GraphBatch, concat
 from pecan.data.geometry import check_pose_features
 from pecan.data.graph import AtomGraph, build_graph
+from pecan.data.rotation import rotate_about_centroids
 from pecan.data.sample import ProcessLocal, SampleTable, skip_or_raise
 from pecan.runtime import tracing
 from pecan.runtime.errors import DataError

@@ -11,13 +11,12 @@ import logging
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator, Optional
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
 
 import numpy as np
 import pandas as pd
 import torch
 
-from pecan.config import DataConfig
 from pecan.data import io_modes, schema
 from pecan.data.batch import GraphBatch
 from pecan.data.index import IndexSettings, build_index, check_both_classes, split_by_complex
@@ -28,6 +27,9 @@ from pecan.data.sampler import ShardAwareSampler
 from pecan.data.staging import StageReport, stage
 from pecan.runtime import collectives, tracing
 from pecan.runtime.keywords import same_named
+
+if TYPE_CHECKING:  # the data section is handed in by its caller; the data path never imports the config
+    from pecan.config import DataConfig
 
 log = logging.getLogger(__name__)
 

@@ -32,9 +32,9 @@ import numpy as np
 import pandas as pd
 import torch
 
-from model.rotation import rotate_about_centroids
 from pecan.data import identity, integrity, layout, locations, schema
 from pecan.data.batch import GraphBatch, with_bookkeeping
+from pecan.data.rotation import rotate_about_centroids
 from pecan.data.sample import ProcessLocal, SampleTable, skip_or_raise
 from pecan.runtime import tracing
 from pecan.runtime.errors import DataError

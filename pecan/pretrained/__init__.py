@@ -11,25 +11,14 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pecan.engine.state import CheckpointState
 
 HERE = Path(__file__).resolve().parent
 CHECKPOINT = HERE / "corpus_egnn.pt"
 CARD = HERE / "MODEL_CARD.md"
-# What scoring reads from a checkpoint; everything else (optimizer, scheduler, RNG, sampler) is training state.
-SCORING_KEYS = (
-    "model",
-    "model_config",
-    "config",
-    "sample_settings",
-    "feature_layout",
-    "training_data",
-    "complexes",
-    "epoch",
-    "config_digest",
-    "best_auc",
-    "metrics",
-)
 CONFIG_BLOCK = re.compile(r"```json\n(.*?)\n```", re.S)
 
 
@@ -75,28 +64,23 @@ def portable_config(config: dict | None, root: Path) -> dict | None:
 
 
 def slim_checkpoint(source: Path, out: Path, root: Path | None = None) -> Path:
-    """A copy of ``source`` with the scoring keys only, written atomically; with ``root``, its run config's
-    paths under ``root`` made relative to it (``portable_config``)."""
-    import torch
+    """A copy of ``source`` with what scoring reads only (``CheckpointState.for_scoring``), written atomically;
+    with ``root``, its run config's paths under ``root`` made relative to it (``portable_config``)."""
+    from pecan.engine.state import CheckpointState
 
-    from pecan.runtime.fileio import atomic_path
-
-    state = torch.load(source, map_location="cpu", weights_only=True)
-    slim = {key: state[key] for key in SCORING_KEYS if key in state}
-    if root is not None and "config" in slim:
-        slim["config"] = portable_config(slim["config"], Path(root).resolve())
+    state = CheckpointState.load(source)
+    if root is not None:
+        state.config = portable_config(state.config, Path(root).resolve())
     out.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_path(out) as tmp:
-        torch.save(slim, tmp)
-    return out
+    return state.for_scoring().save(out)
 
 
-def card_config(state: dict) -> dict[str, Any]:
+def card_config(state: CheckpointState) -> dict[str, Any]:
     """The part of a checkpoint its model card repeats verbatim."""
     return {
-        "model_config": state.get("model_config"),
-        "sample_settings": state.get("sample_settings"),
-        "training_data": state.get("training_data"),
+        "model_config": state.model_config,
+        "sample_settings": state.sample_settings,
+        "training_data": state.training_data,
     }
 
 
@@ -157,30 +141,30 @@ def _figures(results: dict | None) -> str:
     return "\n".join(lines) + "\n"
 
 
-def trained_on(state: dict) -> dict[str, Any]:
+def trained_on(state: CheckpointState) -> dict[str, Any]:
     """What the checkpoint itself records of its training data: complexes and poses trained on, complexes held
     out to choose the epoch, the validation AUC of the chosen epoch."""
-    record = state.get("training_data") or {}
-    split = state.get("complexes") or {}
+    record = state.training_data or {}
+    split = state.complexes or {}
     return {
         "complexes": int(record.get("complexes") or len(split.get("train") or [])),
         "poses": int(record.get("poses") or 0),
         "held_out": len(split.get("val") or []),
-        "best_auc": state.get("best_auc"),
+        "best_auc": state.best_auc,
     }
 
 
 def card_text(checkpoint: Path, excluded, results: dict | None, recipe: str, overrides: list[str]) -> str:
     """The model card of ``checkpoint``: data, exclusions, splits, figures, limits, and its config block. Every
     count of its training data comes from the checkpoint's own record (``trained_on``), so the two agree."""
-    import torch
+    from pecan.engine.state import CheckpointState
 
-    state = torch.load(checkpoint, map_location="cpu", weights_only=True)
+    state = CheckpointState.load(checkpoint)
     data = trained_on(state)
     reserved = excluded[excluded["reason"].str.startswith("reserved")]
-    parameters = sum(int(v.numel()) for v in state["model"].values())
+    parameters = sum(int(v.numel()) for v in state.model.values())
     size = checkpoint.stat().st_size / 1e6
-    score_property = ((state.get("training_data") or {}).get("docking_score") or {}).get("property") or "docking_score"
+    score_property = state.docking_score_record.get("property") or "docking_score"
     return f"""# PECAN pretrained rescorer: `corpus_egnn.pt`
 
 An EGNN ({parameters:,} parameters, {size:.2f} MB) that scores docked protein–ligand poses: the probability

@@ -1,9 +1,8 @@
 """Scoring poses with a trained checkpoint: every function `pecan predict`, `pecan score` and training's
-evaluation share.
+evaluation share. What training shares with it (the checkpoint state and its pins, the evaluation loop,
+device and process set-up, AMP) is one floor down, in ``pecan.engine``.
 
-- ``settings``: what a checkpoint pins (sample settings, trained/validated complexes, its training data).
 - ``checkpoint``: reading a checkpoint, the config scoring runs under, the model with its weights.
-- ``evaluate``: the evaluation loop (logits and sample ids of a rank's share; training calls it too).
 - ``shards``: the shard scoring run (`pecan predict`): scores.csv and metrics.
 - ``report``: the per-split figures; ``sdf``: scored poses back as SDF (RDKit).
 - ``poses``: `pecan score` (docking output in, scored SDF out); ``memory``: its in-memory graphs;

@@ -16,9 +16,10 @@ import torch
 
 from pecan import config as config_module
 from pecan.config import Config
+from pecan.engine import checkpoint as ckpt
+from pecan.engine.pins import check_layout, check_settings, sample_settings, trained_settings
+from pecan.engine.state import CheckpointState
 from pecan.runtime.errors import ConfigError
-from pecan.scoring.settings import check_layout, check_settings, sample_settings, trained_settings
-from pecan.train import checkpoint as ckpt
 
 log = logging.getLogger(__name__)
 
@@ -37,29 +38,25 @@ KEPT_DATA_KEYS = (
 )
 
 
-def mapping_from_checkpoint(state: dict[str, Any]) -> dict[str, Any]:
+def mapping_from_checkpoint(state: CheckpointState) -> dict[str, Any]:
     """The run config mapping of a checkpoint's stored config, reduced to what scoring needs."""
-    saved = state.get("config") if isinstance(state.get("config"), dict) else {}
-    data = {key: value for key, value in (saved.get("data") or {}).items() if key in KEPT_DATA_KEYS}
-    model = dict(state.get("model_config") or saved.get("model") or {})
+    data = {key: value for key, value in state.saved_section("data").items() if key in KEPT_DATA_KEYS}
+    model = dict(state.model_config or state.saved_section("model"))
     return {"data": data, "model": model, "train": {}}
 
 
-def read_checkpoint(path: Path) -> dict:
+def read_checkpoint(path: Path) -> CheckpointState:
     """The checkpoint's contents; ConfigError when it is missing, unreadable or not a PECAN checkpoint."""
     try:
-        state = ckpt.load_checkpoint(path, map_location="cpu")
+        return CheckpointState.load(path, map_location="cpu")
     except (ValueError, FileNotFoundError) as err:
         raise ConfigError(f"cannot score with {path}: {err}") from err
-    if "model" not in state:
-        raise ConfigError(f"{path} is not a PECAN checkpoint (no 'model' entry)")
-    return state
 
 
-def checkpoint_model_section(state: dict, config: Config, path: Path) -> Any:
+def checkpoint_model_section(state: CheckpointState, config: Config, path: Path) -> Any:
     """The checkpoint's own model section, read through the config path training uses (any registered
     variant); the given config's for checkpoints that did not record one."""
-    stored = state.get("model_config")
+    stored = state.model_config
     if stored is None:
         log.warning("checkpoint %s has no stored model config; assuming the given config's model section", path)
         return config.model
@@ -87,7 +84,7 @@ def _given_settings(config: Config, section: Any) -> dict[str, Any]:
     return given
 
 
-def scoring_config(state: dict, config: Config, path: Path, allow: tuple[str, ...] = ()) -> Config:
+def scoring_config(state: CheckpointState, config: Config, path: Path, allow: tuple[str, ...] = ()) -> Config:
     """The config scoring runs under: the checkpoint's model section, and sample settings that agree with
     the trained ones (ConfigError naming each disagreeing key unless allowed)."""
     section = checkpoint_model_section(state, config, path)
@@ -101,13 +98,13 @@ def scoring_config(state: dict, config: Config, path: Path, allow: tuple[str, ..
     return dataclasses.replace(config, model=section)
 
 
-def build_scoring_model(state: dict, section: Any, path: Path, device: torch.device) -> torch.nn.Module:
+def build_scoring_model(state: CheckpointState, section: Any, path: Path, device: torch.device) -> torch.nn.Module:
     """Build the checkpoint's variant from ``section`` and load its weights; a mismatch is a ConfigError."""
     from model import build_model
 
     model = build_model(section.name, section, nn_type=section.nn_type)
     try:
-        model.load_state_dict(ckpt.clean_state_dict(state["model"]))
+        model.load_state_dict(ckpt.clean_state_dict(state.model))
     except RuntimeError as err:
         first = str(err).splitlines()[0:3]
         raise ConfigError(

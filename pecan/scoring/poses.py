@@ -21,12 +21,13 @@ from typing import Optional
 import pandas as pd
 
 from pecan import config as config_module
+from pecan.engine.pins import score_property_default
+from pecan.engine.state import CheckpointState
 from pecan.runtime.errors import ConfigError, expected_error_code
 from pecan.runtime.manifest import check_unique_ids, read_manifest_frame
 from pecan.scoring.inputs import GROUP_BY, PosesFile, poses_in
 from pecan.scoring.memory import StageClock
 from pecan.scoring.output import output_paths
-from pecan.scoring.settings import score_property_default
 
 log = logging.getLogger("pecan")
 
@@ -55,7 +56,7 @@ class ScoreRequest:
     score_column: Optional[str] = None
 
 
-def manifest_rows(args: ScoreRequest, state: dict) -> pd.DataFrame:
+def manifest_rows(args: ScoreRequest, state: CheckpointState) -> pd.DataFrame:
     """The manifest to convert: the given one, or one row from --receptor/--poses/--crystal. Ids are text,
     stripped of surrounding spaces as the converter strips them. A row without a score property gets
     --score-property, else the checkpoint's (``score_property_default``)."""
@@ -148,14 +149,14 @@ def check_outputs(args: ScoreRequest, rows: pd.DataFrame, files: list) -> None:
     outputs.check_outputs("pecan score", output_paths(Path(args.out)).items(), inputs)
 
 
-def scoring_setup(args: ScoreRequest, state: dict):
+def scoring_setup(args: ScoreRequest, state: CheckpointState):
     """The config scoring runs under (the checkpoint's, checked as `pecan predict` checks it), its model on
     the device, the conversion options (the checkpoint's label threshold) and the launcher's ranks."""
     import torch
 
     from pecan.convert.complexes import Options
+    from pecan.engine.distributed import discover, init_distributed, resolve_device, threads_from_environment
     from pecan.scoring.checkpoint import build_scoring_model, mapping_from_checkpoint, scoring_config
-    from pecan.train.distributed import discover, init_distributed, resolve_device, threads_from_environment
 
     env = discover()
     torch.set_num_threads(args.threads or threads_from_environment(1))  # score_poses restores it
@@ -177,8 +178,8 @@ def score_poses(args: ScoreRequest, clock: Optional[StageClock] = None) -> int:
     invocation, 1 for bad inputs. ``clock`` collects the seconds per stage."""
     import torch
 
+    from pecan.engine.pins import warn_if_synthetic
     from pecan.scoring.checkpoint import read_checkpoint
-    from pecan.scoring.settings import warn_if_synthetic
 
     clock = clock if clock is not None else StageClock()
     env, threads = None, torch.get_num_threads()

@@ -8,6 +8,8 @@ import shutil
 from pathlib import Path
 from typing import Any, Optional
 
+from pecan.engine.pins import score_property_default
+from pecan.engine.state import CheckpointState
 from pecan.runtime.errors import ConfigError, DataError
 from pecan.runtime.progress import Progress
 from pecan.scoring.featurise import GroupConverter
@@ -16,13 +18,12 @@ from pecan.scoring.memory import StageClock
 from pecan.scoring.output import ScoredOutput
 from pecan.scoring.receptors import receptor_reader
 from pecan.scoring.screen import BATCH_SIZE, CHUNK_POSES, Scored, ScreenRun, chunks, counter_factory
-from pecan.scoring.settings import score_property_default
 
 log = logging.getLogger("pecan")
 
 
 def score_files(
-    args, files: list, state: dict, config, model, device, options, env, clock: StageClock
+    args, files: list, state: CheckpointState, config, model, device, options, env, clock: StageClock
 ) -> Optional[dict]:
     """Score every group of ``files`` and write the outputs; the metrics values on rank 0 (None elsewhere).
 
@@ -124,7 +125,7 @@ def _commit(output: ScoredOutput, values: dict[str, Any]) -> None:
         raise
 
 
-def report(values: dict[str, Any], output: ScoredOutput, state: dict) -> None:
+def report(values: dict[str, Any], output: ScoredOutput, state: CheckpointState) -> None:
     """The summary lines, the warnings on the split, and what was written."""
     # figures, not shards: shards imports the data loader and PyG (3 s of imports at the end of a run)
     from pecan.scoring.figures import report_figures
@@ -144,6 +145,6 @@ def report(values: dict[str, Any], output: ScoredOutput, state: dict) -> None:
 def finish(env) -> None:
     """Leave the process group (nothing to do in one process)."""
     if env is not None and env.is_distributed:
-        from pecan.train.distributed import cleanup_distributed
+        from pecan.engine.distributed import cleanup_distributed
 
         cleanup_distributed(graceful=True)

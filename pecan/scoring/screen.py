@@ -23,13 +23,14 @@ import pandas as pd
 import torch
 
 from pecan.data.sample import SampleTable
+from pecan.engine.pins import assign_splits
+from pecan.engine.state import CheckpointState
 from pecan.runtime.errors import ConfigError, DataError
 from pecan.scoring.clashes import receptor_contacts
 from pecan.scoring.featurise import GroupConverter, LigandGroup
 from pecan.scoring.graphs import batches, checked_pose_features, pose_graph
 from pecan.scoring.memory import StageClock, converted_index
 from pecan.scoring.output import ScoredOutput, ranked
-from pecan.scoring.settings import assign_splits
 
 log = logging.getLogger("pecan")
 
@@ -146,7 +147,7 @@ class ScreenRun:
         converter: GroupConverter,
         output: ScoredOutput,
         *,
-        state: dict,
+        state: CheckpointState,
         batch_size: int,
         needs_docking_score: bool,
         clock: StageClock,
@@ -214,7 +215,7 @@ class ScreenRun:
         return graphs, rows
 
     def _forward(self, graphs: list, table: SampleTable, rows: np.ndarray, logits: np.ndarray) -> None:
-        from pecan.train.components import amp_context
+        from pecan.engine.amp import amp_context
 
         # Subnormal floats flushed to zero while the model runs: the distance expansion's Gaussians underflow
         # to subnormals on every long edge, and x86 arithmetic on them is many times slower (the values change
@@ -249,7 +250,7 @@ class ScreenRun:
         rows = np.concatenate([k[1] for k in kept])
         sizes = [len(k[1]) for k in kept]
         names = [group.complex_id for group, *_ in kept]
-        splits = assign_splits(pd.Series(names), self.state.get("complexes"), set(names))
+        splits = assign_splits(pd.Series(names), self.state.complexes, set(names))
         known = frame.iloc[rows]
         table = pd.DataFrame(
             {

@@ -2,7 +2,7 @@
 
 ``pecan predict CHECKPOINT --data-dir D`` or ``pecan predict CHECKPOINT --config CONFIG.yaml``. The
 checkpoint defines the model (any registered variant, rebuilt through the config path training uses) and the
-settings that shape its samples (``pecan.scoring.settings``); scoring reads nothing else of the training
+settings that shape its samples (``pecan.engine.pins``); scoring reads nothing else of the training
 run. Each rank scores its share of the poses; rank 0 gathers them, labels each complex with its split and
 writes the files atomically. Crystal poses are not scored: they are not candidates a chemist ranks, and they
 have no docking score to compare with.
@@ -22,15 +22,16 @@ import torch
 from pecan.config import Config, ConfigError
 from pecan.data.index import IndexSettings, build_index
 from pecan.data.loader import load_split_indexes, make_dataset, make_loader, make_sampler, prepare_job_data
+from pecan.engine.distributed import DistEnv, barrier, gather_varlen
+from pecan.engine.evaluate import score_share
+from pecan.engine.pins import assign_splits, warn_if_synthetic
+from pecan.engine.state import CheckpointState
 from pecan.runtime.errors import DataError, expected_error_code
 from pecan.runtime.fileio import commit_together, discard_temps, json_text, temp_beside
 from pecan.runtime.progress import resolve_mode
 from pecan.scoring.checkpoint import build_scoring_model, read_checkpoint, scoring_config
-from pecan.scoring.evaluate import score_share
 from pecan.scoring.figures import report_figures, split_metrics
 from pecan.scoring.scores_csv import SCORE_COLUMNS
-from pecan.scoring.settings import assign_splits, warn_if_synthetic
-from pecan.train.distributed import DistEnv, barrier, gather_varlen
 
 log = logging.getLogger(__name__)
 
@@ -147,14 +148,14 @@ def run_predict(
     if env.is_main:
         scores = scored_poses(dataset, poses, logits, ids)
         from_test = set(scores["complex_id"]) if scores_test_inputs(config) else set()
-        scores["split"] = assign_splits(scores["complex_id"], state.get("complexes"), from_test)
+        scores["split"] = assign_splits(scores["complex_id"], state.complexes, from_test)
         values = {**split_metrics(scores), "checkpoint": str(checkpoint), "scores": str(out)}
         write_outputs(scores, values, Path(out), state)
     barrier()
     return values
 
 
-def write_outputs(scores: pd.DataFrame, values: dict[str, Any], out: Path, state: dict) -> None:
+def write_outputs(scores: pd.DataFrame, values: dict[str, Any], out: Path, state: CheckpointState) -> None:
     """scores.csv and its metrics JSON (renamed into place together: both or neither), the summary lines and
     the warnings on the split."""
     files: dict[Path, Path] = {}
@@ -172,7 +173,7 @@ def write_outputs(scores: pd.DataFrame, values: dict[str, Any], out: Path, state
 def score_shards(config: Config, checkpoint: str, out: str, allow: tuple[str, ...] = ()) -> int:
     """Set up distributed (one process or a launcher's ranks), score, clean up; the exit code (also for
     ``pecan predict CKPT --config CONFIG``)."""
-    from pecan.train.distributed import cleanup_distributed, discover, init_distributed, resolve_device
+    from pecan.engine.distributed import cleanup_distributed, discover, init_distributed, resolve_device
 
     try:
         env = discover()

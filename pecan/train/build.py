@@ -18,11 +18,12 @@ from pecan.data.loader import BatchLoader, make_dataset, make_loader, make_sampl
 from pecan.data.sample import COUNTER_FIELDS, PoseDataset
 from pecan.data.sampler import ShardAwareSampler
 from pecan.data.staging import StageReport
+from pecan.engine.distributed import DistEnv, GradCommClock
+from pecan.engine.state import CheckpointState
 from pecan.runtime import tracing
 from pecan.runtime.errors import ConfigError
 from pecan.train import checkpoint as ckpt
 from pecan.train.components import apply_compile, cosine_schedule, wrap_ddp
-from pecan.train.distributed import DistEnv, GradCommClock
 from pecan.train.metrics import resolve_pos_weight
 
 log = logging.getLogger(__name__)
@@ -186,15 +187,13 @@ def load_initial_weights(model: torch.nn.Module, path: str, config) -> None:
     """Copy a checkpoint's model weights into ``model`` (train.init_from); a missing, damaged or mismatched
     checkpoint is a ConfigError naming the key, the file and the model settings that differ."""
     try:
-        state = ckpt.load_checkpoint(path)
+        state = CheckpointState.load(path)
     except (FileNotFoundError, ValueError) as err:
         raise ConfigError(f"train.init_from: {err}") from None
-    if "model" not in state:
-        raise ConfigError(f"train.init_from: {path} holds no model weights (not a PECAN checkpoint)")
     try:
-        model.load_state_dict(ckpt.clean_state_dict(state["model"]))
+        model.load_state_dict(ckpt.clean_state_dict(state.model))
     except RuntimeError as err:
-        saved = state.get("config")
+        saved = state.config
         differences = ckpt.config_differences(saved, config.to_dict(), "model") if isinstance(saved, dict) else []
         # Without a stored config, the first of torch's mismatch lines names a tensor and both shapes.
         detail = "; ".join(differences) or next(iter(str(err).splitlines()[1:]), str(err)).strip()

@@ -6,23 +6,15 @@ from __future__ import annotations
 import logging
 import math
 import random
-from contextlib import nullcontext
 from typing import Any
 
 import numpy as np
 import torch
 
+from pecan.engine.distributed import DistEnv, gather_varlen
 from pecan.runtime.errors import RanksDisagree
-from pecan.train.distributed import DistEnv, gather_varlen
 
 log = logging.getLogger(__name__)
-
-
-def amp_context(device: torch.device, amp: str):
-    """bf16 autocast on CPU or CUDA, or a null context; bf16 needs no GradScaler."""
-    if amp == "bf16":
-        return torch.autocast(device_type=device.type, dtype=torch.bfloat16)
-    return nullcontext()
 
 
 def apply_compile(model: torch.nn.Module, enabled: bool) -> torch.nn.Module:

@@ -178,12 +178,6 @@ class Position:
         )
 
 
-def progress_key(state: dict[str, Any]) -> tuple[int, int]:
-    """How far a checkpoint got: (epochs done, steps done in the next epoch); newer is larger."""
-    position = state.get("position") or {}
-    return int(state.get("epoch", 0)), int(position.get("done", 0))
-
-
 class Lifecycle:
     """One rank's stop and mid-epoch checkpoint decisions; every rank reaches the same ones."""
 

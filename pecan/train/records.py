@@ -23,10 +23,10 @@ import torch
 
 from pecan import report
 from pecan.data.sample import COUNTER_FIELDS, counters_to_dict
+from pecan.engine.distributed import all_reduce_sum, gather_varlen
 from pecan.runtime import tracing
 from pecan.runtime.fileio import named_write_errors, write_text
 from pecan.train.components import weights_in_sync
-from pecan.train.distributed import all_reduce_sum, gather_varlen
 from pecan.train.timing import cuda_peak_mb, peak_rss_mb
 
 log = logging.getLogger(__name__)

@@ -11,9 +11,10 @@ import numpy as np
 import torch
 
 from pecan import config as config_module
+from pecan.engine.distributed import all_reduce_sum, barrier
+from pecan.engine.state import CheckpointState
 from pecan.runtime import tracing
 from pecan.train import checkpoint as ckpt
-from pecan.train.distributed import all_reduce_sum, barrier
 from pecan.train.lifecycle import MID_EPOCH, Position, RunStopped, carried_totals, stop_record
 
 log = logging.getLogger(__name__)
@@ -45,17 +46,18 @@ def maybe_resume(trainer) -> Optional[str]:
     return str(path)
 
 
-def warn_changed_data(state: dict, train_index, path) -> None:
+def warn_changed_data(state: CheckpointState, train_index, path) -> None:
     """One warning when the training index (complex, pose, label of every row) is not the one the checkpoint
     trained on: labels flipped or rmsd values changed in place, poses added or removed since."""
-    from pecan.scoring.settings import index_digest
+    from pecan.engine.pins import index_digest
 
-    recorded = (state.get("training_data") or {}).get("index_digest")
+    record = state.training_data or {}
+    recorded = record.get("index_digest")
     if not recorded:
         return  # a checkpoint written before the record existed
     now = index_digest(train_index)
     if now != recorded:
-        before = (state.get("training_data") or {}).get("poses", "?")
+        before = record.get("poses", "?")
         log.warning(
             "the training data changed since checkpoint %s was written (index digest %s, %s poses -> %s, %d "
             "poses): labels, rmsd values or poses changed in place; the resumed run trains on the data as it is now",
@@ -137,9 +139,8 @@ def save_position(trainer, epoch: int, done: int, loss_sum: float, samples: int,
     position.loss_sum, position.samples, position.io_counts = totals[0], int(totals[1]), counts.tolist()
     if env.is_main:
         with tracing.span("checkpoint", "capture", what="mid_epoch"):
-            ckpt.save_checkpoint(
-                trainer.out_dir / "checkpoints" / MID_EPOCH, {**trainer.state_dict(), "position": position.to_state()}
-            )
+            state = dataclasses.replace(trainer.checkpoint_state(), position=position.to_state())
+            state.save(trainer.out_dir / "checkpoints" / MID_EPOCH)
     barrier("checkpoint")
     trainer.lifecycle.checkpoint_written()
 

@@ -23,8 +23,8 @@ import time
 
 import torch
 
+from pecan.engine.distributed import ThreadPlan, plan_threads
 from pecan.report import is_starved
-from pecan.train.distributed import ThreadPlan, plan_threads
 
 log = logging.getLogger(__name__)
 

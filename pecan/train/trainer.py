@@ -23,17 +23,19 @@ from pecan.data import layout
 from pecan.data.index import DataError
 from pecan.data.loader import first_good_batch
 from pecan.data.sample import COUNTER_FIELDS
+from pecan.engine.amp import amp_context
+from pecan.engine.distributed import DistEnv, ThreadPlan, all_reduce_sum, barrier, gather_varlen
+from pecan.engine.evaluate import score_share
+from pecan.engine.pins import sample_settings, split_record, training_data_record
+from pecan.engine.state import CheckpointState
 from pecan.runtime import tracing
 from pecan.runtime.collectives import guarded
 from pecan.runtime.fileio import json_text, named_write_errors
-from pecan.scoring.evaluate import score_share
-from pecan.scoring.settings import sample_settings, split_record, training_data_record
 from pecan.train import build, nonfinite, resume
 from pecan.train import checkpoint as ckpt
 from pecan.train.build import ModelParts, TrainData
-from pecan.train.components import amp_context, check_same_config, seed_everything
+from pecan.train.components import check_same_config, seed_everything
 from pecan.train.display import EpochReporter
-from pecan.train.distributed import DistEnv, ThreadPlan, all_reduce_sum, barrier, gather_varlen
 from pecan.train.lifecycle import Lifecycle, Position, StopSignals
 from pecan.train.metrics import BestSelector, classification_report
 from pecan.train.ranking import RankingLoss
@@ -171,30 +173,30 @@ class Trainer:
         """Optimizer steps in one epoch on every rank."""
         return build.steps_per_epoch(self.data.train_loader, self.config.train)
 
-    def state_dict(self) -> dict[str, Any]:
-        """Everything a checkpoint holds: the one definition of the checkpoint layout (save and resume)."""
-        return {
-            "model": ckpt.clean_state_dict(self.raw_model.state_dict()),
-            "optimizer": self.optimizer.state_dict(),
-            "scheduler": self.scheduler.state_dict(),
-            "epoch": self.epochs_done,
-            "step": self.step,
-            "best_auc": self.best_auc,
-            "rng": ckpt.rng_state(),
-            "config_digest": self.config.digest(),
-            "config": self.config.to_dict(),
-            "world_size": self.env.world_size,
-            "model_config": dataclasses.asdict(self.config.model),
-            "feature_layout": layout.feature_layout(),
+    def checkpoint_state(self) -> CheckpointState:
+        """Everything a checkpoint holds (save and resume; its entries are defined in pecan.engine.state)."""
+        return CheckpointState(
+            model=ckpt.clean_state_dict(self.raw_model.state_dict()),
+            optimizer=self.optimizer.state_dict(),
+            scheduler=self.scheduler.state_dict(),
+            epoch=self.epochs_done,
+            step=self.step,
+            best_auc=self.best_auc,
+            rng=ckpt.rng_state(),
+            config_digest=self.config.digest(),
+            config=self.config.to_dict(),
+            world_size=self.env.world_size,
+            model_config=dataclasses.asdict(self.config.model),
+            feature_layout=layout.feature_layout(),
             # What scoring needs to build samples as trained and to tell seen from held-out complexes.
-            "sample_settings": sample_settings(self.config),
-            "best": self.selector.state(),
-            "complexes": split_record(self.data.train_index, self.data.val_index),
-            "training_data": self.training_data(),
-            "metrics": {k: float(v) for k, v in self.last_metrics.items()},
+            sample_settings=sample_settings(self.config),
+            best=self.selector.state(),
+            complexes=split_record(self.data.train_index, self.data.val_index),
+            training_data=self.training_data(),
+            metrics={k: float(v) for k, v in self.last_metrics.items()},
             # The epoch records travel with the checkpoint that claims their epochs (JSON: weights_only-safe).
-            "records": json_text(self.records, default=float),
-        }
+            records=json_text(self.records, default=float),
+        )
 
     def training_data(self) -> dict[str, Any]:
         """What this run trains on (synthetic or real, index digest, docking-score property), computed once."""
@@ -202,19 +204,19 @@ class Trainer:
             self._training_data = training_data_record(self.config, self.data.train_index)
         return self._training_data
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore what ``state_dict`` saved."""
-        self.raw_model.load_state_dict(ckpt.clean_state_dict(state["model"]))
-        self.optimizer.load_state_dict(state["optimizer"])
-        self.scheduler.load_state_dict(state["scheduler"])
-        ckpt.set_rng_state(state["rng"])
-        self.start_epoch, self.step = int(state["epoch"]), int(state["step"])
+    def load_state_dict(self, state: CheckpointState) -> None:
+        """Restore what ``checkpoint_state`` saved (KeyError naming an entry a resumable checkpoint lacks)."""
+        self.raw_model.load_state_dict(ckpt.clean_state_dict(state.model))
+        self.optimizer.load_state_dict(state.require("optimizer"))
+        self.scheduler.load_state_dict(state.require("scheduler"))
+        ckpt.set_rng_state(state.require("rng"))
+        self.start_epoch, self.step = int(state.require("epoch")), int(state.require("step"))
         self.epochs_done = self.start_epoch
-        self.best_auc = float(state["best_auc"])
-        self.selector.load(state.get("best"), self.best_auc)
-        batch_size = (state.get("config") or {}).get("data", {}).get("batch_size", self.config.data.batch_size)
-        self.position = Position.from_state(state.get("position"), int(state.get("world_size", 1)), batch_size)
-        self.records = json.loads(state["records"]) if "records" in state else []
+        self.best_auc = float(state.require("best_auc"))
+        self.selector.load(state.best, self.best_auc)
+        batch_size = state.saved_section("data").get("batch_size", self.config.data.batch_size)
+        self.position = Position.from_state(state.position, int(state.world_size or 1), batch_size)
+        self.records = json.loads(state.records) if state.records is not None else []
 
     def maybe_resume(self) -> None:
         """Continue from a checkpoint (train.resume) with model, optimiser, schedule, RNG state and records."""
@@ -397,11 +399,11 @@ class Trainer:
         improved = self.selector.update(metrics)
         self.best_auc = self.selector.best.get("val_auc", -math.inf)
         if self.env.is_main:
-            state = self.state_dict()
+            state = self.checkpoint_state()
             directory = self.out_dir / "checkpoints"
-            ckpt.save_checkpoint(directory / "last.pt", state)
+            state.save(directory / "last.pt")
             if improved:
-                ckpt.save_checkpoint(directory / "best.pt", state)
+                state.save(directory / "best.pt")
         barrier("checkpoint")
         self.lifecycle.checkpoint_written()
 

@@ -15,7 +15,8 @@ from pecan.commands import score as score_command
 from pecan.convert.complexes import Options
 from pecan.convert.examples import prolif_data, write_prolif_manifest
 from pecan.convert.run import convert
-from pecan.scoring.settings import score_property_default, training_data_record
+from pecan.engine.pins import score_property_default, training_data_record
+from pecan.engine.state import CheckpointState
 from pecan.train.checkpoint import load_checkpoint
 from tests.configs import make_config
 
@@ -84,7 +85,7 @@ def test_old_checkpoint_falls_back_to_docking_score(docking_model, capsys):
     del state["training_data"]
     old = tmp / "old.pt"
     torch.save(state, old)
-    assert score_property_default(load_checkpoint(old)) == ("docking_score", True)
+    assert score_property_default(CheckpointState.load(old)) == ("docking_score", True)
     assert score(old, tmp / "prolif" / "vina_scored.sdf", tmp / "old.sdf") == 2
     assert "'docking_score'" in capsys.readouterr().err
     assert score(old, tmp / "prolif" / "vina_scored.sdf", tmp / "old.sdf", "--score-property", "vina_score") == 0
@@ -94,7 +95,7 @@ def test_old_checkpoint_falls_back_to_docking_score(docking_model, capsys):
 def test_synthetic_model_warns_when_scoring_real_poses(trained_run, tmp_path, caplog):
     state = load_checkpoint(trained_run.checkpoint)
     assert state["training_data"]["kind"] == "real"  # the tiny run's shards are not the synthetic generator's
-    assert score_property_default(state) == ("", False)
+    assert score_property_default(CheckpointState.from_dict(state)) == ("", False)
     state["training_data"]["kind"] = "synthetic"
     synthetic = tmp_path / "synthetic.pt"
     torch.save(state, synthetic)
@@ -113,7 +114,7 @@ def test_training_record_says_synthetic(trained_run, tmp_path):
 
 
 def test_synthetic_marker_is_the_generators():
-    from pecan.scoring.settings import SYNTHETIC_MARKER
+    from pecan.engine.pins import SYNTHETIC_MARKER
     from pecan.synthetic.writer import MARKER_NAME
 
     assert SYNTHETIC_MARKER == MARKER_NAME

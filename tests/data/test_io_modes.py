@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from pecan.data import io_modes
-from pecan.train.distributed import plan_threads
+from pecan.engine.distributed import plan_threads
 
 ROOT = Path(__file__).resolve().parents[2]
 

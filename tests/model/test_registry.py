@@ -115,7 +115,7 @@ def test_a_new_variant_is_a_module_and_a_row(fake_variant):
     """Loading, checks, capabilities, docs, checkpoint settings and building all read the registry row."""
     from pecan import config as cfgmod
     from pecan.config.docs import describe
-    from pecan.scoring.settings import sample_settings
+    from pecan.engine.pins import sample_settings
 
     config = cfgmod.from_dict({"data": {"data_dir": "d"}, "model": {"name": "fake", "width": 3, "jitter": True}})
     assert type(config.model).__name__ == "FakeConfigSection" and config.model.width == 3

@@ -11,8 +11,8 @@ from pecan.data import layout
 from pecan.data.index import DataError
 from pecan.data.loader import make_dataset
 from pecan.data.packed import PACK_VERSION, read_header
+from pecan.engine.distributed import discover
 from pecan.train.build import build_data
-from pecan.train.distributed import discover
 from pecan.train.threads import size_threads
 from tests.train.helpers import tiny_run
 

@@ -136,6 +136,7 @@ def test_one_replicate_has_no_spread(tmp_path):
 
 
 def test_resume_names_the_changed_keys(tmp_path, caplog):
+    from pecan.engine.state import CheckpointState
     from pecan.train import checkpoint
 
     class Config:
@@ -150,7 +151,7 @@ def test_resume_names_the_changed_keys(tmp_path, caplog):
 
     saved = {"train": {"lr": 0.001, "epochs": 3}, "data": {"batch_size": 8, "pocket_radius": 8.0}}
     now = Config({"train": {"lr": 0.003, "epochs": 3}, "data": {"batch_size": 16, "pocket_radius": 8.0}})
-    state = {"config": saved, "config_digest": "old"}
+    state = CheckpointState(model={}, config=saved, config_digest="old")
     with caplog.at_level("WARNING"):
         changes = checkpoint.warn_changed_settings(state, now, tmp_path / "last.pt")
     assert changes == ["data.batch_size: checkpoint 8, config 16", "train.lr: checkpoint 0.001, config 0.003"]

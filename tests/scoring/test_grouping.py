@@ -12,6 +12,7 @@ pytest.importorskip("rdkit", reason="needs the convert extra: pip install -e '.[
 
 from rdkit import Chem, RDLogger
 
+from pecan.engine.state import CheckpointState
 from pecan.scoring.inputs import PosesFile, iter_groups
 from pecan.scoring.molecules import formula, run_starts, text_formula
 from pecan.scoring.poses import ScoreRequest, manifest_rows, poses_files
@@ -113,7 +114,7 @@ def test_a_name_in_two_files_of_a_directory_is_made_unique_across_the_directory(
     sdf(directory / "a.sdf", [("phenol", "lig")] * 2 + [("ethanol", "other")])
     sdf(directory / "b.sdf", [("phenol", "lig")] * 2 + [("propanol", "third")])
     request = ScoreRequest(checkpoint="c.pt", out=str(tmp_path / "o.sdf"), receptor="rec.pdb", poses=str(directory))
-    files = poses_files(request, manifest_rows(request, {}))
+    files = poses_files(request, manifest_rows(request, CheckpointState(model={})))
     names = [g.complex_id for g in iter_groups(files, group_by)]
     assert names == ["lig", "other", "lig#2", "third"]
 
@@ -124,7 +125,7 @@ def test_two_files_with_one_stem_are_two_ligands(tmp_path):
     sdf(directory / "x.sdf", [("phenol", "p1"), ("phenol", "p2")])
     sdf(directory / "x.sd", [("phenol", "p1"), ("phenol", "p2")])
     request = ScoreRequest(checkpoint="c.pt", out=str(tmp_path / "o.sdf"), receptor="rec.pdb", poses=str(directory))
-    files = poses_files(request, manifest_rows(request, {}))
+    files = poses_files(request, manifest_rows(request, CheckpointState(model={})))
     for group_by in ("molecule", "file"):
         assert [g.complex_id for g in iter_groups(files, group_by)] == ["x", "x#2"]
 

@@ -12,10 +12,10 @@ import torch.nn.functional as F
 from pecan import config as cfgmod
 from pecan.config import ConfigError
 from pecan.data.index import DataError, build_index
+from pecan.engine.distributed import discover
 from pecan.scoring.checkpoint import load_model
 from pecan.scoring.shards import SCORE_COLUMNS, metrics_path, run_predict
 from pecan.train import checkpoint as ckpt
-from pecan.train.distributed import discover
 from pecan.train.metrics import resolve_pos_weight, roc_auc, top1_success
 from pecan.train.trainer import Trainer
 from tests.ddp import run_ranks_ok

@@ -12,11 +12,11 @@ import torch
 from pecan import config as cfgmod
 from pecan.commands import predict
 from pecan.config import ConfigError
+from pecan.engine.distributed import discover
+from pecan.engine.pins import check_settings, sample_settings
 from pecan.runtime.errors import DataError
-from pecan.scoring.settings import check_settings, sample_settings
 from pecan.scoring.shards import metrics_path, run_predict
 from pecan.train import checkpoint as ckpt
-from pecan.train.distributed import discover
 from pecan.train.metrics import roc_auc, topk_success
 from pecan.train.run_dir import RunLock
 from tests.shards import write_shard

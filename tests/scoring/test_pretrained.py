@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from pecan import pretrained
+from pecan.engine.state import TRAINING_ONLY, CheckpointState
 
 
 def _shipped():
@@ -16,20 +17,20 @@ def _shipped():
 
 
 def test_the_shipped_checkpoint_loads_with_weights_only_and_holds_scoring_keys_only():
-    state = _shipped()
-    assert set(state) <= set(pretrained.SCORING_KEYS) and "optimizer" not in state
-    assert "feature_layout" in state and "model_config" in state  # what scoring's pins check
+    state = CheckpointState.from_dict(_shipped(), pretrained.CHECKPOINT)
+    assert all(getattr(state, key) is None for key in TRAINING_ONLY) and not state.extra
+    assert state.feature_layout is not None and state.model_config is not None  # what scoring's pins check
     assert pretrained.CHECKPOINT.stat().st_size < 5e6  # small enough to commit
-    record = state["training_data"]
+    record = state.training_data
     assert record["kind"] == "real" and record["complexes"] >= 50
     assert record["docking_score"]["property"] == "docking_score"
 
 
 def test_the_model_card_repeats_the_checkpoints_config():
     card = pretrained.CARD.read_text()
-    state = _shipped()
+    state = CheckpointState.from_dict(_shipped())
     assert pretrained.config_in_card(card) == json.loads(json.dumps(pretrained.card_config(state)))
-    assert f"{sum(int(v.numel()) for v in state['model'].values()):,} parameters" in card
+    assert f"{sum(int(v.numel()) for v in state.model.values()):,} parameters" in card
     for reserved in ("TYK2", "thrombin", "MCL1", "PTP1B", "PDE2A"):
         assert reserved in card
 
@@ -37,7 +38,7 @@ def test_the_model_card_repeats_the_checkpoints_config():
 def test_the_card_states_what_the_checkpoint_records_of_its_training_data():
     """Complexes trained on, poses, complexes held out to choose the epoch: the card's figures are the checkpoint's."""
     card = pretrained.CARD.read_text()
-    data = pretrained.trained_on(_shipped())
+    data = pretrained.trained_on(CheckpointState.from_dict(_shipped()))
     assert data["complexes"] + data["held_out"] > data["complexes"] > 0 and data["poses"] > 0
     assert f"Trained on {data['complexes']} public crystal complexes" in card
     assert f"({data['poses']:,} poses;" in card and f"{data['held_out']} more docked complexes were held out" in card

@@ -6,9 +6,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from pecan.engine.state import CheckpointState
 from pecan.scoring.poses import ScoreRequest, manifest_rows, poses_files
 
-SHIPPED_STATE = {"model_config": {"use_docking_score": True}, "training_data": {"docking_score": {"property": "dock"}}}
+SHIPPED_STATE = CheckpointState(
+    model={}, model_config={"use_docking_score": True}, training_data={"docking_score": {"property": "dock"}}
+)
 
 
 def manifest(tmp_path: Path, properties: list[str]) -> Path:

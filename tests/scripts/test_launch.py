@@ -1,4 +1,4 @@
-"""Launch scripts (torchrun, flux, srun): parse, dry runs, and agreement with pecan.train.distributed."""
+"""Launch scripts (torchrun, flux, srun): parse, dry runs, and agreement with pecan.engine.distributed."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from pecan.train.distributed import discover, expand_hostlist
-from tests.train.test_distributed import flux_rank_env
+from pecan.engine.distributed import discover, expand_hostlist
+from tests.engine.test_distributed import flux_rank_env
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPTS = REPO / "scripts"

@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from pecan import report
+from pecan.engine.distributed import discover
 from pecan.train import checkpoint as ckpt
-from pecan.train.distributed import discover
 from pecan.train.metrics import BestSelector
 from pecan.train.trainer import Trainer
 from tests.shards import write_shard

@@ -111,17 +111,17 @@ def test_resume_check_picks_the_checkpoint_or_none(tmp_path):
     assert ckpt.check_resume_compatible(resume_config(tmp_path, "never")) is None
     assert ckpt.check_resume_compatible(resume_config(tmp_path, "auto")) is None
     last = tmp_path / "run" / "checkpoints" / "last.pt"
-    ckpt.save_checkpoint(last, {"config": resume_config(tmp_path, "auto").to_dict()})
+    ckpt.save_checkpoint(last, {"model": {}, "config": resume_config(tmp_path, "auto").to_dict()})
     assert ckpt.check_resume_compatible(resume_config(tmp_path, "auto")) == last
     assert ckpt.check_resume_compatible(resume_config(tmp_path, "never")) is None
     # A learning-rate change is allowed: only the model section must match.
     assert ckpt.check_resume_compatible(resume_config(tmp_path, str(last), "train.lr=0.5")) == last
-    old = ckpt.save_checkpoint(tmp_path / "old.pt", {"epoch": 3})  # written before configs were stored
+    old = ckpt.save_checkpoint(tmp_path / "old.pt", {"model": {}, "epoch": 3})  # before configs were stored
     assert ckpt.check_resume_compatible(resume_config(tmp_path, str(old))) == old
 
 
 def test_resume_check_names_the_differing_model_keys(tmp_path):
-    path = ckpt.save_checkpoint(tmp_path / "c.pt", {"config": resume_config(tmp_path, "never").to_dict()})
+    path = ckpt.save_checkpoint(tmp_path / "c.pt", {"model": {}, "config": resume_config(tmp_path, "never").to_dict()})
     with pytest.raises(
         ConfigError,
         match=r"train\.resume: checkpoint .*c\.pt was written with a different "
@@ -135,6 +135,10 @@ def test_resume_check_names_the_differing_model_keys(tmp_path):
     "make, message",
     [
         (lambda tmp: tmp / "nope.pt", r"train\.resume: checkpoint .*nope\.pt does not exist"),
+        (
+            lambda tmp: ckpt.save_checkpoint(tmp / "other.pt", {"state_dict": {}}),
+            r"train\.resume: not a PECAN checkpoint: .*other\.pt",
+        ),
         (
             lambda tmp: (tmp / "broken.pt").write_bytes(b"not a checkpoint") and tmp / "broken.pt",
             r"train\.resume: cannot load checkpoint .*broken\.pt",

@@ -3,9 +3,9 @@
 import pytest
 import torch
 
+from pecan.engine.distributed import discover
 from pecan.runtime.errors import ConfigError
 from pecan.train import checkpoint as ckpt
-from pecan.train.distributed import discover
 from pecan.train.trainer import Trainer
 from tests.train.helpers import tiny_run
 

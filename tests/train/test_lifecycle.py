@@ -15,9 +15,9 @@ import torch
 
 import main_app
 from pecan import report
+from pecan.engine.distributed import discover
 from pecan.runtime.errors import DataError
 from pecan.train import checkpoint as ckpt
-from pecan.train.distributed import discover
 from pecan.train.lifecycle import RunStopped, StopSignals
 from pecan.train.trainer import Trainer
 from tests.procs import ROOT, act_at, app_argv, clean_env, run_ok
@@ -192,7 +192,7 @@ def test_damaged_last_checkpoint_falls_back_to_best_with_a_warning(tmp_path, tra
     os.utime(last)  # newest file: it is tried first
     caplog.set_level("WARNING")
     chosen, state = ckpt.newest_intact(tmp_path / "run")
-    assert chosen == directory / "best.pt" and state["epoch"] == 1
+    assert chosen == directory / "best.pt" and state.epoch == 1
     assert "last.pt" in caplog.text and "damaged" in caplog.text and "resuming from" in caplog.text
     assert "weights_only" not in caplog.text
     assert main_app.main([str(path), "--set", "train.epochs=2"]) == 0

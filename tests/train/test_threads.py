@@ -8,8 +8,8 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from pecan.train import distributed
-from pecan.train.distributed import ThreadPlan
+from pecan.engine import distributed
+from pecan.engine.distributed import ThreadPlan
 from pecan.train.threads import after_epoch, fit_to_load, size_threads
 
 STARVED = {"epoch": 1, "cpu_share_min": 0.45, "cpu_share_min_rank": 1, "intra_op_threads": 2, "wall_s": 5.0}

@@ -10,10 +10,11 @@ import pytest
 import torch
 
 from pecan import report
+from pecan.engine.amp import amp_context
+from pecan.engine.distributed import discover
 from pecan.train import checkpoint as ckpt
 from pecan.train import trainer as trainer_module
-from pecan.train.components import amp_context, cosine_schedule
-from pecan.train.distributed import discover
+from pecan.train.components import cosine_schedule
 from pecan.train.run_dir import LOCK_NAME
 from pecan.train.trainer import Trainer
 from tests.configs import SMALL_MODEL

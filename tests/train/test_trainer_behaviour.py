@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 import torch
 
+from pecan.engine.distributed import discover
 from pecan.train import checkpoint as ckpt
 from pecan.train.components import cosine_schedule
-from pecan.train.distributed import discover
 from pecan.train.ranking import listwise_ranking_loss, rmsd_ranking_loss
 from pecan.train.timing import PhaseTimer
 from pecan.train.trainer import Trainer

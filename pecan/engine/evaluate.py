@@ -8,10 +8,10 @@ from typing import Optional
 import numpy as np
 import torch
 
+from pecan.engine.amp import amp_context
 from pecan.report import EVAL_SPANS
 from pecan.runtime import tracing
 from pecan.runtime.progress import track
-from pecan.train.components import amp_context
 
 
 @torch.no_grad()

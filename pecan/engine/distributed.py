@@ -19,7 +19,7 @@ import torch
 import torch.distributed as dist
 
 from pecan.data import io_modes
-from pecan.train.hostlist import _expand_tasks_per_node, expand_hostlist  # noqa: F401 (public here)
+from pecan.engine.hostlist import _expand_tasks_per_node, expand_hostlist  # noqa: F401 (public here)
 
 DEFAULT_MASTER_PORT = 29500
 SINGLE_HOST = "127.0.0.1"

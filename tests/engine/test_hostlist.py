@@ -3,7 +3,7 @@ errors a bad value becomes (a ValueError that says what is wrong and names the v
 
 import pytest
 
-from pecan.train.hostlist import _expand_tasks_per_node, expand_hostlist
+from pecan.engine.hostlist import _expand_tasks_per_node, expand_hostlist
 
 
 @pytest.mark.parametrize(

@@ -1,7 +1,7 @@
 """What a checkpoint pins about the model's inputs: every setting that shapes a sample, and the complexes the
 model was trained and validated on.
 
-Training stores both (``Trainer.state_dict``); scoring reads them back, so a checkpoint scores poses built the
+Training stores both (``Trainer.checkpoint_state``); scoring reads them back, so a checkpoint scores poses built the
 way it was trained on, and every scored complex can say whether the model has seen it.
 """
 
@@ -17,6 +17,7 @@ import pandas as pd
 
 import model as registry
 from pecan.data import layout
+from pecan.engine.state import CheckpointState
 from pecan.runtime.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -45,13 +46,13 @@ def _from_run_config(saved: Any, key: str) -> Any:
     return (saved.get(section) or {}).get(name)
 
 
-def trained_settings(state: dict, config, path: Path) -> dict[str, Any]:
+def trained_settings(state: CheckpointState, config, path: Path) -> dict[str, Any]:
     """The checkpoint's sample settings. A checkpoint written before they were stored gets them from its
     stored run config, else from ``config`` and this code; a warning lists what was assumed."""
     assumed: list[str] = []
-    stored = state.get("sample_settings")
+    stored = state.sample_settings
     settings = dict(stored) if isinstance(stored, dict) else _assumed_settings(state, config, assumed)
-    stored_layout = state.get(LAYOUT_KEY)
+    stored_layout = state.feature_layout
     if stored_layout is None:
         stored_layout = layout.feature_layout()
         assumed.append(f"{LAYOUT_KEY}={stored_layout} (this code's)")
@@ -61,12 +62,12 @@ def trained_settings(state: dict, config, path: Path) -> dict[str, Any]:
     return settings
 
 
-def _assumed_settings(state: dict, config, assumed: list[str]) -> dict[str, Any]:
+def _assumed_settings(state: CheckpointState, config, assumed: list[str]) -> dict[str, Any]:
     """Sample settings of a checkpoint that did not store them: from its stored run config where it has one,
     else the given config's; each assumption is appended to ``assumed``."""
     settings = sample_settings(config)
     for key in settings:
-        value = _from_run_config(state.get("config"), key)
+        value = _from_run_config(state.config, key)
         if value is None:
             assumed.append(f"{key}={settings[key]!r} (the given config's)")
         else:
@@ -201,17 +202,17 @@ def json_list(value: Any) -> list:
     return parsed if isinstance(parsed, list) else []
 
 
-def score_property_default(state: dict) -> tuple[str, bool]:
+def score_property_default(state: CheckpointState) -> tuple[str, bool]:
     """(the SD property pecan score reads docking scores from by default, whether the model needs it): the
     checkpoint's record, else ``docking_score`` for a model that takes docking scores, else none."""
-    model = state.get("model_config") or {}
+    model = state.model_config or {}
     needed = bool(model.get("use_docking_score", False))
-    record = ((state.get("training_data") or {}).get("docking_score")) or {}
+    record = state.docking_score_record
     recorded = str(record.get("property") or "")
     return recorded or (DEFAULT_SCORE_PROPERTY if needed else ""), needed
 
 
-def warn_if_synthetic(state: dict, path: Path, shards: Iterable[str]) -> None:
+def warn_if_synthetic(state: CheckpointState, path: Path, shards: Iterable[str]) -> None:
     """One warning when a model trained on synthetic demo data scores poses that are not synthetic."""
-    if (state.get("training_data") or {}).get("kind") == "synthetic" and not is_synthetic(shards):
+    if (state.training_data or {}).get("kind") == "synthetic" and not is_synthetic(shards):
         log.warning("checkpoint %s was trained on synthetic demo data: its scores of real poses mean nothing", path)

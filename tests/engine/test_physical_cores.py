@@ -4,8 +4,8 @@ launcher binds it to part of the machine, its logical CPUs when the kernel gives
 import psutil
 import pytest
 
-from pecan.train import distributed
-from pecan.train.distributed import physical_cores
+from pecan.engine import distributed
+from pecan.engine.distributed import physical_cores
 
 
 def machine(monkeypatch, logical: int, cores: int, allowed, cpuinfo_cores: int = 0) -> None:
@@ -39,5 +39,5 @@ def test_no_topology_counts_each_allowed_cpu(monkeypatch):
 
 def test_on_this_machine_psutil_agrees_when_nothing_binds_the_process():
     if len(distributed._allowed_cpus() or ()) < (psutil.cpu_count() or 0):
-        pytest.skip("this process is bound to part of the machine: the cpuinfo path (tests/train/test_distributed.py)")
+        pytest.skip("this process is bound to part of the machine: the cpuinfo path (tests/engine/test_distributed.py)")
     assert physical_cores() == min(psutil.cpu_count(logical=False) or 1, psutil.cpu_count())

@@ -1,4 +1,4 @@
-"""Tests for pecan.train.distributed: launcher discovery, host lists, CPU sizing, launch scripts."""
+"""Tests for pecan.engine.distributed: launcher discovery, host lists, CPU sizing, launch scripts."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from pecan.train import distributed
-from pecan.train.distributed import (
+from pecan.engine import distributed
+from pecan.engine.distributed import (
     DistEnv,
     barrier,
     cleanup_distributed,

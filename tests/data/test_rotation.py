@@ -1,11 +1,11 @@
-"""The one random rotation (model/rotation.py) behind the readers' augmentation and cnn3d's."""
+"""The one random rotation (pecan/data/rotation.py) behind the readers' augmentation and cnn3d's."""
 
 import math
 
 import pytest
 import torch
 
-from model.rotation import random_rotations, rotate, rotate_about_centroids
+from pecan.data.rotation import random_rotations, rotate, rotate_about_centroids
 
 
 def test_rotations_are_proper():
