@@ -358,7 +358,7 @@ KILLER = textwrap.dedent("""
     import os, signal, sys
     import main_app
     from pecan import report
-    from pecan.train import checkpoint
+    from pecan.engine import checkpoint
 
     point, target = sys.argv[1], int(sys.argv[2])
     saves = []

@@ -70,6 +70,7 @@ class ScoredOutput:
         self.written = 0
         self.failed_poses = 0
         self.failed_ligands = 0
+        self._itemised: set[str] = set()  # ligands with a failure row per pose
         self.first_failure = ""
 
     def write_groups(self, scores: pd.DataFrame, groups: list[tuple]) -> None:
@@ -118,7 +119,8 @@ class ScoredOutput:
             self.first_failure = f"ligand {complex_id} pose {pose_id or '(all)'}: {reason}"
         if pose_id:
             self.failed_poses += 1
-        else:
+            self._itemised.add(complex_id)
+        elif complex_id not in self._itemised:  # a ligand whose every pose has its own row is not counted twice
             self.failed_ligands += 1
 
     def commit(self, values: dict[str, Any]) -> None:
