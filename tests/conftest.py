@@ -26,6 +26,17 @@ def tiny_dataset(tmp_path):
     return tmp_path / "data", shards, csv
 
 
+@pytest.fixture
+def data_dir(tmp_path):
+    """2 shards x 3 complexes x (3 poses + crystal) and index.csv with relative shard names (the data set of
+    the bad-input cases, tests/app_run.py)."""
+    from tests.shards import write_dataset
+
+    directory = tmp_path / "data"
+    write_dataset(directory, n_shards=2, n_complexes=3, n_poses=3)
+    return directory
+
+
 @pytest.fixture(autouse=True)
 def _private_user_cache(tmp_path, monkeypatch):
     """Derived files that fall back to the per-user cache land in the test's tmp_path, not in ~/.cache."""

@@ -1,9 +1,12 @@
-"""pecan.report: per-rank summary, the wall-time and summary tables, provenance; plots; thread sizing."""
+"""pecan.report: per-rank summary, the wall-time and summary tables, provenance; plots; thread sizing; JSON
+files hold null, never a bare NaN."""
 
 import importlib.util
+import json
 import os
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from pecan import report
@@ -204,3 +207,34 @@ def test_epoch_axes_have_integer_ticks_and_legends_outside():
     assert ticks == [1.0, 2.0]  # not 1.0, 1.25, 1.5, ... on a short run
     box = ax.get_legend().get_window_extent()
     assert box.x0 >= ax.get_window_extent().x1  # the legend sits right of the data, not over it
+
+
+def strict_json(text: str):
+    def refuse(constant):
+        raise ValueError(f"bare {constant} is not JSON")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_files_written_as_json_hold_null_never_bare_nan(tmp_path):
+    import numpy as np
+
+    from pecan import report
+    from pecan.engine.state import CheckpointState
+    from pecan.scoring import shards as predict
+
+    record = {"epoch": 1, "val_auc": float("nan"), "per_rank": [1.0, float("inf"), np.float32("nan")]}
+    report.append_record(tmp_path / "epochs.jsonl", record)
+    assert strict_json((tmp_path / "epochs.jsonl").read_text()) == {
+        "epoch": 1,
+        "val_auc": None,
+        "per_rank": [1.0, None, None],
+    }
+    scores = pd.DataFrame({c: [0] for c in predict.SCORE_COLUMNS})
+    values = {"complexes": 1, "auc": float("nan"), "splits": {"test": {"complexes": 1, "auc": float("nan")}}}
+    out = tmp_path / "scores.csv"
+    try:
+        predict.write_outputs(scores, values, out, CheckpointState(model={}, complexes={}))
+    except (KeyError, TypeError):
+        pass  # the summary lines want more figures; the metrics JSON is written before them
+    assert strict_json(predict.metrics_path(out).read_text())["auc"] is None

@@ -1,6 +1,6 @@
 """`pecan runs report|plot|compare` over records written by older versions or cut short (no wall_s or
-world_size, a val_auc written as text), a config.yaml with YAML tags, and a plot --out that names a file:
-each is read or refused with a message, never a traceback."""
+world_size, a val_auc written as text), a config.yaml with YAML tags, and a plot --out that names a file, an
+epochs.jsonl with no epoch record: each is read or refused with a message, never a traceback."""
 
 import json
 
@@ -84,3 +84,17 @@ def test_plot_out_naming_a_file_is_an_invocation_error(tmp_path, capsys):
         err = capsys.readouterr().err
         assert "--out" in err and f"{tmp_path / 'taken.png'} is a file" in err
     assert (tmp_path / "taken.png").read_text() == "not a directory"
+
+
+@pytest.mark.parametrize("action", ["compare", "plot"])
+@pytest.mark.parametrize("content", ["", "\n", '{"event": "stopped", "epoch": 0}\n'])
+def test_runs_commands_on_an_empty_epochs_file_name_it(tmp_path, capsys, action, content):
+    from pecan import cli
+
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "epochs.jsonl").write_text(content)
+    argv = ["runs", action, f"a={run_dir}"] if action == "compare" else ["runs", action, str(run_dir)]
+    assert cli.main(argv) == 1
+    err = capsys.readouterr().err
+    assert str(run_dir / "epochs.jsonl") in err and "no epoch records" in err and "Traceback" not in err

@@ -1,7 +1,9 @@
 """The out_dir lock on clusters: owner identity, stale rules (gone, requeued, heartbeat), race-free takeover
-by real concurrent processes, the heartbeat, --force-unlock, and the lock never reaching sync_dir."""
+by real concurrent processes, the heartbeat, --force-unlock, the lock never reaching sync_dir, and damaged
+or future-dated lock files."""
 
 import json
+import logging
 import os
 import platform
 import subprocess
@@ -16,6 +18,7 @@ from pecan.runtime.errors import OutDirInUse
 from pecan.train import run_dir
 from pecan.train.run_dir import LOCK_NAME, RunLock
 from pecan.train.sync import sync_tree
+from tests.app_run import run
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -191,3 +194,78 @@ def test_a_takeover_in_progress_elsewhere_is_left_alone(tmp_path):
     (tmp_path / run_dir.TAKEOVER_NAME).mkdir()
     RunLock(tmp_path)._take_over(owner(tmp_path), "its process is gone")
     assert owner(tmp_path)["token"] == "old"
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        b'{"host": "%HOST%", "pid": "abc", "token": "t"}',
+        b"\xff\xfe\x00binary\x81",
+        b"null",
+        b"[1, 2]",
+        b'{"host": "%HOST%", "pid": null}',
+        b'{"host": "%HOST%", "pid": 1e400}',
+    ],
+)
+def test_unreadable_lock_is_taken_over_with_a_clear_message(tmp_path, caplog, content):
+    import platform
+
+    from pecan.train.run_dir import LOCK_NAME, RunLock
+
+    (tmp_path / LOCK_NAME).write_bytes(content.replace(b"%HOST%", platform.node().encode()))
+    caplog.set_level(logging.WARNING)
+    lock = RunLock(tmp_path).acquire(heartbeat=False)
+    try:
+        assert lock.owned()
+        assert "taking over the lock" in caplog.text and LOCK_NAME in caplog.text
+        assert "unreadable" in caplog.text
+    finally:
+        lock.release()
+
+
+def test_lock_heartbeat_far_in_the_future_does_not_block_until_that_date(tmp_path, caplog):
+    import os
+    import time
+
+    from pecan.train.run_dir import LOCK_NAME, RunLock
+
+    path = tmp_path / LOCK_NAME
+    path.write_text(json.dumps({"host": "elsewhere", "pid": 1, "job_id": "", "token": "old"}))
+    later = time.time() + 365 * 86400
+    os.utime(path, (later, later))
+    caplog.set_level(logging.WARNING)
+    lock = RunLock(tmp_path, stale_after_s=600).acquire(heartbeat=False)
+    try:
+        assert lock.owned() and "in the future" in caplog.text
+    finally:
+        lock.release()
+
+
+def test_second_run_on_out_dir_exits_2_naming_holder(tmp_path, data_dir, caplog, capsys):
+    holder = subprocess.Popen(["sleep", "60"])
+    try:
+        lock = tmp_path / "run" / ".pecan.lock"
+        lock.parent.mkdir(parents=True)
+        lock.write_text(f'{{"host": "{platform.node()}", "pid": {holder.pid}, "started": "now"}}')
+        code, text = run(tmp_path, data_dir, caplog=caplog, capsys=capsys)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert code == 2 and f"pid {holder.pid}" in text and platform.node() in text
+    assert not (tmp_path / "run" / "epochs.jsonl").exists()
+
+
+@pytest.mark.slow
+def test_stale_lock_and_temp_files_are_cleaned(tmp_path, data_dir, caplog, capsys):
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    run_dir = tmp_path / "run"
+    (run_dir / "checkpoints").mkdir(parents=True)
+    (run_dir / ".pecan.lock").write_text(f'{{"host": "{platform.node()}", "pid": {dead.pid}}}')
+    stale = [run_dir / ".epochs.jsonl.abc123.tmp", run_dir / "checkpoints" / ".last.pt.xyz.tmp"]
+    for path in stale:
+        path.write_text("partial")
+    code, text = run(tmp_path, data_dir, "train.max_steps_per_epoch=1", caplog=caplog, capsys=capsys)
+    assert code == 0, text
+    assert not any(path.exists() for path in stale) and "taking over the lock of a dead run" in text
+    assert not (run_dir / ".pecan.lock").exists()  # released at the end
