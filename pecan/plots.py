@@ -201,6 +201,10 @@ SCALARS = (
     "data_wait_share",
     "straggler_ratio",
     "cpu_share_min",
+    "fit_top1",
+    "fit_docking_top1",
+    "fit_teacher_top1",
+    "fit_teacher_spearman",
     *PHASES,
 )
 # The final metrics the hparams view shows beside the run's settings.

@@ -150,8 +150,23 @@ def epoch_line(record: dict[str, Any]) -> str:
     return (
         f"epoch {record['epoch']:>3} | {wall} | train_loss {num('train_loss')} | "
         f"val_loss {num('val_loss')} | val_auc {num('val_auc')} | val_acc {num('val_acc')} | "
-        f"val_top1 {num('val_top1')} | {num('samples_per_s', '.1f')} samples/s{cpu_note(record)}"
+        f"val_top1 {num('val_top1')} | {num('samples_per_s', '.1f')} samples/s{cpu_note(record)}{fit_note(record)}"
     )
+
+
+def fit_note(record: dict[str, Any]) -> str:
+    """' | fit top1 0.62 (docking 0.70), teacher top1 0.55, rho 0.48' from the fit check's fields, or ''."""
+    if record.get("fit_top1") is None:
+        return ""
+
+    def num(key: str) -> str:
+        value = record.get(key)
+        return "n/a" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.2f}"
+
+    note = f" | fit top1 {num('fit_top1')} (docking {num('fit_docking_top1')})"
+    if "fit_teacher_top1" in record:
+        note += f", teacher top1 {num('fit_teacher_top1')}, rho {num('fit_teacher_spearman')}"
+    return note
 
 
 def is_starved(record: dict[str, Any]) -> bool:
@@ -212,7 +227,7 @@ def compact_line(record: dict[str, Any], epochs: int, eta_s: float) -> str:
     return (
         f"epoch {record['epoch']:>3}/{epochs} | {record['wall_s']:.1f}s | loss {num('train_loss')} | "
         f"val_loss {num('val_loss')} | val_auc {num('val_auc')} | {record.get('samples_per_s') or 0:.1f} "
-        f"samples/s | {shares} | ETA {format_duration(eta_s)}{cpu_note(record)}"
+        f"samples/s | {shares}{fit_note(record)} | ETA {format_duration(eta_s)}{cpu_note(record)}"
     )
 
 

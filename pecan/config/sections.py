@@ -63,6 +63,14 @@ class DataConfig:
         "error",
     )
     allow_single_class: bool = _doc("Train even when every training label is the same class (else an error).", False)
+    target_column: str = _doc(
+        "Soft targets: a column of the training index CSVs holding each pose's probability in [0, 1] (a "
+        "teacher's score, e.g. GNINA's CNNscore, or your own), mixed into the BCE target by train.target_mix and "
+        "read by the teacher-ordered ranking losses and the fit check. Every docked pose needs a value (an empty, "
+        "non-numeric or out-of-range cell is an error naming the CSV line); a crystal pose's cell may be empty and "
+        "is never read: its target is its label 1 (docs/distillation.md). Empty: off.",
+        "",
+    )
     pocket_radius: float = _doc("Keep protein atoms within this distance (Angstrom) of any ligand atom.", 6.0)
     edge_cutoff: float = _doc("Connect atoms closer than this (Angstrom).", 4.5)
     batch_size: int = _doc("Graphs per batch per rank.", 8)
@@ -161,17 +169,40 @@ class TrainConfig:
         "it off.",
         0.0,
     )
-    ranking_loss: Literal["pairwise", "listwise"] = _doc(
+    ranking_loss: Literal["pairwise", "listwise", "teacher_kl", "top_weighted"] = _doc(
         "Form of the ranking loss: pairwise, softplus(s_other - s_near) averaged over pose pairs; listwise, per "
         "complex minus the log of the softmax probability of its near-native poses (the top-1 objective: the "
-        "best-scored wrong poses weigh most). listwise needs train.ranking_target label.",
+        "best-scored wrong poses weigh most); teacher_kl, per complex KL(teacher softmax || model softmax) over its "
+        "docked poses in the batch, the teacher's logits logit(p) of data.target_column, both divided by "
+        "train.ranking_temperature (needs data.target_column); top_weighted, the pairs of train.ranking_target, "
+        "each weighted by 1/log2(1 + rank of its better pose in that order within the complex), so the top of each "
+        "list weighs most. listwise needs train.ranking_target label.",
         "pairwise",
     )
-    ranking_target: Literal["label", "rmsd"] = _doc(
+    ranking_target: Literal["label", "rmsd", "teacher"] = _doc(
         "Which pose pairs the ranking loss orders: label, every (near-native, other) pair; rmsd, every pair of one "
         "complex whose RMSDs to the crystal pose differ by at least train.ranking_rmsd_margin (the closer pose "
-        "first), so complexes without a near-native pose teach too. Needs an rmsd column for rmsd.",
+        "first), so complexes without a near-native pose teach too; teacher, every pair of docked poses of one "
+        "complex whose data.target_column values differ (the higher first). Needs an rmsd column for rmsd, "
+        "data.target_column for teacher.",
         "label",
+    )
+    ranking_temperature: float = _doc(
+        "Temperature of train.ranking_loss teacher_kl: the teacher's and the model's logits are divided by it "
+        "before each softmax (higher: a softer teacher, the lower ranks count more).",
+        1.0,
+    )
+    target_mix: float = _doc(
+        "With data.target_column: the BCE target is target_mix * the soft target + (1 - target_mix) * the label "
+        "(1: the teacher's score alone, 0: the label alone; a crystal pose's soft target is its label).",
+        1.0,
+    )
+    fit_check_complexes: int = _doc(
+        "Fit check at each epoch's end: up to this many training complexes (a fixed, seeded sample) scored in eval "
+        "mode, their top-1 against the labels beside the docking score's, and with data.target_column the "
+        "agreement with the teacher's first pose and the median per-complex Spearman correlation with it "
+        "(epochs.jsonl fit_* fields, docs/reports.md); 0: off.",
+        64,
     )
     ranking_rmsd_margin: float = _doc(
         "Smallest RMSD difference (Angstrom) of a pair ranked by train.ranking_target rmsd.", 1.0

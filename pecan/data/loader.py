@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from pecan.data import io_modes, schema
+from pecan.data import io_modes, schema, targets
 from pecan.data.batch import GraphBatch
 from pecan.data.index import IndexSettings, build_index, check_both_classes, split_by_complex
 from pecan.data.packed import PackedDataset, PackParams, pack_is_intact, usable_pack
@@ -35,9 +35,13 @@ log = logging.getLogger(__name__)
 
 
 def load_split_indexes(cfg: DataConfig, progress: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Train and validation indexes: separate CSVs/shard lists, or a seeded complex-level split."""
+    """Train and validation indexes: separate CSVs/shard lists, or a seeded complex-level split; the training
+    index carries data.target_column's soft targets (pecan.data.targets) when set."""
     settings, options = IndexSettings.from_data(cfg), dict(progress=progress, index_dir=cfg.index_dir)
+    if cfg.target_column:
+        targets.check_csvs(cfg.target_column, cfg.train_csvs, cfg.data_dir)
     train = build_index(cfg.train_csvs, cfg.train_fns, cfg.data_dir, settings, index_prefix=cfg.index_prefix, **options)
+    train = targets.attach(train, cfg.target_column)
     if cfg.val_csvs or cfg.val_fns:
         prefix = f"{cfg.index_prefix}_val"
         val = build_index(cfg.val_csvs, cfg.val_fns, cfg.data_dir, settings, index_prefix=prefix, **options)

@@ -347,4 +347,5 @@ def _subset(table: SampleTable, keep: np.ndarray) -> SampleTable:
         complex_code=table.complex_code[keep],
         docking_features=None if table.docking_features is None else table.docking_features[keep],
         rmsd=None if table.rmsd is None else table.rmsd[keep],
+        target=None if table.target is None else table.target[keep],
     )

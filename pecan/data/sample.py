@@ -89,6 +89,17 @@ def known_rmsd(index: pd.DataFrame) -> Optional[np.ndarray]:
     return np.where(np.isnan(rmsd) & crystal, np.float32(0.0), rmsd).astype(np.float32)
 
 
+TARGET = "soft_target"
+"""The index column of data.target_column's soft targets under the code's names (pecan.data.targets.attach)."""
+
+
+def table_targets(index: pd.DataFrame) -> Optional[np.ndarray]:
+    """The index's soft targets as float32 (NaN: none, e.g. a crystal pose), or None when it carries none."""
+    if TARGET not in index.columns:
+        return None
+    return index[TARGET].to_numpy(dtype=np.float32)
+
+
 @dataclass
 class SampleTable:
     """The index as flat arrays: one row per sample, nothing looked up per sample in pandas."""
@@ -103,6 +114,7 @@ class SampleTable:
     complex_code: np.ndarray  # int64 [S], the complex as a number within this table (batch field complex_code)
     docking_features: Optional[np.ndarray] = None  # float32 [S, 3], see docking_features(); None: all missing
     rmsd: Optional[np.ndarray] = None  # float32 [S], Angstrom (NaN: unknown); for train.ranking_target rmsd
+    target: Optional[np.ndarray] = None  # float32 [S], data.target_column's soft target (NaN: none, crystal poses)
 
     @classmethod
     def from_index(cls, index: pd.DataFrame) -> "SampleTable":
@@ -120,6 +132,7 @@ class SampleTable:
             complex_code=complex_codes.astype(np.int64),
             docking_features=docking_features(index),
             rmsd=known_rmsd(index),
+            target=table_targets(index),
         )
 
     def __len__(self) -> int:

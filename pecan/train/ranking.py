@@ -10,7 +10,11 @@ by at least a margin, the closer one to be ranked first: complexes without a nea
 With train.ranking_loss listwise the loss is instead, for every complex with both kinds of pose in the batch, minus
 the log of the softmax probability (over that complex's poses in the batch) of its near-native poses together,
 averaged over those complexes: the top-1 objective, which weighs the best-scored wrong poses most where the
-pairwise loss weighs every wrong pose alike.
+pairwise loss weighs every wrong pose alike. train.ranking_loss teacher_kl and top_weighted are
+pecan.train.top_losses'; train.ranking_target teacher orders pairs by data.target_column's soft targets.
+
+With data.target_column the BCE target itself is mixed: train.target_mix * soft target + (1 - mix) * label
+(``RankingLoss.bce_target``), a crystal pose's soft target being its label.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from pecan.runtime.errors import ConfigError
+from pecan.train.top_losses import teacher_kl_loss, top_weighted_pair_loss
 
 
 def pairwise_ranking_loss(logits: Tensor, labels: Tensor, complex_ids: Tensor) -> Tensor:
@@ -98,33 +103,86 @@ def _training_rmsd(train, train_set, device) -> Tensor | None:
     return torch.as_tensor(table.rmsd, dtype=torch.float32, device=device)
 
 
+def _training_targets(train_set, device) -> Tensor | None:
+    """The training set's soft targets (data.target_column; NaN where none) on ``device``, or None without."""
+    target = getattr(train_set.table, "target", None)
+    return None if target is None else torch.as_tensor(target, dtype=torch.float32, device=device)
+
+
+def _needs_targets(target: Tensor | None, what: str) -> Tensor:
+    if target is None:
+        raise ConfigError(f"{what} needs data.target_column (the teacher's score of every training pose); it is empty")
+    return target
+
+
+def _pair_loss(train, train_set, device, target: Tensor | None) -> Callable[..., Tensor]:
+    """(logits, batch) -> the configured ranking loss."""
+    if train.ranking_loss == "teacher_kl":
+        teacher = _needs_targets(target, "train.ranking_loss: teacher_kl")
+        temperature = float(train.ranking_temperature)
+        return lambda logits, batch: teacher_kl_loss(
+            logits, teacher[batch.sample_id.reshape(-1)], batch.complex_code, temperature
+        )
+    if train.ranking_loss == "listwise":
+        return lambda logits, batch: listwise_ranking_loss(logits, batch.y, batch.complex_code)
+    key, margin = _order(train, train_set, device, target)
+    if train.ranking_loss == "top_weighted":
+        return lambda logits, batch: top_weighted_pair_loss(logits, key(batch), batch.complex_code, margin)
+    if train.ranking_target == "label":
+        return lambda logits, batch: pairwise_ranking_loss(logits, batch.y, batch.complex_code)
+    if train.ranking_target == "rmsd":
+        rmsd = _training_rmsd(train, train_set, device)
+        return lambda logits, batch: rmsd_ranking_loss(
+            logits, rmsd[batch.sample_id.reshape(-1)], batch.complex_code, margin
+        )
+    return lambda logits, batch: top_weighted_pair_loss(logits, key(batch), batch.complex_code, margin, weighted=False)
+
+
+def _order(train, train_set, device, target: Tensor | None) -> tuple[Callable[..., Tensor], float]:
+    """The order of train.ranking_target as (batch -> key, higher first; margin)."""
+    if train.ranking_target == "rmsd":
+        rmsd = _training_rmsd(train, train_set, device)
+        return (lambda batch: -rmsd[batch.sample_id.reshape(-1)]), float(train.ranking_rmsd_margin)
+    if train.ranking_target == "teacher":
+        teacher = _needs_targets(target, "train.ranking_target: teacher")
+        return (lambda batch: teacher[batch.sample_id.reshape(-1)]), 0.0
+    return (lambda batch: batch.y.float()), 0.5
+
+
 @dataclass(frozen=True)
 class RankingLoss:
     """BCE plus the configured ranking loss, built once from the train section (``from_config``): the loss kind
-    and target are resolved here, not on every step. Called as ``loss(bce, logits, batch)``."""
+    and target are resolved here, not on every step. Called as ``loss(bce, logits, batch)``; ``bce_target(batch)``
+    is the BCE target (the labels, or mixed with data.target_column's soft targets)."""
 
     weight: float
     pair_loss: Optional[Callable[..., Tensor]] = None  # (logits, batch) -> ranking loss; None when weight is 0
     rmsd: Optional[Tensor] = None  # train.ranking_target rmsd: every training row's RMSD, by sample id
+    target: Optional[Tensor] = None  # data.target_column: every training row's soft target (NaN: none), by sample id
+    target_mix: float = 1.0
 
     @classmethod
     def from_config(cls, train, train_set, device) -> "RankingLoss":
-        """From ``train.ranking_loss_weight``, ``ranking_loss``, ``ranking_target`` and ``ranking_rmsd_margin``;
-        the training set's RMSDs are read once when the target is rmsd (ConfigError naming the key without them)."""
+        """From ``train.ranking_loss_weight``, ``ranking_loss``, ``ranking_target``, ``ranking_rmsd_margin``,
+        ``ranking_temperature`` and ``target_mix``; the training set's RMSDs and soft targets are read once
+        (ConfigError naming the key when a loss needs them and the index has none)."""
         weight = float(train.ranking_loss_weight)
+        target = _training_targets(train_set, device)
+        mix = float(getattr(train, "target_mix", 1.0))
         if weight <= 0:
-            return cls(weight)
-        if train.ranking_loss == "listwise":
-            return cls(weight, lambda logits, batch: listwise_ranking_loss(logits, batch.y, batch.complex_code))
+            return cls(weight, target=target, target_mix=mix)
         rmsd = _training_rmsd(train, train_set, device)
-        if rmsd is not None:
-            margin = float(train.ranking_rmsd_margin)
+        return cls(weight, _pair_loss(train, train_set, device, target), rmsd, target, mix)
 
-            def by_rmsd(logits, batch):
-                return rmsd_ranking_loss(logits, rmsd[batch.sample_id.reshape(-1)], batch.complex_code, margin)
-
-            return cls(weight, by_rmsd, rmsd)
-        return cls(weight, lambda logits, batch: pairwise_ranking_loss(logits, batch.y, batch.complex_code))
+    def bce_target(self, batch) -> Tensor:
+        """The labels when there is no soft-target column; else target_mix * soft + (1 - target_mix) * label, a
+        pose without a soft target (a crystal pose) taking its label."""
+        labels = batch.y.float()
+        if self.target is None:
+            return labels
+        soft = self.target[batch.sample_id.reshape(-1)]
+        soft = torch.where(torch.isnan(soft), labels, soft)
+        return self.target_mix * soft + (1.0 - self.target_mix) * labels
 
     def __call__(self, bce: Tensor, logits: Tensor, batch) -> Tensor:
         """``bce`` plus ``weight`` times the ranking loss of this batch (``bce`` itself when the weight is 0)."""

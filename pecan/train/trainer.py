@@ -36,6 +36,7 @@ from pecan.train import checkpoint as ckpt
 from pecan.train.build import ModelParts, TrainData
 from pecan.train.components import check_same_config, seed_everything
 from pecan.train.display import EpochReporter
+from pecan.train.fit_check import FitCheck
 from pecan.train.lifecycle import Lifecycle, Position, StopSignals
 from pecan.train.metrics import BestSelector, classification_report
 from pecan.train.ranking import RankingLoss
@@ -97,6 +98,7 @@ class Trainer:
         self.last_batch = None  # the last good batch, replayed by a rank whose batch was all bad
         self._training_data: Optional[dict[str, Any]] = None  # training_data(), computed once
         self.loss = RankingLoss.from_config(config.train, self.data.train_set, device)  # BCE + the ranking loss
+        self.fit_check = FitCheck.from_config(config, self.data.train_set, device)  # fit_* of each epoch record
 
     # ------------------------------------------------------------------ build
 
@@ -246,6 +248,8 @@ class Trainer:
             train = self.train_epoch(epoch, timer, io_counts)
         with timer.span("eval_s"):
             metrics = self.evaluate(io_counts)
+            if self.env.is_main:  # on the same weights every rank would find the same
+                metrics.update(self.fit_check(self.scoring_model()))
         gathered = gather_epoch(self, timer.totals(), io_counts)  # the epoch's collectives, once
         self.epochs_done, self.last_metrics = epoch + 1, metrics
         # The record is complete but for the checkpoint's own time; the checkpoint carries it, so an epoch it
@@ -374,14 +378,20 @@ class Trainer:
         with amp_context(self.device, self.config.train.amp), guarded("broadcast", "DDP buffers"):
             logits = self.model(batch)
         pos_weight = torch.tensor(self.data.pos_weight, device=logits.device) if self.data.pos_weight != 1.0 else None
-        bce = F.binary_cross_entropy_with_logits(logits.float(), batch.y.float(), pos_weight=pos_weight)
+        target = self.loss.bce_target(batch)  # the labels, or mixed with data.target_column's soft targets
+        bce = F.binary_cross_entropy_with_logits(logits.float(), target, pos_weight=pos_weight)
         return self.loss(bce, logits, batch)
 
     @torch.no_grad()
     def validation_logits(self, loader, io_counts: Optional[np.ndarray] = None) -> tuple[torch.Tensor, torch.Tensor]:
         """Logits and sample ids of this rank's share of ``loader``."""
-        model = self.eval_model if isinstance(self.model, torch.nn.parallel.DistributedDataParallel) else self.model
-        return score_share(model, loader, self.device, self.config.train.amp, self.show_progress, io_counts)
+        return score_share(
+            self.scoring_model(), loader, self.device, self.config.train.amp, self.show_progress, io_counts
+        )
+
+    def scoring_model(self) -> torch.nn.Module:
+        """The model evaluation runs: the plain module under DDP (no gradient sync), else the training one."""
+        return self.eval_model if isinstance(self.model, torch.nn.parallel.DistributedDataParallel) else self.model
 
     def evaluate(self, io_counts: Optional[np.ndarray] = None) -> dict[str, float]:
         """Validation metrics over the gathered predictions of all ranks (equal to a 1-rank run)."""
