@@ -1,13 +1,12 @@
 """The subcommands of the `pecan` command; each module has ``main(argv, prog) -> int`` with its own parser.
 
-The options several subcommands share are defined once here.
+The options several subcommands share are defined once here. A command that runs a job hands it to the run
+harness (``pecan.engine.harness.run``), which sets up the process and chooses the exit code.
 """
 
 from __future__ import annotations
 
 import argparse
-
-from pecan.runtime.errors import expected_error_code  # noqa: F401 (the commands' shared handler)
 
 
 def add_set_option(parser: argparse.ArgumentParser) -> None:

@@ -5,7 +5,6 @@ default and documentation."""
 from __future__ import annotations
 
 import argparse
-import sys
 import textwrap
 
 from pecan.commands import add_set_option
@@ -40,14 +39,16 @@ def main(argv=None, prog: str | None = None) -> int:
     if args.keys:
         print(key_listing(), end="")
         return 0
+    from pecan.engine.harness import invoke
+
+    return invoke(lambda: show(args))  # ConfigError, or a value the loader rejects: exit 2
+
+
+def show(args: argparse.Namespace) -> None:
+    """Print the resolved config of ``args``."""
     import yaml
 
     from pecan import config as config_module
 
-    try:
-        config = config_module.load(args.config, args.overrides)
-    except ValueError as err:  # ConfigError, or a value the loader rejects
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+    config = config_module.load(args.config, args.overrides)
     print(yaml.safe_dump(config.to_dict(), sort_keys=False), end="")
-    return 0

@@ -8,13 +8,10 @@ Packs go where a run would look for them: the first writable directory of the lo
 from __future__ import annotations
 
 import argparse
-import logging
 import os
-import sys
 import time
 
 from pecan.commands import add_set_option
-from pecan.runtime.errors import exit_code
 
 
 def parse_args(argv=None, prog: str | None = None) -> argparse.Namespace:
@@ -28,24 +25,30 @@ def parse_args(argv=None, prog: str | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def main(argv=None, prog: str | None = None) -> int:
-    """Index the splits, then pack every shard they use; the exit code of an expected error is its type's."""
-    args = parse_args(argv, prog)
+def prepare(args: argparse.Namespace):
+    """The packing job of ``args``: its config read."""
     from pecan import config as config_module
+    from pecan.engine.harness import Job
+
+    config = config_module.load(args.config, args.overrides)
+    return Job(body=lambda run: pack(config, args.processes), process_group=False)
+
+
+def pack(config, processes: int) -> None:
+    """Index the splits, then pack every shard they use; what was packed where."""
     from pecan.data.loader import load_split_indexes, prepare_packs
 
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
-    try:
-        config = config_module.load(args.config, args.overrides)
-        start = time.perf_counter()
-        indexes = load_split_indexes(config.data, progress=True)
-        packs = prepare_packs(config.data, list(indexes), args.processes, progress=True)
-    except Exception as err:  # noqa: BLE001 - an expected error type exits with its code (pecan.runtime.errors.EXIT_CODES)
-        if exit_code(err) is None:
-            raise
-        print(f"error: {err}", file=sys.stderr)
-        return exit_code(err)
-    for shard, pack in packs.items():
-        print(f"{shard} -> {pack}")
+    start = time.perf_counter()
+    indexes = load_split_indexes(config.data, progress=True)
+    packs = prepare_packs(config.data, list(indexes), processes, progress=True)
+    for shard, path in packs.items():
+        print(f"{shard} -> {path}")
     print(f"{len(packs)} pack(s) ready in {time.perf_counter() - start:.1f}s")
-    return 0
+
+
+def main(argv=None, prog: str | None = None) -> int:
+    """Index and pack under the run harness (one process); the exit code of an expected error is its type's."""
+    args = parse_args(argv, prog)
+    from pecan.engine.harness import run
+
+    return run(lambda: prepare(args), console_format="%(levelname)s %(message)s", quiet_ranks=False)

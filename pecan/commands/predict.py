@@ -9,7 +9,6 @@ rule), with the inputs named on the command line as the test inputs; ``--config`
 from __future__ import annotations
 
 import argparse
-import sys
 
 from pecan import config as config_module
 from pecan.commands import add_allow_option, add_set_option
@@ -91,15 +90,25 @@ def check_outputs(args: argparse.Namespace, config: config_module.Config) -> Non
     outputs.check_writable("pecan predict", written)
 
 
-def main(argv=None, prog: str | None = None) -> int:
-    """Score the inputs; exit 0, 2 for a wrong invocation or checkpoint, 1 for bad data or storage."""
-    args = parse_args(argv, prog)
-    try:
-        config = build_config(args)
-        check_outputs(args, config)
-    except (config_module.ConfigError, ValueError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    from pecan.scoring.shards import score_shards
+def prepare(args: argparse.Namespace):
+    """The scoring job of ``args``: its config built and its outputs checked."""
+    from pecan.engine.harness import Job
 
-    return score_shards(config, args.checkpoint, args.out, tuple(args.allow))
+    config = build_config(args)
+    check_outputs(args, config)
+
+    def body(run) -> None:
+        from pecan.scoring.shards import run_predict
+
+        run_predict(config, run.env, run.device, args.checkpoint, args.out, tuple(args.allow))
+
+    return Job(body=body, device=config.train.device)
+
+
+def main(argv=None, prog: str | None = None) -> int:
+    """Score the inputs under the run harness; exit 0, 2 for a wrong invocation or checkpoint, 1 for bad data
+    or storage."""
+    args = parse_args(argv, prog)
+    from pecan.engine.harness import run
+
+    return run(lambda: prepare(args))

@@ -17,12 +17,12 @@ def report_run(run_dir: Path) -> int:
     """Print a run's summary table, its last epoch's full report and any CPU-share warnings."""
     from pecan import report
     from pecan.runs.records import read_run_records
+    from pecan.runtime.errors import ConfigError
     from pecan.train.threads import starved_advice
 
     epochs = run_dir / "epochs.jsonl"
     if not epochs.exists():
-        print(f"error: {run_dir} has no epochs.jsonl (not a PECAN run directory?)", file=sys.stderr)
-        return 2
+        raise ConfigError(f"{run_dir} has no epochs.jsonl (not a PECAN run directory?)")
     records = read_run_records(epochs, need_one=False)
     if not records:
         print(f"{run_dir}: no epoch finished yet")
@@ -55,14 +55,10 @@ def main(argv=None, prog: str | None = None) -> int:
 
         return trace_main(argv[1:], prog=f"{prog or 'pecan runs'} trace")
     args = parser.parse_args(argv)
-    from pecan.runtime.errors import DataError
+    from pecan.engine.harness import invoke
 
-    try:
-        if args.action == "compare":
-            return compare.run(args)
-        if args.action == "plot":
-            return plot.run(args)
-        return report_run(args.run)
-    except DataError as err:  # a damaged or empty record file: named, no traceback
-        print(f"error: {err}", file=sys.stderr)
-        return 1
+    if args.action == "compare":
+        return invoke(lambda: compare.run(args))
+    if args.action == "plot":
+        return invoke(lambda: plot.run(args))
+    return invoke(lambda: report_run(args.run))  # a damaged or empty record file: named, exit 1

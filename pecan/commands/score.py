@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import sys
 
 from pecan.commands import add_allow_option, add_progress_option, progress_mode
 
@@ -93,12 +92,6 @@ def parse_args(argv=None, prog: str | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def label_by_origin(record: logging.LogRecord) -> bool:
-    """Label a log line ``[pecan]`` only when PECAN logged it; another library's lines carry its own name."""
-    record.label = "pecan" if record.name == "pecan" or record.name.startswith("pecan.") else record.name
-    return True
-
-
 def quiet_third_party() -> None:
     """Silence what the conversion's libraries say on import that concerns no scoring: MDAnalysis' note that
     netCDF4 is missing (AMBER trajectories are never written) and its deprecation of a module ProLIF imports."""
@@ -112,35 +105,40 @@ def quiet_third_party() -> None:
     warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"MDAnalysis(\.|$)")
 
 
-def main(argv=None, prog: str | None = None) -> int:
-    """Convert, score, write the scored SDF; exit 0, 2 for a wrong invocation, 1 for bad inputs."""
-    args = parse_args(argv, prog)
-    from pecan.runtime.errors import ConfigError
+def request(args: argparse.Namespace):
+    """The checked request of ``args`` (pecan.scoring.poses.ScoreRequest); without a checkpoint, the shipped one."""
     from pecan.scoring.invocation import check_request
 
-    try:  # before the model loads and before torch is imported
-        check_request(args)
-    except ConfigError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    args.batch_size = args.batch_size or 0
-    quiet_third_party()
-    logging.basicConfig(level=logging.INFO, format="[%(label)s] %(levelname)s %(message)s")
-    for handler in logging.getLogger().handlers:
-        handler.addFilter(label_by_origin)
+    check_request(args)  # before the model loads and before torch is imported
     from pecan.runtime.keywords import same_named
-    from pecan.scoring.poses import ScoreRequest, score_poses
+    from pecan.scoring.poses import ScoreRequest
 
+    args.batch_size = args.batch_size or 0
     if args.checkpoint is None:
         from pecan.pretrained import default_checkpoint
 
-        try:
-            args.checkpoint = str(default_checkpoint())
-        except FileNotFoundError as err:
-            print(f"error: {err}", file=sys.stderr)
-            return 2
+        args.checkpoint = str(default_checkpoint())
         logging.getLogger("pecan.score").info(
             "scoring with the shipped model %s (its card: MODEL_CARD.md beside it)", args.checkpoint
         )
     args.progress = progress_mode(args)
-    return score_poses(ScoreRequest(**same_named(args, ScoreRequest, allow=tuple(args.allow))))
+    return ScoreRequest(**same_named(args, ScoreRequest, allow=tuple(args.allow)))
+
+
+def main(argv=None, prog: str | None = None) -> int:
+    """Convert, score, write the scored SDF under the run harness; exit 0, 2 for a wrong invocation, 1 for bad
+    inputs."""
+    args = parse_args(argv, prog)
+    quiet_third_party()
+    from pecan.engine.harness import LABEL_FORMAT, run
+
+    return run(lambda: job(args), console_format=LABEL_FORMAT, quiet_ranks=False)
+
+
+def job(args: argparse.Namespace):
+    """The scoring job of ``args`` (``pecan.scoring.poses.score_job``), after its checks."""
+    scored = request(args)
+    from pecan.scoring.memory import StageClock
+    from pecan.scoring.poses import score_job
+
+    return score_job(scored, StageClock())

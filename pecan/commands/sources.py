@@ -13,6 +13,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from pecan.runtime.errors import ConfigError
+
 
 def _pdbbind_parser(commands) -> None:
     parser = commands.add_parser("pdbbind", help="a PDBbind-style folder -> a redock (or convert) manifest")
@@ -76,8 +78,7 @@ def run_pdbbind(args: argparse.Namespace) -> int:
 
     missing = [str(root) for root in args.roots if not root.is_dir()]
     if missing:
-        print(f"error: not a folder: {', '.join(missing)}", file=sys.stderr)
-        return 2
+        raise ConfigError(f"not a folder: {', '.join(missing)}")
     indexes = args.index or [p for root in args.roots for p in default_indexes(root)]
     options = PdbbindOptions(args.receptor, args.poses, args.score_property)
     selection = read_pdbbind(args.roots, merged_indexes(indexes), options, args.out.parent)
@@ -97,12 +98,10 @@ def run_crossdocked(args: argparse.Namespace) -> int:
 
     missing = [str(path) for path in args.types if not path.is_file()]
     if missing:
-        print(f"error: types file not found: {', '.join(missing)}", file=sys.stderr)
-        return 2
+        raise ConfigError(f"types file not found: {', '.join(missing)}")
     columns = tuple(c.strip() for c in args.columns.split(",") if c.strip())
     if not columns or columns[0] != "label":
-        print(f"error: --columns must start with label, got {args.columns!r}", file=sys.stderr)
-        return 2
+        raise ConfigError(f"--columns must start with label, got {args.columns!r}")
     root = args.root or args.types[0].parent
     options = CrossDockedOptions(columns, args.check_rmsd, merged_indexes(args.index))
     selection, _, notes = read_crossdocked(args.types, root, args.out, options)

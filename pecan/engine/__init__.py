@@ -5,8 +5,10 @@
   prefixes, RNG states).
 - ``pins``: what a checkpoint pins for scoring (sample settings, trained/validated complexes, the
   training-data record).
-- ``distributed``: rank discovery, process-group and device set-up, thread planning; ``hostlist``: Slurm
-  and Flux host lists.
+- ``harness``: the run harness every command that runs a job goes through (process set-up, per-rank logs,
+  signals, exit code, clean-up).
+- ``launchers``: rank discovery (no torch import); ``distributed``: process-group and device set-up, thread
+  planning; ``hostlist``: Slurm and Flux host lists.
 - ``amp``: the autocast choice; ``evaluate``: the evaluation loop; ``metrics``: ROC AUC and the ranking
   figures.
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Callable
 
 
@@ -21,10 +20,6 @@ def standalone_main(
     )
     add_arguments(parser)
     args = parser.parse_args(argv)
-    from pecan.runtime.errors import DataError
+    from pecan.engine.harness import invoke
 
-    try:
-        return run(args)
-    except DataError as err:  # a damaged or empty record file: named, no traceback
-        print(f"error: {err}", file=sys.stderr)
-        return 1
+    return invoke(lambda: run(args))  # a damaged or empty record file: named, exit 1

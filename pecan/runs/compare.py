@@ -21,13 +21,13 @@ import argparse
 import fnmatch
 import math
 import statistics
-import sys
 from pathlib import Path
 from typing import Any
 
 from pecan.report import PHASES, read_records
 from pecan.runs import standalone_main
 from pecan.runs.records import read_config, read_run_records
+from pecan.runtime.errors import ConfigError
 
 FIGURES = ("samples_per_s", "wall_s", "data_wait_share", "file_opens_per_sample", "h5_calls_per_sample", *PHASES)
 # Settings that change timings; runs compared for speed should agree on them (the record's names).
@@ -324,8 +324,7 @@ def run(args: argparse.Namespace) -> int:
     for warning in warnings:
         print(f"warning: {warning}")
     if args.strict and any("not comparable" in w or "outside the allow-list" in w for w in warnings):
-        print("error: --strict and the runs' settings differ (allow a key with --allow KEY)", file=sys.stderr)
-        return 2
+        raise ConfigError("--strict and the runs' settings differ (allow a key with --allow KEY)")
     return 0
 
 

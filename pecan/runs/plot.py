@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import sys
 from pathlib import Path
 
 from pecan import report
@@ -65,19 +64,17 @@ def check_outputs(args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Print the summaries and write the PNG (one run) or the overlay (several)."""
-    try:
-        from pecan import plots
-    except ImportError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
     from pecan.runtime.errors import ConfigError
 
     try:
-        check_outputs(args)
+        from pecan import plots
+    except ImportError as err:
+        raise ConfigError(str(err)) from err
+    check_outputs(args)
+    try:
         runs = read_runs(args.runs)
-    except (FileNotFoundError, ConfigError) as err:  # a DataError (empty or damaged records) exits 1 below
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+    except FileNotFoundError as err:  # a run without records is a wrong invocation; a DataError exits 1
+        raise ConfigError(str(err)) from err
     for run_dir, records in zip(args.runs, runs.values()):
         print(f"{run_dir}:\n{report.run_summary(records)}")
     if len(args.runs) > 1:

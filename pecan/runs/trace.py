@@ -17,7 +17,6 @@ import gzip
 import json
 import re
 import statistics
-import sys
 from collections import defaultdict
 from pathlib import Path
 from typing import Any, Iterator
@@ -213,11 +212,14 @@ def main(argv=None, prog: str | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="compare with epochs.jsonl (exit 1 on disagreement)")
     parser.add_argument("--events", action="store_true", help="also list every event kind per rank and epoch")
     args = parser.parse_args(argv)
-    try:
-        check_outputs(args)
-    except ValueError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+    from pecan.engine.harness import invoke
+
+    return invoke(lambda: show_traces(args))
+
+
+def show_traces(args: argparse.Namespace) -> int:
+    """The tables of ``args.run_dir``, the files asked for, and the check (1 on disagreement)."""
+    check_outputs(args)
     events = load(args.run_dir)
     totals = phase_totals(events)
     print("\n".join(phase_rows(totals)))

@@ -13,7 +13,6 @@ joins the ranks' outputs in input order (``pecan.scoring.ranks``).
 from __future__ import annotations
 
 import logging
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
@@ -23,7 +22,7 @@ import pandas as pd
 from pecan import config as config_module
 from pecan.engine.pins import score_property_default
 from pecan.engine.state import CheckpointState
-from pecan.runtime.errors import ConfigError, expected_error_code
+from pecan.runtime.errors import ConfigError
 from pecan.runtime.manifest import check_unique_ids, read_manifest_frame
 from pecan.scoring.inputs import GROUP_BY, PosesFile, poses_in
 from pecan.scoring.memory import StageClock
@@ -149,77 +148,74 @@ def check_outputs(args: ScoreRequest, rows: pd.DataFrame, files: list) -> None:
     outputs.check_outputs("pecan score", output_paths(Path(args.out)).items(), inputs)
 
 
-def scoring_setup(args: ScoreRequest, state: CheckpointState):
-    """The config scoring runs under (the checkpoint's, checked as `pecan predict` checks it), its model on
-    the device, the conversion options (the checkpoint's label threshold) and the launcher's ranks."""
-    import torch
+def check_options(args: ScoreRequest) -> None:
+    """The options no parser checks, and the convert extra: a ConfigError (exit 2) before anything loads."""
+    try:
+        import pecan.convert.complexes  # noqa: F401
+    except ImportError as err:
+        raise ConfigError(f"pecan score needs the convert extra (pip install -e '.[convert]'): {err}") from err
+    if args.group_by not in GROUP_BY:
+        raise ConfigError(f"pecan score: --group-by must be one of {', '.join(GROUP_BY)}, got {args.group_by!r}")
+    if args.receptor_hydrogens not in ("add", "keep"):
+        raise ConfigError(f"pecan score: --receptor-hydrogens must be add or keep, got {args.receptor_hydrogens!r}")
+    if args.batch_size < 0:
+        raise ConfigError(f"pecan score: --batch-size must be positive, got {args.batch_size}")
+    if args.threads < 0:
+        raise ConfigError(f"pecan score: --threads must be positive, got {args.threads}")
 
-    from pecan.convert.complexes import Options
-    from pecan.engine.distributed import discover, init_distributed, resolve_device, threads_from_environment
-    from pecan.scoring.checkpoint import build_scoring_model, mapping_from_checkpoint, scoring_config
 
-    env = discover()
-    torch.set_num_threads(args.threads or threads_from_environment(1))  # score_poses restores it
+def score_job(args: ScoreRequest, clock: StageClock):
+    """The `pecan score` job (pecan.engine.harness.Job): the options, the checkpoint, the inputs and the outputs
+    checked, the config scoring runs under (the checkpoint's, checked as `pecan predict` checks it)."""
+    from pecan.engine.harness import Job
+    from pecan.scoring.checkpoint import mapping_from_checkpoint, read_checkpoint, scoring_config
+
+    check_options(args)
+    with clock.timed("load"):
+        state = read_checkpoint(Path(args.checkpoint))
+    rows = manifest_rows(args, state)
+    if args.manifest:
+        check_unique_ids(rows, Path(args.manifest))
+    files = poses_files(args, rows)
+    check_outputs(args, rows, files)
     raw = mapping_from_checkpoint(state)
     raw["data"].update(data_dir=".")  # the config asks for a data source; nothing is read from it
     raw["train"].update(device=args.device)
     path = Path(args.checkpoint)
     config = scoring_config(state, config_module.load_mapping(raw, (), "pecan score"), path, tuple(args.allow))
-    device = resolve_device(config.train.device, init_distributed(env), env.local_rank)
-    model = build_scoring_model(state, config.model, path, device)
+    return Job(body=lambda run: run_score(run, args, state, config, files, clock), device=config.train.device)
+
+
+def run_score(run, args: ScoreRequest, state: CheckpointState, config, files: list, clock: StageClock) -> None:
+    """Under the harness: this rank's torch threads, the checkpoint's model on the device, then read, convert,
+    score and write (``pecan.scoring.ranks``)."""
+    import torch
+
+    from pecan.convert.complexes import Options
+    from pecan.engine.distributed import threads_from_environment
+    from pecan.engine.pins import warn_if_synthetic
+    from pecan.scoring import ranks
+    from pecan.scoring.checkpoint import build_scoring_model
+
+    threads = torch.get_num_threads()
+    run.on_exit(lambda: torch.set_num_threads(threads))
+    torch.set_num_threads(args.threads or threads_from_environment(1))
+    with clock.timed("load"):
+        try:
+            model = build_scoring_model(state, config.model, Path(args.checkpoint), run.device)
+        except (OSError, ValueError) as err:  # a checkpoint this model cannot take is a wrong invocation
+            raise ConfigError(str(err)) from err
     if hasattr(model, "readout_edges_only"):  # the EGNN: only the messages its ligand readout reads (same logits)
         model.readout_edges_only = True
     options = Options(pocket_radius=args.pocket_radius, rmsd_threshold=config.data.rmsd_threshold)
-    return config, model, device, options, env
+    warn_if_synthetic(state, Path(args.checkpoint), [])
+    ranks.score_files(args, files, state, config, model, run.device, options, run.env, clock)
 
 
 def score_poses(args: ScoreRequest, clock: Optional[StageClock] = None) -> int:
-    """Read, convert, score and write, streaming (no shard, index or pack on disk); exit 0, 2 for a wrong
-    invocation, 1 for bad inputs. ``clock`` collects the seconds per stage."""
-    import torch
-
-    from pecan.engine.pins import warn_if_synthetic
-    from pecan.scoring.checkpoint import read_checkpoint
+    """Read, convert, score and write, streaming (no shard, index or pack on disk), under the run harness;
+    exit 0, 2 for a wrong invocation, 1 for bad inputs. ``clock`` collects the seconds per stage."""
+    from pecan.engine.harness import LABEL_FORMAT, run
 
     clock = clock if clock is not None else StageClock()
-    env, threads = None, torch.get_num_threads()
-    try:
-        try:
-            import pecan.convert.complexes  # noqa: F401
-        except ImportError as err:
-            raise ConfigError(f"pecan score needs the convert extra (pip install -e '.[convert]'): {err}") from err
-        if args.group_by not in GROUP_BY:
-            raise ConfigError(f"pecan score: --group-by must be one of {', '.join(GROUP_BY)}, got {args.group_by!r}")
-        if args.receptor_hydrogens not in ("add", "keep"):
-            raise ConfigError(f"pecan score: --receptor-hydrogens must be add or keep, got {args.receptor_hydrogens!r}")
-        if args.batch_size < 0:
-            raise ConfigError(f"pecan score: --batch-size must be positive, got {args.batch_size}")
-        if args.threads < 0:
-            raise ConfigError(f"pecan score: --threads must be positive, got {args.threads}")
-        with clock.timed("load"):
-            state = read_checkpoint(Path(args.checkpoint))
-        rows = manifest_rows(args, state)
-        if args.manifest:
-            check_unique_ids(rows, Path(args.manifest))
-        files = poses_files(args, rows)
-        check_outputs(args, rows, files)
-        with clock.timed("load"):
-            config, model, device, options, env = scoring_setup(args, state)
-    except (ConfigError, OSError, ValueError) as err:
-        torch.set_num_threads(threads)
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    from pecan.scoring import ranks
-
-    try:
-        warn_if_synthetic(state, Path(args.checkpoint), [])
-        ranks.score_files(args, files, state, config, model, device, options, env, clock)
-    except ConfigError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    except Exception as err:  # bad data (pecan.runtime.errors.EXIT_CODES) exits 1 with its message
-        return expected_error_code(err)
-    finally:
-        ranks.finish(env)
-        torch.set_num_threads(threads)
-    return 0
+    return run(lambda: score_job(args, clock), console_format=LABEL_FORMAT, quiet_ranks=False)

@@ -140,11 +140,3 @@ def report(values: dict[str, Any], output: ScoredOutput, state: CheckpointState)
     paths = output.paths
     print(f"wrote {paths['the scores CSV']}, {paths['the failures CSV']} and {paths['the metrics JSON']}", flush=True)
     print(f"wrote {output.written} scored poses to {paths['--out']}", flush=True)
-
-
-def finish(env) -> None:
-    """Leave the process group (nothing to do in one process)."""
-    if env is not None and env.is_distributed:
-        from pecan.engine.distributed import cleanup_distributed
-
-        cleanup_distributed(graceful=True)

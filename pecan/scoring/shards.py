@@ -11,7 +11,6 @@ have no docking score to compare with.
 from __future__ import annotations
 
 import logging
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +25,7 @@ from pecan.engine.distributed import DistEnv, barrier, gather_varlen
 from pecan.engine.evaluate import score_share
 from pecan.engine.pins import assign_splits, warn_if_synthetic
 from pecan.engine.state import CheckpointState
-from pecan.runtime.errors import DataError, expected_error_code
+from pecan.runtime.errors import DataError
 from pecan.runtime.fileio import commit_together, discard_temps, json_text, temp_beside
 from pecan.runtime.progress import resolve_mode
 from pecan.scoring.checkpoint import build_scoring_model, read_checkpoint, scoring_config
@@ -168,28 +167,3 @@ def write_outputs(scores: pd.DataFrame, values: dict[str, Any], out: Path, state
         discard_temps(list(files.values()))
     report_figures(values, state)
     print(f"wrote {out} and {metrics_path(out)}", flush=True)
-
-
-def score_shards(config: Config, checkpoint: str, out: str, allow: tuple[str, ...] = ()) -> int:
-    """Set up distributed (one process or a launcher's ranks), score, clean up; the exit code (also for
-    ``pecan predict CKPT --config CONFIG``)."""
-    from pecan.engine.distributed import cleanup_distributed, discover, init_distributed, resolve_device
-
-    try:
-        env = discover()
-    except ValueError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    logging.basicConfig(
-        level=logging.INFO if env.is_main else logging.WARNING, format=f"[pecan r{env.rank}] %(levelname)s %(message)s"
-    )
-    finished = False
-    try:
-        device = resolve_device(config.train.device, init_distributed(env), env.local_rank)
-        run_predict(config, env, device, checkpoint, out, allow)
-        finished = True
-        return 0
-    except Exception as err:  # an expected error type exits with its code (pecan.runtime.errors.EXIT_CODES)
-        return expected_error_code(err)
-    finally:
-        cleanup_distributed(graceful=finished)

@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from pecan.config.checks import signal_number
+from pecan.engine.harness import JobStopped
 from pecan.runtime.collectives import all_reduce
 
 log = logging.getLogger(__name__)
@@ -33,8 +34,10 @@ MID_EPOCH = "mid_epoch.pt"
 STOP_EXIT_CODE = 0  # a clean stop: launchers treat non-zero as a failure (torchrun restarts, srun kills peers)
 
 
-class RunStopped(Exception):
+class RunStopped(JobStopped):
     """The run stopped on a signal after writing a checkpoint; rerunning the same command resumes it."""
+
+    exit_code = STOP_EXIT_CODE
 
     def __init__(self, epoch: int, step: int, steps: int, signal_name: str) -> None:
         super().__init__(stop_line(epoch, step))
