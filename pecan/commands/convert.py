@@ -1,6 +1,10 @@
 """`pecan convert MANIFEST.csv --out OUT_DIR [--workers 4]`: convert the receptor, crystal and pose files a
 manifest CSV lists into PECAN shards and their index.
 
+Under torchrun, srun or flux each rank converts every world_size-th shard of the plan (the shards and their
+contents do not depend on the number of ranks); the last rank to finish writes the index and failures.csv.
+`--dry-run` prints each rank's share and converts nothing. See docs/own-data.md.
+
 Needs the convert extra (pip install -e '.[convert]'), imported only when this command runs.
 """
 
@@ -12,6 +16,7 @@ import sys
 from pathlib import Path
 
 from pecan.commands import add_progress_option, progress_mode
+from pecan.commands.shares import add_share_options, place_of
 
 
 def parse_args(argv=None, prog: str | None = None) -> argparse.Namespace:
@@ -23,7 +28,12 @@ def parse_args(argv=None, prog: str | None = None) -> argparse.Namespace:
     parser.add_argument("--out", type=Path, required=True, help="output directory for shards and index")
     parser.add_argument("--pocket-radius", type=float, default=8.0, help="receptor atoms kept around each pose (A)")
     parser.add_argument("--rmsd-threshold", type=float, default=2.0, help="label 1 when RMSD is below this (A)")
-    parser.add_argument("--complexes-per-shard", type=int, default=50)
+    parser.add_argument(
+        "--complexes-per-shard",
+        type=int,
+        default=500,
+        help="complexes per shard file (default 500: a 19,000-complex set is 38 files)",
+    )
     parser.add_argument("--workers", type=int, default=1, help="conversion processes")
     parser.add_argument("--prefix", default="converted", help="shard names <prefix>_0000.hdf5, index <prefix>_all.csv")
     parser.add_argument(
@@ -31,6 +41,7 @@ def parse_args(argv=None, prog: str | None = None) -> argparse.Namespace:
         action="store_true",
         help="drop the receptor's HETATM residues (metals, cofactors); waters are always dropped",
     )
+    add_share_options(parser, "shards")
     add_progress_option(parser)
     return parser.parse_args(argv)
 
@@ -85,7 +96,7 @@ def main(argv=None, prog: str | None = None) -> int:
 def _run(argv, prog: str | None) -> int:
     args = parse_args(argv, prog)
     from pecan.convert.complexes import Options
-    from pecan.convert.run import convert, summary_line
+    from pecan.convert.run import convert, dry_run_lines, summary_line
 
     if args.pocket_radius <= 0 or args.rmsd_threshold <= 0 or args.complexes_per_shard < 1 or args.workers < 1:
         print(
@@ -97,6 +108,13 @@ def _run(argv, prog: str | None) -> int:
         pocket_radius=args.pocket_radius, rmsd_threshold=args.rmsd_threshold, drop_hetero=args.drop_hetero
     )
     try:
+        place = place_of(args)
+        if args.dry_run:
+            lines = dry_run_lines(
+                args.manifest, args.out, options, args.prefix, args.complexes_per_shard, place.world_size
+            )
+            print("\n".join(lines) if place.rank == 0 else "", end="\n" if place.rank == 0 else "")
+            return 0
         check_outputs(args)
         summary = convert(
             args.manifest,
@@ -106,9 +124,10 @@ def _run(argv, prog: str | None) -> int:
             args.complexes_per_shard,
             args.workers,
             progress=progress_mode(args),
+            place=place,
         )
     except (OSError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     print(summary_line(summary))
-    return 0 if summary["complexes"] else 1
+    return 0 if summary["complexes"] or not summary["merged"] else 1

@@ -3,8 +3,10 @@
 Each complex starts from an RDKit ETKDG conformer (never the crystal geometry) and is docked into a box
 around the crystal ligand. Writes DIR/poses/<complex_id>.sdf (SD property docking_score), DIR/manifest.csv
 for `python scripts/convert_structures.py DIR/manifest.csv --out SHARDS`, DIR/redock.csv (seed, poses,
-best_docking_score, seconds per complex) and DIR/failures.csv. A rerun skips finished complexes. Needs the dock extra
-(pip install -e '.[dock]') and Open Babel's obabel for PDB receptors. See docs/redock.md.
+best_docking_score, seconds per complex) and DIR/failures.csv. A rerun skips finished complexes. Under torchrun,
+srun or flux each rank docks every world_size-th complex of the manifest and the last rank to finish writes the
+tables; `--dry-run` prints each rank's share. Needs the dock extra (pip install -e '.[dock]') and Open Babel's
+obabel for PDB receptors. See docs/redock.md.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import sys
 from pathlib import Path
 
 from pecan.commands import add_progress_option, progress_mode
+from pecan.commands.shares import add_share_options, place_of
 from pecan.runtime.keywords import same_named
 
 
@@ -56,6 +59,7 @@ def parse_args(argv=None, prog: str | None = None) -> argparse.Namespace:
         help="seconds one complex's Vina search may take; past it the complex is recorded as failed "
         "(default 0: no limit)",
     )
+    add_share_options(parser, "complexes")
     add_progress_option(parser)
     return parser.parse_args(argv)
 
@@ -107,11 +111,16 @@ def _run(argv, prog: str | None) -> int:
         return 2
     try:
         from pecan.redock.dock import DockOptions
-        from pecan.redock.run import redock, summary_line
+        from pecan.redock.run import dry_run_lines, redock, summary_line
 
-        check_outputs(args)
+        place = place_of(args)
         options = DockOptions(**same_named(args, DockOptions))  # every field is the flag of its name
-        summary = redock(args.manifest, args.out, options, args.workers, progress=progress_mode(args))
+        if args.dry_run:
+            lines = dry_run_lines(args.manifest, args.out, options, place.world_size)
+            print("\n".join(lines) if place.rank == 0 else "", end="\n" if place.rank == 0 else "")
+            return 0
+        check_outputs(args)
+        summary = redock(args.manifest, args.out, options, args.workers, progress_mode(args), place)
     except ImportError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
@@ -119,4 +128,4 @@ def _run(argv, prog: str | None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
     print(summary_line(summary))
-    return 0 if summary["complexes"] else 1
+    return 0 if summary["complexes"] or not summary["merged"] else 1

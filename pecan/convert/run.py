@@ -1,4 +1,8 @@
-"""The conversion run: manifest -> shards (process pool, atomic writes, resumable) -> index and failures."""
+"""The conversion run: manifest -> shards (process pool, atomic writes, resumable) -> index and failures.
+
+The plan (shard k holds manifest rows k*per_shard ... (k+1)*per_shard - 1) does not depend on the number of
+ranks; under a launcher each rank converts its share of the shards (pecan.runtime.shares) and the rank that
+finds every shard finished writes the index and failures.csv."""
 
 from __future__ import annotations
 
@@ -18,6 +22,7 @@ from pecan.data.index import derive_index
 from pecan.runtime.fileio import json_text, write_csv, write_text
 from pecan.runtime.pool import results_of
 from pecan.runtime.progress import Progress
+from pecan.runtime.shares import Place, remove_leftover_temps, share, share_lines
 
 log = logging.getLogger(__name__)
 
@@ -91,12 +96,24 @@ def finished_record(job: ShardJob) -> Optional[dict]:
     return record
 
 
-def run_job(job: ShardJob) -> dict:
-    """Convert one shard's complexes and write it (skipped when already complete); returns its record."""
-    record = finished_record(job)
-    if record is not None:
-        return {**record, "reused": True}
-    converted = [convert_complex(entry, job.options) for entry in job.entries]
+@dataclass(frozen=True)
+class ComplexJob:
+    """One complex of a shard, the unit the worker pool hands out (so that one large shard uses every
+    worker)."""
+
+    shard: int  # position of its shard in the run's list
+    position: int  # position in its shard
+    entry: ComplexEntry
+    options: Options
+
+
+def convert_one(job: ComplexJob) -> tuple[int, int, ConvertedComplex]:
+    """A worker's job: one complex converted, with where it goes."""
+    return job.shard, job.position, convert_complex(job.entry, job.options)
+
+
+def write_converted(job: ShardJob, converted: list[ConvertedComplex]) -> dict:
+    """Write a shard's converted complexes (none: no file) and then its sidecar; returns its record."""
     done = [c for c in converted if c.poses]
     if done:
         scored = {e.complex_id: e.score_property for e in job.entries if e.score_property}
@@ -116,6 +133,14 @@ def run_job(job: ShardJob) -> dict:
     return {**record, "reused": False}
 
 
+def run_job(job: ShardJob) -> dict:
+    """Convert one shard's complexes in this process and write it (skipped when already complete)."""
+    record = finished_record(job)
+    if record is not None:
+        return {**record, "reused": True}
+    return write_converted(job, [convert_complex(entry, job.options) for entry in job.entries])
+
+
 def plan(entries: list[ComplexEntry], out_dir: Path, prefix: str, per_shard: int, options: Options) -> list[ShardJob]:
     """Complexes in manifest order, ``per_shard`` to a shard named <prefix>_<k>.hdf5."""
     return [
@@ -133,20 +158,32 @@ def remove_stale_shards(out_dir: Path, prefix: str, jobs: list[ShardJob]) -> lis
         if record not in planned:
             shard = record.with_name(record.name[1 : -len(".done.json")] + ".hdf5")
             shard.unlink(missing_ok=True)
-            record.unlink()
+            record.unlink(missing_ok=True)  # another rank of the same run may have removed it first
             removed.append(shard)
             log.warning("removed %s: left from an earlier conversion with another shard plan", shard)
     return removed
 
 
 def _run_all(jobs: list[ShardJob], workers: int, progress) -> list[dict]:
-    records = []
-    # heartbeat: one shard job of many complexes can take minutes, and a batch log must still show life.
-    with Progress(sum(len(j.entries) for j in jobs), "converting", "complex", progress, heartbeat=True) as bar:
-        with results_of(run_job, jobs, workers) as results:
-            for record in results:
-                records.append(record)
-                bar.update(record["entries"])
+    """Every shard of ``jobs``: finished ones reused, the others' complexes converted by the pool, each shard
+    written as soon as its last complex is back."""
+    found = [(job, finished_record(job)) for job in jobs]
+    records = [{**record, "reused": True} for _, record in found if record is not None]
+    todo = [job for job, record in found if record is None]
+    complexes = [ComplexJob(k, p, e, job.options) for k, job in enumerate(todo) for p, e in enumerate(job.entries)]
+    slots: dict[int, list] = {k: [None] * len(job.entries) for k, job in enumerate(todo)}
+    left = {k: len(job.entries) for k, job in enumerate(todo)}
+    # heartbeat: a complex with many poses can take minutes, and a batch log must still show life.
+    reused = sum(r["entries"] for r in records)
+    total = sum(len(j.entries) for j in jobs)
+    with Progress(total, "converting", "complex", progress, heartbeat=True, already_done=reused) as bar:
+        with results_of(convert_one, complexes, workers) as results:
+            for shard, position, converted in results:
+                slots[shard][position] = converted
+                left[shard] -= 1
+                if not left[shard]:
+                    records.append(write_converted(todo[shard], slots.pop(shard)))
+                bar.update(1)
     return sorted(records, key=lambda r: r["shard"])
 
 
@@ -159,15 +196,45 @@ def convert(
     workers: int = 1,
     progress="auto",
     labels_optional: bool = True,
+    place: Place = Place(),
 ) -> dict:
-    """Convert every manifest row; writes shards, <prefix>_all.csv and failures.csv; returns the summary.
+    """Convert this rank's share of the manifest's shards (every shard for one rank); the rank that finds every
+    shard of the plan finished writes <prefix>_all.csv and failures.csv. Returns the summary.
     Poses of a complex without a crystal ligand have no rmsd and no label: with ``labels_optional`` (plain
     docking output to score) their index rows keep the label empty, else they are a DataError."""
     entries = read_manifest(Path(manifest))
     out_dir.mkdir(parents=True, exist_ok=True)
     jobs = plan(entries, out_dir, prefix, max(per_shard, 1), options)
     remove_stale_shards(out_dir, prefix, jobs)
-    records = _run_all(jobs, workers, progress)
+    my_jobs = share(jobs, place.rank, place.world_size)
+    remove_leftover_temps([path for job in my_jobs for path in (job.path, job.record_path)])
+    mine = _run_all(my_jobs, workers, progress)
+    records = _every_record(jobs, mine)
+    if records is None:  # another rank is still converting; the last to finish merges
+        return {"rank": place.describe(), "merged": False, "shards": len(mine), "complexes": _sum(mine, "complexes")}
+    summary = merge(records, out_dir, prefix, options.rmsd_threshold, labels_optional)
+    return {**summary, "rank": place.describe(), "merged": True, "reused_shards": sum(r["reused"] for r in mine)}
+
+
+def _sum(records: list[dict], key: str) -> int:
+    return sum(r[key] for r in records)
+
+
+def _every_record(jobs: list[ShardJob], mine: list[dict]) -> Optional[list[dict]]:
+    """The record of every shard in the plan (this rank's from its run, the others' from their sidecars), in
+    shard order; None while some shard is not finished."""
+    ran = {r["shard"]: r for r in mine}
+    records = []
+    for job in jobs:
+        record = ran.get(job.path.name) or finished_record(job)
+        if record is None:
+            return None
+        records.append({"reused": False, **record})
+    return records
+
+
+def merge(records: list[dict], out_dir: Path, prefix: str, rmsd_threshold: float, labels_optional: bool) -> dict:
+    """failures.csv and <prefix>_all.csv from every shard's record and file (written atomically); the summary."""
     failures = pd.DataFrame(
         [{OLD_FAILURE_NAMES.get(k, k): v for k, v in f.items()} for r in records for f in r["failures"]],
         columns=list(FAILURE_COLUMNS),
@@ -181,28 +248,39 @@ def convert(
             layout.DEFAULT_POSE_GROUP,
             layout.DEFAULT_CRYSTAL_GROUP,
             True,
-            options.rmsd_threshold,
+            rmsd_threshold,
             on_bad_sample="error",
             labels_optional=labels_optional,
         )
         index["shard"] = [Path(s).name for s in index["shard"]]
         layout.write_index_csv(index, index_path)
-    summary = {
-        "complexes": sum(r["complexes"] for r in records),
-        "poses": sum(r["poses"] for r in records),
-        "positives": sum(r["positives"] for r in records),
+    return {
+        "complexes": _sum(records, "complexes"),
+        "poses": _sum(records, "poses"),
+        "positives": _sum(records, "positives"),
         "skipped_complexes": sum(r["entries"] - r["complexes"] for r in records),
         "skipped_poses": int((failures["pose_id"] != "").sum()) if len(failures) else 0,
         "shards": len(shards),
-        "reused_shards": sum(r["reused"] for r in records),
         "index": str(index_path) if shards else None,
         "failures": str(out_dir / "failures.csv"),
     }
-    return summary
+
+
+def dry_run_lines(manifest: Path, out_dir: Path, options: Options, prefix: str, per_shard: int, world_size: int):
+    """Each rank's share of the plan's shards, one line per rank; nothing is converted or written."""
+    jobs = plan(read_manifest(Path(manifest)), out_dir, prefix, max(per_shard, 1), options)
+    names = [f"{job.path.name}({len(job.entries)})" for job in jobs]
+    header = f"{len(jobs)} shards of up to {per_shard} complexes ({sum(len(j.entries) for j in jobs)} complexes)"
+    return [header, *share_lines(names, world_size, "shards")]
 
 
 def summary_line(summary: dict) -> str:
-    """One line for the end of a run."""
+    """One line for the end of a run (a rank that did not merge says so)."""
+    if not summary["merged"]:
+        return (
+            f"{summary['rank']}: converted its {summary['shards']} shards ({summary['complexes']} complexes); "
+            "the last rank to finish writes the index and failures.csv"
+        )
     return (
         f"converted {summary['complexes']} complexes, {summary['poses']} poses ({summary['positives']} "
         f"near-native), skipped {summary['skipped_complexes']} complexes and {summary['skipped_poses']} poses "

@@ -238,7 +238,7 @@ def interrupted(job: DockJob, signal_name: str) -> dict:
     record = finished(job)
     if record is not None:
         return {**record, "reused": False}
-    _remove_leftovers(job)
+    remove_leftovers(job)
     record = {
         "complex_id": job.complex_id,
         "key": job.key,
@@ -251,12 +251,18 @@ def interrupted(job: DockJob, signal_name: str) -> dict:
     return {**record, "reused": False}
 
 
-def _remove_leftovers(job: DockJob) -> None:
-    """What a search killed mid-way leaves: its temporary folder and a half-written poses file."""
-    for folder in job.scratch.parent.glob(job.scratch.name + "*"):
+def remove_leftovers(job: DockJob) -> None:
+    """What a search or receptor preparation killed mid-way leaves: its temporary folder and half-written
+    poses or record (also called for each complex of a rank's share at its start: a killed rank's own)."""
+    folders = [
+        *job.scratch.parent.glob(job.scratch.name + "*"),
+        *job.scratch.parent.glob(f".prepare-{job.complex_id}-*"),
+    ]
+    for folder in folders:
         shutil.rmtree(folder, ignore_errors=True)
-    for partial in job.poses_path.parent.glob(f".{job.poses_path.name}.*.tmp"):
-        partial.unlink(missing_ok=True)
+    for path in (job.poses_path, job.record_path):
+        for partial in path.parent.glob(f".{path.name}.*.tmp"):
+            partial.unlink(missing_ok=True)
 
 
 def _write_record(job: DockJob, record: dict) -> None:

@@ -172,12 +172,19 @@ def receptor_pdbqt(path: Path, out: Path) -> Path:
         return path
     if shutil.which("obabel") is None:
         raise RedockError("receptor preparation needs Open Babel's obabel on PATH (apt-get install openbabel)")
-    with tempfile.TemporaryDirectory(dir=out.parent) as tmp:
+    # Named for the complex, so that a rank restarted after a kill can remove what its preparation left.
+    with tempfile.TemporaryDirectory(dir=out.parent, prefix=f".prepare-{out.stem}-") as tmp:
         cleaned = Path(tmp) / "receptor.pdb"
         cleaned.write_text("\n".join(clean_receptor_lines(path)) + "\nEND\n")
         written = Path(tmp) / out.name
+        # Relative names, run in the temp folder: obabel writes the input's name into the PDBQT, and a temp
+        # folder's random name would make the same receptor's file differ from run to run.
         done = subprocess.run(
-            ["obabel", str(cleaned), "-xr", "-h", "-O", str(written)], check=False, capture_output=True, text=True
+            ["obabel", cleaned.name, "-xr", "-h", "-O", written.name],
+            check=False,
+            capture_output=True,
+            text=True,
+            cwd=tmp,
         )
         if done.returncode != 0 or not written.exists() or written.stat().st_size == 0:
             raise RedockError(f"receptor {path}: obabel failed: {done.stderr.strip()[-300:]}")

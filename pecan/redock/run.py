@@ -8,16 +8,20 @@ passed through to the converter's manifest.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 from pathlib import Path
 
 import pandas as pd
 
-from pecan.redock.dock import SCORE_PROPERTY, DockJob, DockOptions, finished, interrupted, run_job
+from pecan.redock.dock import SCORE_PROPERTY, DockJob, DockOptions, finished, interrupted, remove_leftovers, run_job
+from pecan.runtime import shares
 from pecan.runtime.fileio import write_csv
 from pecan.runtime.manifest import check_unique_ids, read_manifest_frame
 from pecan.runtime.pool import Stopped, results_of
 from pecan.runtime.progress import Progress
+from pecan.runtime.shares import Place
 
 REQUIRED_COLUMNS = ("complex_id", "receptor", "crystal_ligand")
 CONVERTER_COLUMNS = ("complex_id", "receptor", "poses", "crystal_ligand", "score_property")
@@ -132,14 +136,20 @@ def converter_manifest(frame: pd.DataFrame, records: list[dict], jobs: list[Dock
     return pd.DataFrame(rows, columns=columns + [c for c in (rows[0] if rows else {}) if c not in columns])
 
 
-def redock(manifest: Path, out_dir: Path, options: DockOptions, workers: int = 1, progress="auto") -> dict:
-    """Redock every manifest row; writes poses/, records/, manifest.csv, redock.csv, failures.csv; returns the
-    summary."""
+def redock(
+    manifest: Path, out_dir: Path, options: DockOptions, workers: int = 1, progress="auto", place: Place = Place()
+) -> dict:
+    """Redock this rank's share of the manifest (every row for one rank); writes poses/, records/, and (one
+    rank: after every complex; several: the last rank to finish) manifest.csv, redock.csv, failures.csv.
+    Returns the summary."""
     manifest = Path(manifest)
     frame = read_manifest(manifest)
     out_dir = Path(out_dir).resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
     jobs = plan(frame, out_dir, options)
+    my_jobs = shares.share(jobs, place.rank, place.world_size)
+    for job in my_jobs:  # a killed run's temporary files (no other rank writes these complexes' files)
+        remove_leftovers(job)
 
     def write_tables(records: list[dict]) -> None:
         # After every complex, so a long run's finished part can be inspected and converted already.
@@ -148,8 +158,46 @@ def redock(manifest: Path, out_dir: Path, options: DockOptions, workers: int = 1
         write_csv(table[table["status"] != "ok"][["complex_id", "reason"]], out_dir / "failures.csv")
         write_csv(converter_manifest(frame, records, jobs, out_dir), out_dir / "manifest.csv")
 
-    records = _run_all(jobs, max(workers, 1), progress, write_tables)
+    if not place.is_distributed:
+        records = _run_all(jobs, max(workers, 1), progress, write_tables)
+        write_tables(records)
+        return {**_summary(records, out_dir), "merged": True, "rank": place.describe()}
+    shares.clear_rank_file(out_dir, place)
+    mine = _run_all(my_jobs, max(workers, 1), progress, lambda records: None)
+    key = plan_key(jobs)
+    shares.write_rank_file(out_dir, place, key, [r["complex_id"] for r in mine if r["reused"]])
+    records = merged_records(jobs, out_dir, place.world_size, key)
+    if records is None:  # another rank is still docking; the last to finish merges
+        return {**_summary(mine, out_dir), "merged": False, "rank": place.describe()}
     write_tables(records)
+    return {**_summary(records, out_dir), "merged": True, "rank": place.describe()}
+
+
+def plan_key(jobs: list[DockJob]) -> str:
+    """Hash of every job's key: the ranks of one run agree on it, a changed manifest or option changes it."""
+    return hashlib.sha256(json.dumps([job.key for job in jobs]).encode()).hexdigest()[:16]
+
+
+def merged_records(jobs: list[DockJob], out_dir: Path, world_size: int, key: str) -> list[dict] | None:
+    """Every job's record from records/, in manifest order, once every rank has finished this plan (else None);
+    ``reused`` as the rank that ran the complex found it."""
+    finished_ranks = shares.finished_ranks(out_dir, world_size, key)
+    if len(finished_ranks) < world_size:
+        return None
+    reused = {cid for record in finished_ranks.values() for cid in record["reused"]}
+    records = []
+    for job in jobs:
+        try:
+            record = json.loads(job.record_path.read_text())
+        except (OSError, ValueError):
+            return None
+        if record.get("key") != job.key or (record["status"] == "ok" and not job.poses_path.exists()):
+            return None
+        records.append({**(finished(job) or record), "reused": job.complex_id in reused})
+    return records
+
+
+def _summary(records: list[dict], out_dir: Path) -> dict:
     docked = [r for r in records if r["status"] == "ok"]
     return {
         "complexes": len(docked),
@@ -161,8 +209,20 @@ def redock(manifest: Path, out_dir: Path, options: DockOptions, workers: int = 1
     }
 
 
+def dry_run_lines(manifest: Path, out_dir: Path, options: DockOptions, world_size: int) -> list[str]:
+    """Each rank's share of the manifest's complexes, one line per rank; nothing is docked or written."""
+    jobs = plan(read_manifest(Path(manifest)), Path(out_dir).resolve(), options)
+    return [f"{len(jobs)} complexes", *shares.share_lines([job.complex_id for job in jobs], world_size, "complexes")]
+
+
 def summary_line(summary: dict) -> str:
-    """One line for the end of a run."""
+    """One line for the end of a run (a rank that did not merge says so)."""
+    if not summary["merged"]:
+        return (
+            f"{summary['rank']}: redocked its share, {summary['complexes']} complexes ({summary['reused']} already "
+            f"finished), {summary['failed']} failed; the last rank to finish writes manifest.csv, redock.csv and "
+            "failures.csv"
+        )
     return (
         f"redocked {summary['complexes']} complexes ({summary['reused']} already finished), "
         f"{summary['poses']} poses; {summary['failed']} failed (see {summary['failures']}); "
