@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from pecan.engine.evaluate import score_share
+from pecan.runtime import tracing
 from pecan.train.metrics import topk_success
 
 FIT_FIELDS = ("fit_complexes", "fit_top1", "fit_docking_top1", "fit_teacher_top1", "fit_teacher_spearman")
@@ -38,8 +39,12 @@ def sample_rows(table, complexes: int, seed: int) -> np.ndarray:
 
 
 def _batches(dataset, rows: np.ndarray, batch_size: int):
+    """The sample's batches, each traced as a batch like the loaders' (every pack gather lies in one)."""
     for start in range(0, len(rows), batch_size):
-        yield dataset.__getitems__([int(i) for i in rows[start : start + batch_size]]), None
+        indices = [int(i) for i in rows[start : start + batch_size]]
+        with tracing.span("pecan.data", "batch", size=len(indices)):
+            batch = dataset.__getitems__(indices)
+        yield batch, None
 
 
 def docking_top1(table, rows: np.ndarray) -> float:
