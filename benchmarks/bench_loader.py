@@ -34,6 +34,7 @@ from pecan.config import DataConfig
 from pecan.data.loader import load_split_indexes, make_dataset, make_loader, prepare_packs
 from pecan.data.packed import PackedDataset
 from pecan.data.sample import COUNTER_FIELDS, counters_to_dict
+from pecan.data.settings import ReaderSettings
 from pecan.report import io_ratios
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -97,7 +98,7 @@ def ensure_data(args) -> DataConfig:
 def build(level: str, cfg: DataConfig, index, packs):
     """The dataset of one level (in_ram: the packed gather over arrays read whole into memory)."""
     if level == "in_ram":
-        return PackedDataset(index, packs, in_memory=True)
+        return PackedDataset(index, packs, ReaderSettings(in_memory=True))
     return make_dataset(cfg, index, packs, io_mode=level)
 
 

@@ -238,8 +238,9 @@ def steady_calls(frame, mode):
     """(file opens, HDF5 calls) per sample in the second pass over every sample."""
     from pecan.data.h5dataset import Dataset_PDB
     from pecan.data.sample import counters_to_dict
+    from pecan.data.settings import ReaderSettings
 
-    dataset = Dataset_PDB(frame, io_mode=mode)
+    dataset = Dataset_PDB(frame, ReaderSettings(io_mode=mode))
     for _ in range(2):
         dataset.counters.take()
         for i in range(len(dataset)):

@@ -18,7 +18,7 @@ import pandas as pd
 
 from pecan.convert.complexes import ComplexEntry, ConvertedComplex, Options, convert_complex, read_manifest
 from pecan.data import layout
-from pecan.data.index import derive_index
+from pecan.data.index import IndexSettings, derive_index
 from pecan.runtime.fileio import json_text, write_csv, write_text
 from pecan.runtime.pool import results_of
 from pecan.runtime.progress import Progress
@@ -243,15 +243,8 @@ def merge(records: list[dict], out_dir: Path, prefix: str, rmsd_threshold: float
     shards = [out_dir / r["shard"] for r in records if r["complexes"]]
     index_path = out_dir / f"{prefix}_all.csv"
     if shards:
-        index = derive_index(
-            shards,
-            layout.DEFAULT_POSE_GROUP,
-            layout.DEFAULT_CRYSTAL_GROUP,
-            True,
-            rmsd_threshold,
-            on_bad_sample="error",
-            labels_optional=labels_optional,
-        )
+        groups = (layout.DEFAULT_POSE_GROUP, layout.DEFAULT_CRYSTAL_GROUP)
+        index = derive_index(shards, IndexSettings(*groups, True, rmsd_threshold, labels_optional=labels_optional))
         index["shard"] = [Path(s).name for s in index["shard"]]
         layout.write_index_csv(index, index_path)
     return {

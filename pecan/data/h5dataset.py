@@ -19,6 +19,7 @@ from pecan.data.geometry import check_pose_features
 from pecan.data.graph import AtomGraph, build_graph
 from pecan.data.rotation import rotate_about_centroids
 from pecan.data.sample import ProcessLocal, SampleTable, skip_or_raise
+from pecan.data.settings import ReaderSettings
 from pecan.runtime import tracing
 from pecan.runtime.errors import DataError
 
@@ -40,32 +41,15 @@ def rotate_data(data: GraphBatch) -> GraphBatch:
 class H5PoseDataset(ProcessLocal, torch.utils.data.Dataset):
     """Pose graphs read from HDF5 shards; ``io_mode`` picks how much HDF5 work each sample costs."""
 
-    def __init__(
-        self,
-        index: pd.DataFrame,
-        *,
-        pose_group: str = layout.DEFAULT_POSE_GROUP,
-        crystal_group: str = layout.DEFAULT_CRYSTAL_GROUP,
-        pocket_radius: float = 6.0,
-        edge_cutoff: float = 4.5,
-        rmsd_threshold: float = 2.0,
-        io_mode: str = "handle_cache",
-        on_bad_sample: str = "error",
-        augment: bool = False,
-        decode_cache: bool = True,
-        max_atoms: int = 0,
-        max_edges: int = 0,
-    ) -> None:
-        self.mode = io_modes.get(io_mode)
+    def __init__(self, index: pd.DataFrame, settings: ReaderSettings = ReaderSettings()) -> None:
+        self.mode = io_modes.get(settings.io_mode)
         if self.mode.packed:
-            raise ValueError(f"io_mode {io_mode!r} is not an HDF5 level ({', '.join(io_modes.H5_LEVELS)})")
+            raise ValueError(f"io_mode {settings.io_mode!r} is not an HDF5 level ({', '.join(io_modes.H5_LEVELS)})")
+        self.settings = settings
         self.table = SampleTable.from_index(index)
         self.skipped_at_build = 0  # bad samples are skipped as they are read, and counted there
-        self.pose_group, self.crystal_group = pose_group, crystal_group
-        self.pocket_radius, self.edge_cutoff, self.rmsd_threshold = pocket_radius, edge_cutoff, rmsd_threshold
-        self.io_mode, self.on_bad_sample, self.augment = io_mode, on_bad_sample, augment
-        self.max_atoms, self.max_edges = max_atoms, max_edges
-        self.use_decode_cache = self.mode.decode_cache and io_modes.decode_cache_allowed(augment, decode_cache)
+        allowed = io_modes.decode_cache_allowed(settings.augment, settings.decode_cache)
+        self.use_decode_cache = self.mode.decode_cache and allowed
         self._start_process_state()
 
     def __len__(self) -> int:
@@ -112,7 +96,7 @@ class H5PoseDataset(ProcessLocal, torch.utils.data.Dataset):
     def _group_path(self, i: int) -> str:
         t = self.table
         return layout.sample_path(
-            t.complex_id[i], t.pose_id[i], bool(t.is_crystal[i]), self.pose_group, self.crystal_group
+            t.complex_id[i], t.pose_id[i], bool(t.is_crystal[i]), self.settings.pose_group, self.settings.crystal_group
         )
 
     def _read_attrs(self, group, i: int) -> tuple[float, np.ndarray]:
@@ -126,7 +110,7 @@ class H5PoseDataset(ProcessLocal, torch.utils.data.Dataset):
         if "label" in values:
             label = values["label"]
         elif "rmsd" in values:
-            label = float(values["rmsd"] < self.rmsd_threshold)
+            label = float(values["rmsd"] < self.settings.rmsd_threshold)
         else:
             label = float(self.table.label[i])  # the CSV supplied it
         features = np.array([values.get(n, 0.0) for n in layout.INTERACTION_ATTRS], dtype=np.float64)
@@ -176,11 +160,11 @@ class H5PoseDataset(ProcessLocal, torch.utils.data.Dataset):
         with tracing.span("pecan.graph", "build"):
             graph = build_graph(
                 atoms,
-                self.pocket_radius,
-                self.edge_cutoff,
+                self.settings.pocket_radius,
+                self.settings.edge_cutoff,
                 self.table.where(i),
-                self.max_atoms,
-                self.max_edges,
+                self.settings.max_atoms,
+                self.settings.max_edges,
                 vdw=vdw,
             )
         if self.use_decode_cache:
@@ -199,13 +183,13 @@ class H5PoseDataset(ProcessLocal, torch.utils.data.Dataset):
             except Exception as err:  # noqa: BLE001 - h5py/numpy errors of a corrupt shard must name the pose
                 raise DataError(f"{self.table.where(i)}: unreadable ({type(err).__name__}: {err})") from err
         except DataError as err:
-            skip_or_raise(err, self.on_bad_sample)
+            skip_or_raise(err, self.settings.on_bad_sample)
             self.counters.add("skipped")
             return None
         self.counters.add("samples")
         values = {**self.table.sample_field_values(np.array([i])), "y": np.array([label]), "pose_features": features}
         data = graph_to_data(graph, values)
-        return rotate_data(data) if self.augment else data
+        return rotate_data(data) if self.settings.augment else data
 
     def __getitems__(self, indices: list[int]) -> GraphBatch:
         """A finished batch (bad samples dropped when skipping; none left: 0 graphs) carrying this worker's

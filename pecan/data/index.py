@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import glob
 import logging
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Optional
 
@@ -28,9 +27,9 @@ from pecan.data.index_derived import (  # noqa: F401  (re-exported: pecan.data.i
     write_derived_index,
 )
 from pecan.data.index_rows import LABEL_SOURCES, assign_labels, normalise, read_index_csv, resolve_index_csv  # noqa: F401  (re-exported: pecan.data.index.read_index_csv, ...)
+from pecan.data.settings import IndexSettings
 from pecan.data.validation import drop_repeated_shards, validate_index
 from pecan.runtime.errors import DataError, IndexUnreadable  # noqa: F401  (re-exported)
-from pecan.runtime.keywords import same_named
 
 log = logging.getLogger(__name__)
 
@@ -105,32 +104,6 @@ def log_shard_dirs(index: pd.DataFrame, what: str) -> None:
 # ---------------------------------------------------------------------------- one split's index
 
 
-@dataclass(frozen=True)
-class IndexSettings:
-    """How one split's index rows are found and labelled: each field is the ``data.`` key of its name
-    (``labels_optional`` excepted: scoring new poses needs no answer), and all are in a derived index's key."""
-
-    pose_group: str
-    crystal_group: str
-    use_crystal: bool
-    rmsd_threshold: float
-    on_bad_sample: str = "error"
-    labels_optional: bool = False
-    label_source: str = "auto"
-    label_conflict: str = "error"
-
-    @classmethod
-    def from_data(cls, data: Any, **changes: Any) -> IndexSettings:
-        """The settings of a data config section (DataConfig), with ``changes`` on top."""
-        return cls(**same_named(data, cls, **{"labels_optional": False, **changes}))
-
-    def labels(self) -> dict[str, Any]:
-        """The keywords of read_index_csv and normalise that decide labels."""
-        return dict(
-            labels_optional=self.labels_optional, label_source=self.label_source, label_conflict=self.label_conflict
-        )
-
-
 def build_index(
     csvs: list[str],
     fns: list[str],
@@ -176,7 +149,7 @@ def build_index(
             except DataError as err:
                 log.warning("%s; deriving the index again", err)
     key = derivation_key(shards, params) if write_csv else None
-    index = derive_index(shards, progress=progress, **params)
+    index = derive_index(shards, settings, progress=progress)
     index = validate_index(index, f"shards {patterns}", on_bad_sample, settings.labels_optional)
     log_shard_dirs(index, f"shards {patterns}")
     if write_csv:

@@ -17,6 +17,7 @@ import pandas as pd
 from pecan.data import identity, integrity, layout, locations
 from pecan.data.index_rows import normalise
 from pecan.data.sample import skip_or_raise
+from pecan.data.settings import IndexSettings
 from pecan.runtime import fileio
 from pecan.runtime.errors import DataError
 
@@ -146,22 +147,19 @@ def _pose_row(shard: Path, complex_id: str, pose_id: str, group, affinity: float
     return row
 
 
-def _complex_rows(
-    shard: Path, complex_id: str, complex_group, pose_group: str, crystal_group: str, use_crystal: bool
-) -> list[dict]:
+def _complex_rows(shard: Path, complex_id: str, complex_group, settings: IndexSettings) -> list[dict]:
     affinity = layout.scalar(complex_group.attrs, "affinity", f"shard {shard}, complex {complex_id}")
-    poses = complex_group.get(pose_group)
+    poses = complex_group.get(settings.pose_group)
     if poses is None:
-        raise DataError(f"{shard}: complex {complex_id} has no pose group '{pose_group}'")
+        raise DataError(f"{shard}: complex {complex_id} has no pose group '{settings.pose_group}'")
+    samples = layout.complex_samples(complex_group, settings.pose_group, settings.crystal_group, settings.use_crystal)
     return [
         _pose_row(shard, complex_id, pose_id, group, affinity, int(is_crystal))
-        for pose_id, is_crystal, group in layout.complex_samples(complex_group, pose_group, crystal_group, use_crystal)
+        for pose_id, is_crystal, group in samples
     ]
 
 
-def _shard_rows(
-    shard: Path, pose_group: str, crystal_group: str, use_crystal: bool, on_bad_sample: str
-) -> tuple[list[dict], int]:
+def _shard_rows(shard: Path, settings: IndexSettings) -> tuple[list[dict], int]:
     """Index rows of one shard and the number of complexes skipped; any h5py/numpy failure becomes a
     DataError naming shard and complex."""
     import h5py
@@ -179,32 +177,19 @@ def _shard_rows(
             raise DataError(f"shard {shard}: cannot list its complexes ({type(err).__name__}: {err})") from err
         for complex_id in names:
             try:
-                rows.extend(
-                    _complex_rows(shard, complex_id, handle[complex_id], pose_group, crystal_group, use_crystal)
-                )
+                rows.extend(_complex_rows(shard, complex_id, handle[complex_id], settings))
             except Exception as err:  # noqa: BLE001 - any failure of a corrupt complex must name it
                 named = (
                     err
                     if isinstance(err, DataError)
                     else DataError(f"shard {shard}, complex {complex_id}: unreadable ({type(err).__name__}: {err})")
                 )
-                skip_or_raise(named, on_bad_sample, "skipping")
+                skip_or_raise(named, settings.on_bad_sample, "skipping")
                 skipped += 1
     return rows, skipped
 
 
-def derive_index(
-    shards: Iterable[Path],
-    pose_group: str,
-    crystal_group: str,
-    use_crystal: bool,
-    rmsd_threshold: float,
-    on_bad_sample: str = "error",
-    progress: bool = False,
-    labels_optional: bool = False,
-    label_source: str = "auto",
-    label_conflict: str = "error",
-) -> pd.DataFrame:
+def derive_index(shards: Iterable[Path], settings: IndexSettings, progress: bool = False) -> pd.DataFrame:
     """Walk each shard once and build the index (attributes hoisted); errors name shard and complex."""
     from pecan.runtime.progress import track
 
@@ -213,11 +198,11 @@ def derive_index(
     shards = list(shards)
     for shard in track(shards, "indexing shards", "shard", progress):
         try:
-            shard_rows, bad_complexes = _shard_rows(shard, pose_group, crystal_group, use_crystal, on_bad_sample)
+            shard_rows, bad_complexes = _shard_rows(shard, settings)
             rows.extend(shard_rows)
             skipped += bad_complexes
         except DataError as err:
-            skip_or_raise(err, on_bad_sample, "skipping a whole shard")
+            skip_or_raise(err, settings.on_bad_sample, "skipping a whole shard")
             skipped += 1
     if skipped:
         log.warning("skipped %d shard(s) or complex(es) with a bad layout while indexing", skipped)
@@ -231,13 +216,6 @@ def derive_index(
             Path(shards[0]).parent,
             ", ".join(layout.INTERACTION_ATTRS),
         )
-    index = normalise(
-        frame,
-        rmsd_threshold,
-        f"shards under {Path(shards[0]).parent}",
-        labels_optional,
-        label_source,
-        label_conflict,
-    )
+    index = normalise(frame, settings.rmsd_threshold, f"shards under {Path(shards[0]).parent}", **settings.labels())
     index.attrs["skipped"] = skipped
     return index

@@ -24,6 +24,7 @@ from pecan.data.packed import PackedDataset, PackParams, pack_is_intact, usable_
 from pecan.data.packing import ensure_packed, pack_shard_at
 from pecan.data.sample import passthrough_collate
 from pecan.data.sampler import ShardAwareSampler
+from pecan.data.settings import ReaderSettings
 from pecan.data.staging import StageReport, stage
 from pecan.runtime import collectives, tracing
 from pecan.runtime.keywords import same_named
@@ -197,17 +198,14 @@ def make_dataset(
 ):
     """The dataset for one split at the configured I/O level."""
     mode = io_mode or cfg.io_mode
-    augment = cfg.augment if augment is None else augment
+    settings = ReaderSettings.from_data(cfg, io_mode=mode, augment=cfg.augment if augment is None else augment)
     if io_modes.uses_packs(mode):
         if packs is None:
             packs = prepare_packs(cfg, [index])
-        return PackedDataset(index, packs, on_bad_sample=cfg.on_bad_sample, augment=augment)
+        return PackedDataset(index, packs, settings)
     from pecan.data.h5dataset import H5PoseDataset  # the packed path never loads the HDF5 dataset module
 
-    graph = same_named(cfg, PackParams)  # the graph parameters, the same as a pack's
-    return H5PoseDataset(
-        index, **graph, io_mode=mode, on_bad_sample=cfg.on_bad_sample, augment=augment, decode_cache=cfg.decode_cache
-    )
+    return H5PoseDataset(index, settings)
 
 
 def make_sampler(dataset, cfg: DataConfig, *, train: bool, rank: int, world_size: int, seed: int) -> ShardAwareSampler:

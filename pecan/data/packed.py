@@ -36,6 +36,7 @@ from pecan.data import identity, integrity, layout, locations, schema
 from pecan.data.batch import GraphBatch, with_bookkeeping
 from pecan.data.rotation import rotate_about_centroids
 from pecan.data.sample import ProcessLocal, SampleTable, skip_or_raise
+from pecan.data.settings import ReaderSettings
 from pecan.runtime import tracing
 from pecan.runtime.errors import DataError
 
@@ -255,14 +256,11 @@ class PackedDataset(ProcessLocal, torch.utils.data.Dataset):
         self,
         index: pd.DataFrame,
         pack_paths: dict[str, Path],
-        *,
-        on_bad_sample: str = "error",
-        augment: bool = False,
-        in_memory: bool = False,
+        settings: ReaderSettings = ReaderSettings(),
     ) -> None:
+        self.settings = settings
         self.table = SampleTable.from_index(index)
         self.pack_paths = [Path(pack_paths[s]) if pack_paths.get(s) else None for s in self.table.shards]
-        self.on_bad_sample, self.augment, self.in_memory = on_bad_sample, augment, in_memory
         self._start_process_state()
         keep, self.pack_id, self.local_id = self._locate()
         if not keep.all():
@@ -291,7 +289,7 @@ class PackedDataset(ProcessLocal, torch.utils.data.Dataset):
                     key,
                     header.get("shard_error") or f"{t.where(i)}: pose named in the index does not exist in the shard",
                 )
-                skip_or_raise(DataError(message), self.on_bad_sample)
+                skip_or_raise(DataError(message), self.settings.on_bad_sample)
                 keep[i] = False
         if not keep.any():
             raise DataError("every sample of the index is bad or missing; nothing to train on")
@@ -312,7 +310,7 @@ class PackedDataset(ProcessLocal, torch.utils.data.Dataset):
     def _mapped(self) -> list[dict[str, np.ndarray]]:
         self._own_process()
         if self._packs is None:
-            self._packs = [map_pack(p, self.in_memory) if p is not None else {} for p in self.pack_paths]
+            self._packs = [map_pack(p, self.settings.in_memory) if p is not None else {} for p in self.pack_paths]
             self.counters.add("file_opens", len(self._packs))
         return self._packs
 
@@ -326,7 +324,7 @@ class PackedDataset(ProcessLocal, torch.utils.data.Dataset):
             batch = to_batch(arrays, t.sample_field_values(idx))
         self.counters.add("samples", len(idx))
         self.counters.add("bytes_read", sum(a.nbytes for k, a in arrays.items() if k != "atom_counts"))
-        if self.augment:
+        if self.settings.augment:
             batch = rotate_batch(batch)
         batch.io_counts = self.counters.take()
         return batch

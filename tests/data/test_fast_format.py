@@ -98,6 +98,8 @@ def test_derived_index_of_shards_without_counts_says_so_once(tmp_path, caplog):
     with h5py.File(path, "a") as handle:
         handle.visititems(drop_counts)
     caplog.set_level(logging.INFO)
-    frame = idx.derive_index([path], layout.DEFAULT_POSE_GROUP, layout.DEFAULT_CRYSTAL_GROUP, True, 2.0)
+    frame = idx.derive_index(
+        [path], idx.IndexSettings(layout.DEFAULT_POSE_GROUP, layout.DEFAULT_CRYSTAL_GROUP, True, 2.0)
+    )
     assert (frame[list(layout.INTERACTION_ATTRS)] == 0).all().all()
     assert sum(NO_COUNTS in r.getMessage() for r in caplog.records) == 1

@@ -39,7 +39,9 @@ def test_derived_index_matches_csv(tiny_dataset, tmp_path):
 
 def test_one_row_type_for_crystal_and_docked(tiny_dataset):
     data_dir, shards, _ = tiny_dataset
-    frame = idx.derive_index(shards, layout.DEFAULT_POSE_GROUP, layout.DEFAULT_CRYSTAL_GROUP, True, 2.0)
+    frame = idx.derive_index(
+        shards, idx.IndexSettings(layout.DEFAULT_POSE_GROUP, layout.DEFAULT_CRYSTAL_GROUP, True, 2.0)
+    )
     crystal = frame[frame["is_crystal"] == 1]
     assert len(crystal) == 4 and (crystal["label"] == 1).all() and (crystal["rmsd"] == 0).all()
     assert frame.notna()[list(layout.INDEX_COLUMNS)].drop(columns=["affinity"]).all().all()
@@ -47,7 +49,9 @@ def test_one_row_type_for_crystal_and_docked(tiny_dataset):
 
 def test_crystal_group_named_crystal_is_accepted(tmp_path):
     write_shard(tmp_path / "s.hdf5", crystal_name="crystal")
-    frame = idx.derive_index([tmp_path / "s.hdf5"], layout.DEFAULT_POSE_GROUP, layout.DEFAULT_CRYSTAL_GROUP, True, 2.0)
+    frame = idx.derive_index(
+        [tmp_path / "s.hdf5"], idx.IndexSettings(layout.DEFAULT_POSE_GROUP, layout.DEFAULT_CRYSTAL_GROUP, True, 2.0)
+    )
     assert set(frame.loc[frame["is_crystal"] == 1, "pose_id"]) == {"crystal"}
 
 
@@ -58,7 +62,9 @@ def test_missing_attributes_defaults(tmp_path):
         for pose in handle[f"c000/{layout.DEFAULT_POSE_GROUP}"].values():
             for name in ("label", "hpbond"):
                 del pose.attrs[name]
-    frame = idx.derive_index([path], layout.DEFAULT_POSE_GROUP, layout.DEFAULT_CRYSTAL_GROUP, True, 2.0)
+    frame = idx.derive_index(
+        [path], idx.IndexSettings(layout.DEFAULT_POSE_GROUP, layout.DEFAULT_CRYSTAL_GROUP, True, 2.0)
+    )
     assert frame["label"].tolist() == [1, 0]  # from rmsd < threshold
     assert (frame["hpbond"] == 0).all()
 
@@ -70,7 +76,7 @@ def test_pose_without_label_or_rmsd_is_rejected_naming_it(tmp_path):
         pose = handle[f"c000/{layout.DEFAULT_POSE_GROUP}/c000_pose1"]
         del pose.attrs["label"], pose.attrs["rmsd"]
     with pytest.raises(DataError, match="c000/c000_pose1"):
-        idx.derive_index([path], layout.DEFAULT_POSE_GROUP, layout.DEFAULT_CRYSTAL_GROUP, True, 2.0)
+        idx.derive_index([path], idx.IndexSettings(layout.DEFAULT_POSE_GROUP, layout.DEFAULT_CRYSTAL_GROUP, True, 2.0))
 
 
 def test_missing_shard_file_is_named(tmp_path):
@@ -92,7 +98,7 @@ def test_not_hdf5_shard_is_named(tmp_path):
     path = tmp_path / "fake.hdf5"
     path.write_text("not an hdf5 file")
     with pytest.raises(DataError, match="fake.hdf5"):
-        idx.derive_index([path], layout.DEFAULT_POSE_GROUP, layout.DEFAULT_CRYSTAL_GROUP, True, 2.0)
+        idx.derive_index([path], idx.IndexSettings(layout.DEFAULT_POSE_GROUP, layout.DEFAULT_CRYSTAL_GROUP, True, 2.0))
 
 
 def test_missing_pose_group_error_or_skip(tmp_path):
@@ -101,9 +107,10 @@ def test_missing_pose_group_error_or_skip(tmp_path):
     with h5py.File(path, "a") as handle:
         del handle["c001/pybel/processed/docking"]
     with pytest.raises(DataError, match="c001"):
-        idx.derive_index([path], layout.DEFAULT_POSE_GROUP, layout.DEFAULT_CRYSTAL_GROUP, True, 2.0)
+        idx.derive_index([path], idx.IndexSettings(layout.DEFAULT_POSE_GROUP, layout.DEFAULT_CRYSTAL_GROUP, True, 2.0))
     frame = idx.derive_index(
-        [path], layout.DEFAULT_POSE_GROUP, layout.DEFAULT_CRYSTAL_GROUP, True, 2.0, on_bad_sample="skip"
+        [path],
+        idx.IndexSettings(layout.DEFAULT_POSE_GROUP, layout.DEFAULT_CRYSTAL_GROUP, True, 2.0, on_bad_sample="skip"),
     )
     assert set(frame["complex_id"]) == {"c000"}
 
@@ -166,7 +173,9 @@ def test_destination_order(tmp_path):
 
 def test_split_by_complex_never_splits_a_complex(tiny_dataset):
     _, shards, _ = tiny_dataset
-    frame = idx.derive_index(shards, layout.DEFAULT_POSE_GROUP, layout.DEFAULT_CRYSTAL_GROUP, True, 2.0)
+    frame = idx.derive_index(
+        shards, idx.IndexSettings(layout.DEFAULT_POSE_GROUP, layout.DEFAULT_CRYSTAL_GROUP, True, 2.0)
+    )
     train, val = idx.split_by_complex(frame, 0.5, seed=1)
     assert not set(train["complex_id"]) & set(val["complex_id"])
     assert len(train) + len(val) == len(frame) and len(val) > 0
@@ -197,7 +206,9 @@ def test_derived_rows_carry_the_complex_affinity(tmp_path):
     write_shard(tmp_path / "s.hdf5", n_complexes=2, n_poses=2)
     with h5py.File(tmp_path / "s.hdf5", "a") as handle:
         handle["c000"].attrs["affinity"], handle["c001"].attrs["affinity"] = 6.5, 7.25
-    frame = idx.derive_index([tmp_path / "s.hdf5"], layout.DEFAULT_POSE_GROUP, layout.DEFAULT_CRYSTAL_GROUP, True, 2.0)
+    frame = idx.derive_index(
+        [tmp_path / "s.hdf5"], idx.IndexSettings(layout.DEFAULT_POSE_GROUP, layout.DEFAULT_CRYSTAL_GROUP, True, 2.0)
+    )
     assert frame.groupby("complex_id")["affinity"].agg(set).to_dict() == {"c000": {6.5}, "c001": {7.25}}
 
 

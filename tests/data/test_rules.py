@@ -71,7 +71,8 @@ def test_label_from_rmsd_at_threshold_derived_from_shards(tmp_path):
     rmsds = list(RMSD_LABELS)
     write_unlabelled_shard(tmp_path / "s.hdf5", rmsds)
     frame = idx.derive_index(
-        [tmp_path / "s.hdf5"], layout.DEFAULT_POSE_GROUP, layout.DEFAULT_CRYSTAL_GROUP, False, THRESHOLD
+        [tmp_path / "s.hdf5"],
+        idx.IndexSettings(layout.DEFAULT_POSE_GROUP, layout.DEFAULT_CRYSTAL_GROUP, False, THRESHOLD),
     )
     assert frame["label"].dtype.kind == "i"
     assert dict(zip(frame["rmsd"].round(3), frame["label"])) == RMSD_LABELS
@@ -79,7 +80,9 @@ def test_label_from_rmsd_at_threshold_derived_from_shards(tmp_path):
 
 def test_threshold_is_the_configured_one(tmp_path):
     write_unlabelled_shard(tmp_path / "s.hdf5", [0.9, 1.0, 1.1])
-    frame = idx.derive_index([tmp_path / "s.hdf5"], layout.DEFAULT_POSE_GROUP, layout.DEFAULT_CRYSTAL_GROUP, False, 1.0)
+    frame = idx.derive_index(
+        [tmp_path / "s.hdf5"], idx.IndexSettings(layout.DEFAULT_POSE_GROUP, layout.DEFAULT_CRYSTAL_GROUP, False, 1.0)
+    )
     assert frame["label"].tolist() == [1, 0, 0]
 
 
@@ -143,7 +146,8 @@ def test_crystal_rows_on_both_index_paths(tmp_path, source, use_crystal):
 def test_crystal_without_attributes_is_rmsd_zero_label_one(tmp_path):
     write_unlabelled_shard(tmp_path / "s.hdf5", [4.0], crystal_attrs={})
     frame = idx.derive_index(
-        [tmp_path / "s.hdf5"], layout.DEFAULT_POSE_GROUP, layout.DEFAULT_CRYSTAL_GROUP, True, THRESHOLD
+        [tmp_path / "s.hdf5"],
+        idx.IndexSettings(layout.DEFAULT_POSE_GROUP, layout.DEFAULT_CRYSTAL_GROUP, True, THRESHOLD),
     )
     crystal = frame[frame["is_crystal"] == 1]
     assert crystal["pose_id"].tolist() == ["pdbbind"]
@@ -154,7 +158,8 @@ def test_crystal_without_attributes_is_rmsd_zero_label_one(tmp_path):
 def test_crystal_keeps_its_own_rmsd_when_stored(tmp_path):
     write_unlabelled_shard(tmp_path / "s.hdf5", [3.0], crystal_attrs={"rmsd": 0.25, "score": -9.0})
     frame = idx.derive_index(
-        [tmp_path / "s.hdf5"], layout.DEFAULT_POSE_GROUP, layout.DEFAULT_CRYSTAL_GROUP, True, THRESHOLD
+        [tmp_path / "s.hdf5"],
+        idx.IndexSettings(layout.DEFAULT_POSE_GROUP, layout.DEFAULT_CRYSTAL_GROUP, True, THRESHOLD),
     )
     crystal = frame[frame["is_crystal"] == 1]
     assert crystal["rmsd"].tolist() == [0.25] and crystal["docking_score"].tolist() == [-9.0]
@@ -198,19 +203,15 @@ def test_a_stored_label_wins_over_rmsd_derived_from_shards_under_label_source_st
             handle[f"cplx/{layout.DEFAULT_POSE_GROUP}/{number}"].attrs["label"] = label
     frame = idx.derive_index(
         [tmp_path / "s.hdf5"],
-        layout.DEFAULT_POSE_GROUP,
-        layout.DEFAULT_CRYSTAL_GROUP,
-        False,
-        THRESHOLD,
-        label_source="stored",
+        idx.IndexSettings(
+            layout.DEFAULT_POSE_GROUP, layout.DEFAULT_CRYSTAL_GROUP, False, THRESHOLD, label_source="stored"
+        ),
     )
     assert dict(zip(frame["pose_id"], frame["label"])) == {"1": 0, "2": 1, "3": 1}
     derived = idx.derive_index(
         [tmp_path / "s.hdf5"],
-        layout.DEFAULT_POSE_GROUP,
-        layout.DEFAULT_CRYSTAL_GROUP,
-        False,
-        THRESHOLD,
-        label_source="rmsd",
+        idx.IndexSettings(
+            layout.DEFAULT_POSE_GROUP, layout.DEFAULT_CRYSTAL_GROUP, False, THRESHOLD, label_source="rmsd"
+        ),
     )
     assert dict(zip(derived["pose_id"], derived["label"])) == {"1": 1, "2": 0, "3": 1}
