@@ -35,6 +35,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT))
 
+from pecan.sources import reserved  # noqa: E402 - after the sys.path line (run as a script)
 from studies.corpus import clusters  # noqa: E402 - after the sys.path line (run as a script)
 from studies.realdock.prepare import git_show, pdb_lines, perceive, resolve, xyz  # noqa: E402
 
@@ -47,17 +48,7 @@ MIN_HEAVY_ATOMS = 6
 # sources known to be of them; their binding chains are the references of the sequence screen, which removes
 # every complex with a chain >= RESERVED_IDENTITY identical to one of them.
 RESERVED = {"TYK2", "thrombin", "MCL1", "PTP1B", "HIF-2alpha", "PDE2A"}
-RESERVED_ENTRIES = {
-    "6yqv": "thrombin",
-    "1oyt": "thrombin",
-    "1bcu": "thrombin",
-    "3utu": "thrombin",
-    "7klx": "PTP1B",
-    "2hb1": "PTP1B",
-    "2qbp": "PTP1B",
-    "2qbr": "PTP1B",
-    "7nb4": "MCL1",
-}
+RESERVED_ENTRIES = reserved.RESERVED_ENTRIES  # the product's table: one list for every reader and study
 RESERVED_IDENTITY, CLUSTER_IDENTITY, MIN_COVERAGE = 0.40, 0.30, 0.5
 WATERS = {"HOH", "WAT", "DOD", "H2O", "TIP", "TIP3", "SOL"}
 ADDITIVES = set(
