@@ -37,6 +37,7 @@ from pecan.data.index_rows import read_index_rows  # noqa: E402 - after the sys.
 from pecan.data.layout import write_index_csv  # noqa: E402 - after the sys.path line (run as a script)
 from pecan.redock.ranking import complex_table, summarize  # noqa: E402 - after the sys.path line (run as a script)
 from pecan.scoring.scores_csv import read_scores  # noqa: E402 - after the sys.path line (run as a script)
+from studies.realdock.teacher import with_teacher  # noqa: E402 - after the sys.path line (run as a script)
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -110,6 +111,13 @@ def parse_args(argv=None) -> argparse.Namespace:
         "--peer-columns",
         default="cnn_score_default=gnina,cnn_score_default2018=gnina2018",
         help="COLUMN=NAME pairs of --peer-scores to rank (higher = better)",
+    )
+    parser.add_argument(
+        "--teacher",
+        default="",
+        metavar="PEER_COLUMN",
+        help="a --peer-scores column written into every fold's index CSVs as the column `teacher` (docked poses; "
+        "crystal poses empty), for --set data.target_column=teacher (docs/distillation.md)",
     )
     return parser.parse_args(argv)
 
@@ -425,6 +433,10 @@ def main(argv=None) -> int:
     shards = args.work
     index = convert(args.docked, args.work / "shards", only)
     index["shard"] = "shards/" + index["shard"]
+    if args.teacher:
+        if args.peer_scores is None:
+            raise SystemExit("error: --teacher names a column of --peer-scores: give --peer-scores")
+        index = with_teacher(index, args.peer_scores, args.teacher)
     test_index = None
     if args.test_docked is not None:
         # every complex of the other source: --only restricts what the model trains on

@@ -1,0 +1,121 @@
+"""Fit and transfer of a student trained on a teacher's scores, per run of studies/realdock/run.py --teacher.
+
+For each tag and fold: the training-set fit from the run's epochs.jsonl (the fit check's ``fit_*`` fields at the
+epoch best.pt was taken from and at the last epoch) and, on the held-out fold's docked poses, how often the
+student's first pose is the teacher's first pose, the median per-complex Spearman with the teacher, and the
+student's and Vina's top-1 against the labels. Writes one JSON per call and prints a table.
+
+    python studies/distill/fit.py --work studies/corpus/work --peer-scores studies/peers/results/corpus_gnina.csv \
+        --out studies/distill/results/fit.json TAG [TAG ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from pecan.scoring.scores_csv import read_scores  # noqa: E402 - after the sys.path line (run as a script)
+
+
+def epoch_records(run_dir: Path) -> list[dict]:
+    """The run's epoch records (stop markers left out)."""
+    lines = (run_dir / "epochs.jsonl").read_text().splitlines()
+    return [record for record in map(json.loads, filter(None, lines)) if "event" not in record]
+
+
+def best_epoch(records: list[dict], select_on: str = "val_auc") -> dict:
+    """The record of the epoch best.pt came from (highest ``select_on``; the first of ties)."""
+    values = [record.get(select_on, float("nan")) for record in records]
+    if select_on == "val_loss":
+        return records[int(np.nanargmin(values))]
+    return records[int(np.nanargmax(values))]
+
+
+def first_agreement(scores: pd.DataFrame, teacher: str) -> pd.DataFrame:
+    """Per held-out complex: whether the student's first pose is the teacher's, its Spearman with the teacher,
+    and whether the student's, Vina's and the teacher's first poses are near-native."""
+    rows = []
+    for complex_id, poses in scores.groupby("complex_id"):
+        if len(poses) < 2:
+            continue
+        student = poses.loc[poses["pecan_score"].idxmax()]
+        top_teacher = poses[teacher].max()
+        rows.append(
+            {
+                "complex_id": complex_id,
+                "agrees": bool(poses.loc[student.name, teacher] == top_teacher),
+                "spearman": poses["pecan_score"].rank().corr(poses[teacher].rank()),
+                "student_top1": int(student["label"]),
+                "docking_top1": int(poses.loc[poses["docking_score"].idxmin(), "label"]),
+                "teacher_top1": int(poses.loc[poses[teacher].idxmax(), "label"]),
+                "any_native": int(poses["label"].max()),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def fold_summary(fold_dir: Path, tag: str, peers: pd.DataFrame, teacher: str) -> dict:
+    """One fold's fit (training complexes) and transfer (held-out complexes) figures."""
+    records = epoch_records(fold_dir / tag)
+    fit_fields = ("fit_top1", "fit_docking_top1", "fit_teacher_top1", "fit_teacher_spearman", "fit_complexes")
+    scores = read_scores(fold_dir / f"{tag}_scores.csv")
+    scores = scores.merge(peers, on=["complex_id", "pose_id"], how="inner", validate="one_to_one")
+    held_out = first_agreement(scores, teacher)
+    return {
+        "epochs": len(records),
+        "fit_last": {k: records[-1].get(k) for k in fit_fields},
+        "fit_best": {k: best_epoch(records).get(k) for k in fit_fields},
+        "fit_curve": [records_fit.get("fit_teacher_top1") for records_fit in records],
+        "held_out": {
+            "complexes": len(held_out),
+            "teacher_agreement": float(held_out["agrees"].mean()),
+            "teacher_spearman_median": float(held_out["spearman"].median()),
+            "student_top1": int(held_out["student_top1"].sum()),
+            "docking_top1": int(held_out["docking_top1"].sum()),
+            "teacher_top1": int(held_out["teacher_top1"].sum()),
+        },
+    }
+
+
+def main(argv=None) -> int:
+    """Every tag's folds, one JSON, one table."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("tags", nargs="+")
+    parser.add_argument("--work", type=Path, default=ROOT / "studies" / "corpus" / "work")
+    parser.add_argument("--peer-scores", type=Path, default=ROOT / "studies/peers/results/corpus_gnina.csv")
+    parser.add_argument("--teacher", default="cnn_score_default", help="the teacher's column of --peer-scores")
+    parser.add_argument("--out", type=Path, default=None, help="the JSON (default: print only)")
+    args = parser.parse_args(argv)
+    peers = read_scores(args.peer_scores)[["complex_id", "pose_id", args.teacher]]
+    result = {}
+    for tag in args.tags:
+        folds = sorted(p.parent.name for p in args.work.glob(f"folds/*/{tag}_scores.csv"))
+        result[tag] = {fold: fold_summary(args.work / "folds" / fold, tag, peers, args.teacher) for fold in folds}
+    print("| tag | fold | epochs | fit teacher-first (best / last) | fit Spearman | fit top-1 / Vina | held-out "
+          "teacher-first | held-out Spearman | held-out top-1 / Vina / teacher |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for tag, folds in result.items():
+        for fold, s in folds.items():
+            best, last, held = s["fit_best"], s["fit_last"], s["held_out"]
+            print(
+                f"| {tag} | {fold} | {s['epochs']} | {best['fit_teacher_top1']:.2f} / {last['fit_teacher_top1']:.2f} "
+                f"| {last['fit_teacher_spearman']:.2f} | {last['fit_top1']:.2f} / {last['fit_docking_top1']:.2f} "
+                f"| {held['teacher_agreement']:.2f} | {held['teacher_spearman_median']:.2f} "
+                f"| {held['student_top1']} / {held['docking_top1']} / {held['teacher_top1']} of {held['complexes']} |"
+            )
+    if args.out is not None:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(result, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,89 @@
+"""The distillation study's pieces: the teacher column of run.py --teacher and the fit/transfer summary."""
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from studies.realdock.teacher import COLUMN, with_teacher  # noqa: E402 - after the sys.path line
+
+
+def _fit_module():
+    spec = importlib.util.spec_from_file_location("distill_fit", ROOT / "studies" / "distill" / "fit.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+fit = _fit_module()
+
+
+def _index():
+    return pd.DataFrame(
+        {
+            "complex_id": ["1abc", "1abc", "1abc", "2def"],
+            "pose_id": ["1abc_crystal", "1abc_pose1", "1abc_pose2", "2def_pose1"],
+            "is_crystal": ["1", "0", "0", "0"],
+        }
+    )
+
+
+def _peers(tmp_path, rows):
+    path = tmp_path / "peers.csv"
+    pd.DataFrame(rows, columns=["complex_id", "pose_id", "cnn_score_default"]).to_csv(path, index=False)
+    return path
+
+
+def test_teacher_column_takes_each_docked_pose_score_and_leaves_the_crystal_empty(tmp_path):
+    peers = _peers(tmp_path, [("1abc", "1abc_pose1", 0.9), ("1abc", "1abc_pose2", 0.2), ("2def", "2def_pose1", 0.5)])
+    out = with_teacher(_index(), peers, "cnn_score_default")
+    assert np.isnan(out[COLUMN].iloc[0])
+    assert out[COLUMN].iloc[1:].tolist() == [0.9, 0.2, 0.5]
+
+
+def test_a_docked_pose_without_a_teacher_score_is_an_error_naming_it(tmp_path):
+    peers = _peers(tmp_path, [("1abc", "1abc_pose1", 0.9), ("1abc", "1abc_pose2", 0.2)])
+    with pytest.raises(SystemExit, match=r"1 docked pose\(s\) have no cnn_score_default.*2def/2def_pose1"):
+        with_teacher(_index(), peers, "cnn_score_default")
+
+
+def test_a_missing_teacher_column_is_an_error_naming_it(tmp_path):
+    peers = _peers(tmp_path, [("1abc", "1abc_pose1", 0.9)])
+    with pytest.raises(SystemExit, match="no column 'cnn_affinity'"):
+        with_teacher(_index(), peers, "cnn_affinity")
+
+
+def test_agreement_counts_the_student_first_pose_against_the_teacher_first():
+    scores = pd.DataFrame(
+        {
+            "complex_id": ["a", "a", "a", "b", "b"],
+            "pose_id": ["a1", "a2", "a3", "b1", "b2"],
+            "pecan_score": [0.9, 0.5, 0.1, 0.2, 0.8],
+            "docking_score": [-9.0, -8.0, -7.0, -6.0, -5.0],
+            "label": [1, 0, 0, 1, 0],
+            "teacher": [0.8, 0.6, 0.1, 0.9, 0.3],
+        }
+    )
+    table = fit.first_agreement(scores, "teacher").set_index("complex_id")
+    assert table["agrees"].tolist() == [True, False]
+    assert table["student_top1"].tolist() == [1, 0]
+    assert table["docking_top1"].tolist() == [1, 1]
+    assert table["teacher_top1"].tolist() == [1, 1]
+    assert table.loc["a", "spearman"] == pytest.approx(1.0)
+    assert table.loc["b", "spearman"] == pytest.approx(-1.0)
+
+
+def test_best_epoch_follows_the_selection_metric(tmp_path):
+    records = [{"epoch": 1, "val_auc": 0.7, "val_loss": 0.5}, {"epoch": 2, "val_auc": 0.9, "val_loss": 0.6}]
+    (tmp_path / "epochs.jsonl").write_text("\n".join(json.dumps(r) for r in [*records, {"event": "stop"}]) + "\n")
+    read = fit.epoch_records(tmp_path)
+    assert len(read) == 2
+    assert fit.best_epoch(read)["epoch"] == 2
+    assert fit.best_epoch(read, "val_loss")["epoch"] == 1
