@@ -18,7 +18,7 @@ import pandas as pd
 
 from pecan.convert.complexes import ComplexEntry, ConvertedComplex, Options, convert_complex, read_manifest
 from pecan.data import layout
-from pecan.data.index import IndexSettings, derive_index
+from pecan.data.index import IndexBuilder, IndexSettings
 from pecan.runtime.fileio import json_text, write_csv, write_text
 from pecan.runtime.pool import results_of
 from pecan.runtime.progress import Progress
@@ -244,7 +244,8 @@ def merge(records: list[dict], out_dir: Path, prefix: str, rmsd_threshold: float
     index_path = out_dir / f"{prefix}_all.csv"
     if shards:
         groups = (layout.DEFAULT_POSE_GROUP, layout.DEFAULT_CRYSTAL_GROUP)
-        index = derive_index(shards, IndexSettings(*groups, True, rmsd_threshold, labels_optional=labels_optional))
+        settings = IndexSettings(*groups, True, rmsd_threshold, labels_optional=labels_optional)
+        index = IndexBuilder(settings).derive(shards)
         index["shard"] = [Path(s).name for s in index["shard"]]
         layout.write_index_csv(index, index_path)
     return {

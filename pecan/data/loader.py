@@ -17,9 +17,9 @@ import numpy as np
 import pandas as pd
 import torch
 
-from pecan.data import io_modes, schema, targets
+from pecan.data import io_modes, schema
 from pecan.data.batch import GraphBatch
-from pecan.data.index import IndexSettings, build_index, check_both_classes, split_by_complex
+from pecan.data.index import IndexBuilder
 from pecan.data.packed import PackedDataset, PackParams, pack_is_intact, usable_pack
 from pecan.data.packing import ensure_packed, pack_shard_at
 from pecan.data.sample import passthrough_collate
@@ -37,25 +37,8 @@ log = logging.getLogger(__name__)
 
 def load_split_indexes(cfg: DataConfig, progress: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Train and validation indexes: separate CSVs/shard lists, or a seeded complex-level split; the training
-    index carries data.target_column's soft targets (pecan.data.targets) when set."""
-    settings, options = IndexSettings.from_data(cfg), dict(progress=progress, index_dir=cfg.index_dir)
-    if cfg.target_column:
-        targets.check_csvs(cfg.target_column, cfg.train_csvs, cfg.data_dir)
-    train = build_index(cfg.train_csvs, cfg.train_fns, cfg.data_dir, settings, index_prefix=cfg.index_prefix, **options)
-    train = targets.attach(train, cfg.target_column)
-    if cfg.val_csvs or cfg.val_fns:
-        prefix = f"{cfg.index_prefix}_val"
-        val = build_index(cfg.val_csvs, cfg.val_fns, cfg.data_dir, settings, index_prefix=prefix, **options)
-        shared = set(train["complex_id"]) & set(val["complex_id"])
-        if shared:
-            log.warning(
-                "%d complex(es) appear in both training and validation data (e.g. %s): "
-                "validation figures will be optimistic",
-                len(shared),
-                sorted(shared)[0],
-            )
-        return train, val
-    return split_by_complex(train, cfg.val_fraction, cfg.split_seed)
+    index carries data.target_column's soft targets (pecan.data.targets) when set (IndexBuilder.splits)."""
+    return IndexBuilder.from_data(cfg, progress).splits()
 
 
 def pack_params(cfg: DataConfig) -> PackParams:
@@ -137,8 +120,7 @@ def _rank0_inputs(
     build_indexes: Optional[Callable[[], tuple[pd.DataFrame, pd.DataFrame]]],
 ):
     if build_indexes is None:  # training: both classes must be there (data.allow_single_class)
-        indexes = load_split_indexes(cfg, progress)
-        check_both_classes(indexes[0], cfg.allow_single_class)
+        indexes = IndexBuilder.from_data(cfg, progress).training()
     else:
         indexes = build_indexes()
     packs = prepare_packs(cfg, list(indexes), processes, progress) if io_modes.uses_packs(cfg.io_mode) else None

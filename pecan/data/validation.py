@@ -14,7 +14,7 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 
-from pecan.data import index_columns, layout
+from pecan.data import identity, index_columns, layout, locations
 from pecan.data.sample import skip_or_raise
 from pecan.runtime.errors import DataError
 
@@ -172,3 +172,18 @@ def drop_repeated_shards(shards: Iterable[Path], patterns: list[str], on_bad_sam
         seen.add(shard)
         unique.append(shard)
     return unique
+
+
+def drop_duplicate_shard_rows(index: pd.DataFrame, source: str, on_bad_sample: str) -> pd.DataFrame:
+    """Rows of a shard reached under two names (symlink, copy, another spelling) are an error naming both,
+    or under skip dropped (counted in ``attrs["skipped"]``); pecan.data.identity decides sameness."""
+    # Compared as the same spelling on both sides (read_index_csv spells shard paths with locations.absolute).
+    shards = [locations.absolute(s) for s in index["shard"].unique()]
+    kept = {str(s) for s in identity.distinct_shards(shards, on_bad_sample, source)}
+    drop = ~index["shard"].map(lambda s: str(locations.absolute(s))).isin(kept)
+    if drop.any():
+        skipped = int(index.attrs.get("skipped", 0)) + int(drop.sum())
+        reasons = [*index.attrs.get("skip_reasons", []), f"{int(drop.sum())} row(s) of a duplicate shard name"]
+        index = index[~drop].reset_index(drop=True)
+        index.attrs.update(skipped=skipped, skip_reasons=reasons)
+    return index

@@ -3,8 +3,8 @@
 The converter (``pecan.convert.complexes.convert_complex``, or ``pecan.scoring.featurise`` at screening speed)
 gives each pose its 22-column atoms, radii and attributes, as it would write them to a shard;
 ``converted_index`` makes the index rows `pecan convert` + `pecan predict` would derive from that shard
-(``pecan.data.index_rows.normalise``), so the sample fields and labels are those of the shard path and scores
-equal those of `pecan predict` on the converted shards (``tests/convert/test_score_memory.py``).
+(labelled by ``pecan.data.index.IndexBuilder.label``), so the sample fields and labels are those of the shard
+path and scores equal those of `pecan predict` on the converted shards (``tests/convert/test_score_memory.py``).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Iterator
 import pandas as pd
 
 from pecan.data import layout
-from pecan.data.index_rows import normalise
+from pecan.data.index import IndexBuilder, IndexSettings
 
 
 @dataclass
@@ -62,12 +62,14 @@ def converted_index(converted: list, data, source: str = "pecan score") -> tuple
                 columns[name].append(value)
             samples.append(sample)
     index = pd.DataFrame(columns)  # by column: a frame of row dicts costs ~0.1 ms a pose to build
-    index = normalise(
-        index,
+    settings = IndexSettings(
+        layout.DEFAULT_POSE_GROUP,
+        layout.DEFAULT_CRYSTAL_GROUP,
+        False,
         data.rmsd_threshold,
-        source,
         labels_optional=True,
         label_source=data.label_source,
         label_conflict=data.label_conflict,
     )
+    index = IndexBuilder(settings).label(index, source)
     return index.reset_index(drop=True), samples

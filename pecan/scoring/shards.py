@@ -19,8 +19,8 @@ import pandas as pd
 import torch
 
 from pecan.config import Config, ConfigError
-from pecan.data.index import IndexSettings, build_index
-from pecan.data.loader import load_split_indexes, make_dataset, make_loader, make_sampler, prepare_job_data
+from pecan.data.index import IndexBuilder
+from pecan.data.loader import make_dataset, make_loader, make_sampler, prepare_job_data
 from pecan.engine.distributed import DistEnv, barrier, gather_varlen
 from pecan.engine.evaluate import score_share
 from pecan.engine.pins import assign_splits, warn_if_synthetic
@@ -47,21 +47,10 @@ def scores_test_inputs(config: Config) -> bool:
 
 def scoring_index(config: Config, progress: bool) -> pd.DataFrame:
     """Docked poses of data.test_csvs/test_fns when set, else of the training and validation sources."""
-    data = config.data
-    if scores_test_inputs(config):
-        # Crystal poses are not scored, and new poses need no label.
-        settings = IndexSettings.from_data(data, use_crystal=False, labels_optional=True)
-        index = build_index(
-            data.test_csvs,
-            data.test_fns,
-            data.data_dir,
-            settings,
-            index_prefix=f"{data.index_prefix}_test",
-            progress=progress,
-            index_dir=data.index_dir,
-        )
+    if scores_test_inputs(config):  # crystal poses are not scored, and new poses need no label
+        index = IndexBuilder.for_test(config.data, progress).index()
     else:
-        index = pd.concat(load_split_indexes(data, progress), ignore_index=True)
+        index = pd.concat(IndexBuilder.from_data(config.data, progress).splits(), ignore_index=True)
     index = index[index["is_crystal"] == 0].reset_index(drop=True)
     check_unique_poses(index)
     return index

@@ -99,8 +99,10 @@ def main(argv=None) -> int:
     for tag in args.tags:
         folds = sorted(p.parent.name for p in args.work.glob(f"folds/*/{tag}_scores.csv"))
         result[tag] = {fold: fold_summary(args.work / "folds" / fold, tag, peers, args.teacher) for fold in folds}
-    print("| tag | fold | epochs | fit teacher-first (best / last) | fit Spearman | fit top-1 / Vina | held-out "
-          "teacher-first | held-out Spearman | held-out top-1 / Vina / teacher |")
+    print(
+        "| tag | fold | epochs | fit teacher-first (best / last) | fit Spearman | fit top-1 / Vina | held-out "
+        "teacher-first | held-out Spearman | held-out top-1 / Vina / teacher |"
+    )
     print("|---|---|---|---|---|---|---|---|---|")
     for tag, folds in result.items():
         for fold, s in folds.items():
