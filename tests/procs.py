@@ -9,8 +9,10 @@ import os
 import signal
 import subprocess
 import sys
+import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Callable, Iterator, Optional
 
 ROOT = Path(__file__).resolve().parents[1]
 LAUNCHER_PREFIXES = ("RANK", "WORLD_SIZE", "LOCAL_", "MASTER_", "SLURM_", "FLUX_", "PECAN_", "TORCHELASTIC")
@@ -22,6 +24,16 @@ def clean_env(**extra: str) -> dict[str, str]:
     out.update(PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT))
     out.update(extra)
     return out
+
+
+def launcher_free(monkeypatch, **extra: str) -> None:
+    """This process's environment as ``clean_env`` gives a child (no launcher or PECAN_* variable), ``extra``
+    set: for running a command in-process with ``pecan.cli.main`` (monkeypatch restores it)."""
+    for name in list(os.environ):
+        if name.startswith(LAUNCHER_PREFIXES):
+            monkeypatch.delenv(name)
+    for name, value in extra.items():
+        monkeypatch.setenv(name, value)
 
 
 def sets(*settings: str) -> list[str]:
@@ -87,6 +99,67 @@ def act_at(
     return process.returncode, "".join(lines) + rest
 
 
+def start(command: list[str], env: Optional[dict[str, str]] = None, merged: bool = False) -> subprocess.Popen:
+    """Start ``command`` from the repository root in a session of its own (so a signal or a kill can reach its
+    children through the group), with text pipes; ``merged`` sends stderr into stdout."""
+    return subprocess.Popen(
+        command,
+        cwd=ROOT,
+        env=env or clean_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT if merged else subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+
+
+def kill_group(process: subprocess.Popen) -> None:
+    """SIGKILL ``process`` and its group if it still runs, and reap it."""
+    if process.poll() is None:
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except ProcessLookupError:  # it ended between the poll and the kill
+            pass
+    process.wait()
+
+
+@contextmanager
+def running(command: list[str], env: Optional[dict[str, str]] = None, merged: bool = False) -> Iterator:
+    """``start``; whatever is still running on leaving (a failed assertion included) is killed with its group."""
+    process = start(command, env, merged)
+    try:
+        yield process
+    finally:
+        kill_group(process)
+
+
+def wait_for(process: subprocess.Popen, ready: Callable[[], object], timeout: float = 240) -> None:
+    """Poll ``ready()`` every 50 ms until it is true; fail showing the output if ``process`` ends first, or
+    after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not ready():
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline, f"not ready after {timeout} s"
+        time.sleep(0.05)
+
+
+def signal_when(
+    process: subprocess.Popen, ready: Callable[[], object], number: int, to_group: bool = False
+) -> tuple[str, str, float]:
+    """Once ``ready()``, send signal ``number`` to ``process`` (or its whole group) and let it end; returns
+    (stdout, stderr, seconds from the signal to its end)."""
+    wait_for(process, ready)
+    sent = time.monotonic()
+    (os.killpg if to_group else os.kill)(process.pid, number)
+    stdout, stderr = process.communicate(timeout=60)
+    return stdout, stderr, time.monotonic() - sent
+
+
+def rank_lines(printed: str) -> list[str]:
+    """The lines of a dry run that list one rank's share each."""
+    return [line for line in printed.splitlines() if line.startswith("rank ")]
+
+
 def torchrun(*args: str) -> list[str]:
     """The argv of a real torchrun agent (``python -m torch.distributed.run``): for the tests of the agent."""
     return [sys.executable, "-m", "torch.distributed.run", *args]
@@ -113,8 +186,6 @@ def group_members(group: int) -> list[str]:
 def group_left(group: int, grace: float = 5.0) -> list[str]:
     """``group_members`` still there after ``grace`` seconds (a process that has just been killed is
     being reaped for a moment)."""
-    import time
-
     deadline = time.monotonic() + grace
     while group_members(group) and time.monotonic() < deadline:
         time.sleep(0.1)

@@ -50,6 +50,10 @@ def test_two_epochs_on_generated_data(tmp_path):
             "data.val_fraction=0.25",
             "--set",
             "train.progress=false",
+            # These shards, not the demo's own: with its synthetic section on, demo.yaml would replace them by a
+            # generation of its own size (48 complexes) before training (first use: tests/synthetic).
+            "--set",
+            "synthetic.enabled=false",
         ],
         cwd=ROOT,
         env=clean_env(),

@@ -8,13 +8,15 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import dataclass
-from typing import Any, Optional, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Optional, Protocol, runtime_checkable
 
 import numpy as np
 import pandas as pd
-import torch
 
 from pecan.data import layout, schema
+
+if TYPE_CHECKING:
+    import torch
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +45,8 @@ class IOCounters:
 
     def take(self) -> torch.Tensor:
         """Increments since the last take, as an int64 tensor ordered like COUNTER_FIELDS."""
+        import torch  # here, so that `pecan convert` (which reads the index helpers) starts without torch
+
         out = torch.from_numpy(self.values.copy())
         self.values[:] = 0
         return out

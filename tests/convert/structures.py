@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -64,8 +65,7 @@ def write_receptor(
     path: Path, around: np.ndarray, sequence: str = "GSAGSAGSKDG", gap: float = 4.0, with_water: bool = True
 ) -> Path:
     """A peptide whose centroid sits ``gap`` A beside the ligand centroid (plus a water and a zinc ion)."""
-    peptide = Chem.AddHs(Chem.MolFromSequence(sequence), addResidueInfo=True)
-    AllChem.EmbedMolecule(peptide, randomSeed=3)
+    peptide = Chem.Mol(_embedded_peptide(sequence))
     xyz = peptide.GetConformer().GetPositions()
     set_positions(peptide, xyz - xyz.mean(0) + around.mean(0) + np.array([gap, 0.0, 0.0]))
     block = Chem.MolToPDBBlock(peptide, flavor=4).replace("END\n", "")
@@ -76,6 +76,15 @@ def write_receptor(
     lines.append(_hetatm(9002, "ZN", "ZN", 902, centre, "Zn"))
     path.write_text("\n".join(lines) + "\nEND\n")
     return path
+
+
+@lru_cache(maxsize=None)
+def _embedded_peptide(sequence: str) -> Chem.Mol:
+    """The peptide with hydrogens, embedded with a fixed seed: the same conformer every call, so it is embedded
+    once per process (half a second each) and copied; callers must not change it."""
+    peptide = Chem.AddHs(Chem.MolFromSequence(sequence), addResidueInfo=True)
+    AllChem.EmbedMolecule(peptide, randomSeed=3)
+    return peptide
 
 
 def _hetatm(serial: int, name: str, residue: str, number: int, xyz, element: str) -> str:

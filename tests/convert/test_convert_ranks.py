@@ -4,18 +4,17 @@ shares."""
 
 import os
 import signal
-import subprocess
 import sys
-import time
 
 import pytest
 
 pytest.importorskip("rdkit", reason="needs the convert extra: pip install -e '.[convert]'")
 pytest.importorskip("prolif", reason="needs the convert extra: pip install -e '.[convert]'")
 
+from pecan import cli  # noqa: E402
 from tests.convert import structures as st  # noqa: E402
 from tests.ddp import run_ranks_ok  # noqa: E402
-from tests.procs import ROOT, clean_env, run_ok  # noqa: E402
+from tests.procs import clean_env, launcher_free, rank_lines, run_ok, running, wait_for  # noqa: E402
 from tests.same_outputs import same_outputs  # noqa: E402
 
 COMPLEXES = 7
@@ -79,25 +78,9 @@ def test_slurm_ranks_and_a_killed_rank_resumes_its_share(manifest, one_rank):
         }
         for r in range(2)
     ]
-    rank1 = subprocess.Popen(
-        _command(manifest, out, "--complexes-per-shard", "1"),
-        cwd=ROOT,
-        env=slurm[1],
-        start_new_session=True,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    try:
-        deadline = time.monotonic() + 240
-        while not list(out.glob(".converted_*.done.json")) and time.monotonic() < deadline:
-            assert rank1.poll() is None, rank1.communicate()
-            time.sleep(0.05)
+    with running(_command(manifest, out, "--complexes-per-shard", "1"), env=slurm[1], merged=True) as rank1:
+        wait_for(rank1, lambda: list(out.glob(".converted_*.done.json")))
         os.killpg(rank1.pid, signal.SIGKILL)
-        rank1.wait()
-    finally:
-        if rank1.poll() is None:
-            os.killpg(rank1.pid, signal.SIGKILL)
     kept = {p.name: p.stat().st_mtime_ns for p in out.glob(".converted_*.done.json")}
     assert 1 <= len(kept) < 4
     rank0 = run_ok(_command(manifest, out, "--complexes-per-shard", "1"), env=slurm[0])
@@ -112,11 +95,12 @@ def test_slurm_ranks_and_a_killed_rank_resumes_its_share(manifest, one_rank):
     same_outputs(again, out)
 
 
-def test_dry_run_lists_each_ranks_share_and_writes_nothing(manifest):
+def test_dry_run_lists_each_ranks_share_and_writes_nothing(manifest, monkeypatch, capsys):
     out = manifest.parent / "dry"
-    printed = run_ok(_command(manifest, out, "--dry-run", "--ranks", "3"))
-    lines = [line for line in printed.splitlines() if line.startswith("rank ")]
-    assert lines == [
+    launcher_free(monkeypatch)
+    assert cli.main(_command(manifest, out, "--dry-run", "--ranks", "3")[3:]) == 0
+    printed = capsys.readouterr().out
+    assert rank_lines(printed) == [
         "rank 0 of 3: 2 shards: converted_0000.hdf5(2) converted_0003.hdf5(2)",
         "rank 1 of 3: 1 shards: converted_0001.hdf5(2)",
         "rank 2 of 3: 1 shards: converted_0002.hdf5(2)",
@@ -132,10 +116,12 @@ def test_dry_run_lists_each_ranks_share_and_writes_nothing(manifest):
         ({}, ("--ranks", "2"), "--ranks needs --dry-run"),
     ],
 )
-def test_a_bad_launcher_environment_or_ranks_without_dry_run_is_exit_2(manifest, env, extra, named):
+def test_a_bad_launcher_environment_or_ranks_without_dry_run_is_exit_2(
+    manifest, monkeypatch, capsys, env, extra, named
+):
     out = manifest.parent / "bad"
-    done = subprocess.run(
-        _command(manifest, out, *extra), cwd=ROOT, env=clean_env(**env), capture_output=True, text=True, timeout=120
-    )
-    assert done.returncode == 2 and named in done.stderr, done.stderr
+    launcher_free(monkeypatch, **env)
+    assert cli.main(_command(manifest, out, *extra)[3:]) == 2  # in-process: the argv after `python -m pecan`
+    stderr = capsys.readouterr().err
+    assert named in stderr, stderr
     assert not out.exists()

@@ -2,11 +2,8 @@
 group): exit 130/143 with one line saying how to resume, no traceback, no worker left, the finished shards
 kept and reused by the rerun."""
 
-import os
 import signal
-import subprocess
 import sys
-import time
 
 import pandas as pd
 import pytest
@@ -15,51 +12,35 @@ pytest.importorskip("rdkit", reason="needs the convert extra: pip install -e '.[
 pytest.importorskip("prolif", reason="needs the convert extra: pip install -e '.[convert]'")
 
 from tests.convert import structures as st  # noqa: E402
-from tests.procs import ROOT, clean_env, group_left  # noqa: E402
+from tests.procs import group_left, run_checked, running, signal_when  # noqa: E402
 
 COMPLEXES = 16
 
 
-@pytest.fixture
-def manifest(tmp_path):
+@pytest.fixture(scope="module")
+def manifest(tmp_path_factory):
+    """The inputs, read and never changed: both stops convert them."""
+    tmp = tmp_path_factory.mktemp("inputs")
     rows = []
     for k in range(COMPLEXES):
         crystal = st.ligand("NCC(O)CCS", seed=k + 1)
-        st.write_receptor(tmp_path / f"rec{k}.pdb", crystal.GetConformer().GetPositions())
-        st.write_sdf(tmp_path / f"lig{k}.sdf", [crystal])
+        st.write_receptor(tmp / f"rec{k}.pdb", crystal.GetConformer().GetPositions())
+        st.write_sdf(tmp / f"lig{k}.sdf", [crystal])
         rows.append({"complex_id": f"c{k}", "receptor": f"rec{k}.pdb", "poses": f"lig{k}.sdf"})
-    return st.manifest(tmp_path / "manifest.csv", rows)
+    return st.manifest(tmp / "manifest.csv", rows)
 
 
 def _convert(manifest, out):
     command = [sys.executable, "-m", "pecan", "convert", str(manifest), "--out", str(out)]
-    command += ["--workers", "2", "--complexes-per-shard", "1", "--progress", "off"]
-    return subprocess.Popen(
-        command,
-        cwd=ROOT,
-        env=clean_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
+    return command + ["--workers", "2", "--complexes-per-shard", "1", "--progress", "off"]
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("number, to_group", [(signal.SIGINT, True), (signal.SIGTERM, False)])
-def test_a_stopped_conversion_keeps_finished_shards_and_resumes(manifest, number, to_group):
-    out = manifest.parent / "out"
-    process = _convert(manifest, out)
-    try:
-        deadline = time.monotonic() + 240
-        while not list(out.glob(".*.done.json")) and time.monotonic() < deadline:
-            assert process.poll() is None, process.communicate()
-            time.sleep(0.05)
-        (os.killpg if to_group else os.kill)(process.pid, number)
-        stdout, stderr = process.communicate(timeout=60)
-    finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
+def test_a_stopped_conversion_keeps_finished_shards_and_resumes(manifest, tmp_path, number, to_group):
+    out = tmp_path / "out"
+    with running(_convert(manifest, out)) as process:
+        stdout, stderr, _ = signal_when(process, lambda: list(out.glob(".*.done.json")), number, to_group)
     assert process.returncode == 128 + number, stdout + stderr
     # Third-party import warnings (MDAnalysis' deprecation note) are not this test's subject.
     noise = ("[pecan]", "DeprecationWarning", "MDAnalysis", "warnings.warn")
@@ -72,8 +53,6 @@ def test_a_stopped_conversion_keeps_finished_shards_and_resumes(manifest, number
     kept = len(list(out.glob(".*.done.json")))
     assert 1 <= kept < COMPLEXES
 
-    rerun = _convert(manifest, out)
-    stdout, stderr = rerun.communicate(timeout=300)
-    assert rerun.returncode == 0, stdout + stderr
+    stdout = run_checked(_convert(manifest, out)).stdout
     assert f"({kept} reused)" in stdout and f"converted {COMPLEXES} complexes" in stdout
     assert sorted(set(pd.read_csv(out / "converted_all.csv")["pdbid"])) == sorted(f"c{k}" for k in range(COMPLEXES))

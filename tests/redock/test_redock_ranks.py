@@ -6,9 +6,7 @@ import json
 import os
 import shutil
 import signal
-import subprocess
 import sys
-import time
 
 import pandas as pd
 import pytest
@@ -19,9 +17,10 @@ pytest.importorskip("prolif", reason="the test complex ships with ProLIF (conver
 if shutil.which("obabel") is None:
     pytest.skip("receptor preparation needs Open Babel's obabel (apt-get install openbabel)", allow_module_level=True)
 
+from pecan import cli  # noqa: E402
 from pecan.convert.examples import prolif_data  # noqa: E402
 from tests.ddp import free_port, rank_env, run_ranks_ok  # noqa: E402
-from tests.procs import ROOT, run_ok  # noqa: E402
+from tests.procs import launcher_free, rank_lines, run_ok, running, wait_for  # noqa: E402
 from tests.same_outputs import same_outputs  # noqa: E402
 
 # Wall-clock times, and whether a complex was found finished (the resumed run's own fact).
@@ -62,25 +61,10 @@ def test_two_ranks_write_what_one_rank_writes(manifest, one_rank):
 def test_a_killed_rank_resumes_its_share(manifest, one_rank):
     out = manifest.parent / "killed"
     port = free_port()
-    rank0 = subprocess.Popen(
-        _command(manifest, out),
-        cwd=ROOT,
-        env=rank_env(0, 2, port),
-        start_new_session=True,
-        text=True,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-    )
-    try:  # rank 0 docks a, then c: killed (with its Vina child) once a is finished
-        deadline = time.monotonic() + 240
-        while not (out / "records" / "a.json").exists() and time.monotonic() < deadline:
-            assert rank0.poll() is None, rank0.communicate()
-            time.sleep(0.05)
+    # rank 0 docks a, then c: killed (with its Vina child) once a is finished
+    with running(_command(manifest, out), env=rank_env(0, 2, port), merged=True) as rank0:
+        wait_for(rank0, lambda: (out / "records" / "a.json").exists())
         os.killpg(rank0.pid, signal.SIGKILL)
-        rank0.wait()
-    finally:
-        if rank0.poll() is None:
-            os.killpg(rank0.pid, signal.SIGKILL)
     assert not (out / "records" / "c.json").exists()
     # What a kill can leave mid-way through c (its search's and receptor preparation's folders, a half-written
     # poses file): the rerun of rank 0 removes it.
@@ -103,9 +87,13 @@ def test_a_killed_rank_resumes_its_share(manifest, one_rank):
     same_outputs(one_rank, out, varying=VARYING)
 
 
-def test_dry_run_lists_each_ranks_share_and_docks_nothing(manifest):
+def test_dry_run_lists_each_ranks_share_and_docks_nothing(manifest, monkeypatch, capsys):
     out = manifest.parent / "dry"
-    printed = run_ok(_command(manifest, out, "--dry-run", "--ranks", "3"))
-    lines = [line for line in printed.splitlines() if line.startswith("rank ")]
-    assert lines == ["rank 0 of 3: 2 complexes: a gone", "rank 1 of 3: 1 complexes: b", "rank 2 of 3: 1 complexes: c"]
+    launcher_free(monkeypatch)
+    assert cli.main(_command(manifest, out, "--dry-run", "--ranks", "3")[3:]) == 0  # the argv after `python -m pecan`
+    assert rank_lines(capsys.readouterr().out) == [
+        "rank 0 of 3: 2 complexes: a gone",
+        "rank 1 of 3: 1 complexes: b",
+        "rank 2 of 3: 1 complexes: c",
+    ]
     assert not out.exists()

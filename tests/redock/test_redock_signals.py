@@ -4,7 +4,6 @@ process left, the finished complexes kept, the ones in flight recorded as interr
 the rest."""
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -21,7 +20,7 @@ pytest.importorskip("meeko", reason="needs the dock extra: pip install -e '.[doc
 from rdkit import Chem
 from rdkit.Chem import AllChem
 
-from tests.procs import ROOT, clean_env, group_left, group_members
+from tests.procs import group_left, group_members, run_checked, running, signal_when
 
 LIGANDS = {"a": "CCO", "b": "OCCCCCCO", "c": "CCCO"}
 OPTIONS = ["--exhaustiveness", "1", "--n-poses", "2", "--progress", "off"]
@@ -61,35 +60,29 @@ def manifest(tmp_path):
     return tmp_path / "manifest.csv"
 
 
-def _redock(manifest: Path, out: Path, workers: int) -> subprocess.Popen:
+def _redock(manifest: Path, out: Path, workers: int) -> list[str]:
     command = [sys.executable, "-m", "pecan", "redock", str(manifest), "--out", str(out), "--workers", str(workers)]
-    return subprocess.Popen(
-        [*command, *OPTIONS],
-        cwd=ROOT,
-        env=clean_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
+    return [*command, *OPTIONS]
 
 
-def _when_a_search_runs_after_one_finished(process: subprocess.Popen, out: Path, timeout: float = 240) -> None:
-    """Once a complex has finished and Vina's search of another runs (its child process seen, or 1 s passed
-    for a search in the same process)."""
-    deadline, first_done = time.monotonic() + timeout, None
-    while time.monotonic() < deadline:
-        assert process.poll() is None, process.communicate()
-        if first_done is None and any(
+def _searching(process: subprocess.Popen) -> bool:
+    """Whether Vina's search runs in a child process of ``process``'s group."""
+    return any("pecan.redock.child" in c for c in group_members(process.pid))
+
+
+def _a_search_runs_after_one_finished(process: subprocess.Popen, out: Path):
+    """A check for ``signal_when``: true once a complex has finished and Vina's search of another runs (its child
+    process seen, or 1 s passed for a search in the same process)."""
+    first_done = []
+
+    def ready() -> bool:
+        if not first_done and any(
             json.loads(p.read_text())["status"] == "ok" for p in (out / "records").glob("*.json")
         ):
-            first_done = time.monotonic()
-        if first_done is not None and (
-            time.monotonic() - first_done > 1.0 or any("pecan.redock.child" in c for c in group_members(process.pid))
-        ):
-            return
-        time.sleep(0.05)
-    raise AssertionError("no docking search ran after a finished complex")
+            first_done.append(time.monotonic())
+        return bool(first_done) and (time.monotonic() - first_done[0] > 1.0 or _searching(process))
+
+    return ready
 
 
 @pytest.mark.slow
@@ -105,16 +98,10 @@ def _when_a_search_runs_after_one_finished(process: subprocess.Popen, out: Path,
 )
 def test_a_stopped_redock_keeps_what_finished_records_what_was_cut_and_resumes(manifest, number, to_group, workers):
     out = manifest.parent / "out"
-    process = _redock(manifest, out, workers)
-    try:
-        _when_a_search_runs_after_one_finished(process, out)
-        stopped_at = time.monotonic()
-        (os.killpg if to_group else os.kill)(process.pid, number)
-        stdout, stderr = process.communicate(timeout=60)
-    finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
-    assert time.monotonic() - stopped_at < 30  # not the rest of a search
+    with running(_redock(manifest, out, workers)) as process:
+        ready = _a_search_runs_after_one_finished(process, out)
+        stdout, stderr, took = signal_when(process, ready, number, to_group)
+    assert took < 30  # not the rest of a search
     assert process.returncode == 128 + number, stdout + stderr
     assert "Traceback" not in stdout + stderr and "Error" not in stderr, stderr
     lines = [line for line in stderr.splitlines() if line.strip()]
@@ -135,9 +122,7 @@ def test_a_stopped_redock_keeps_what_finished_records_what_was_cut_and_resumes(m
     docked = sorted(pd.read_csv(out / "manifest.csv")["complex_id"])
     assert docked == sorted(n for n, r in records.items() if r["status"] == "ok")
 
-    rerun = _redock(manifest, out, workers)
-    stdout, stderr = rerun.communicate(timeout=240)
-    assert rerun.returncode == 0, stdout + stderr
+    run_checked(_redock(manifest, out, workers), timeout=240)
     table = pd.read_csv(out / "redock.csv")
     assert sorted(table["complex_id"]) == sorted(LIGANDS) and (table["status"] == "ok").all()
     assert set(table[table["reused"]]["complex_id"]) == set(docked)  # the finished ones were not redocked
@@ -155,28 +140,16 @@ def test_a_long_search_is_stopped_at_once_not_waited_for(tmp_path, workers):
     out = tmp_path / "out"
     command = [sys.executable, "-m", "pecan", "redock", str(tmp_path / "manifest.csv"), "--out", str(out)]
     command += ["--workers", str(workers), "--exhaustiveness", "64", "--n-poses", "2", "--progress", "off"]
-    process = subprocess.Popen(
-        command,
-        cwd=ROOT,
-        env=clean_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    try:
-        deadline = time.monotonic() + 120
-        while not any("pecan.redock.child" in c for c in group_members(process.pid)):
-            assert process.poll() is None and time.monotonic() < deadline, process.communicate()
-            time.sleep(0.05)
-        time.sleep(1.0)  # Vina is searching now
-        stopped_at = time.monotonic()
-        os.killpg(process.pid, signal.SIGINT)
-        _, stderr = process.communicate(timeout=60)
-    finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
-    assert time.monotonic() - stopped_at < 15, "the stop waited for the search"
+    with running(command) as process:
+        searching_since = []  # Vina is searching once its child has run for 1 s
+
+        def searching_a_second() -> bool:
+            if not searching_since and _searching(process):
+                searching_since.append(time.monotonic())
+            return bool(searching_since) and time.monotonic() - searching_since[0] > 1.0
+
+        _, stderr, took = signal_when(process, searching_a_second, signal.SIGINT, to_group=True)
+    assert took < 15, "the stop waited for the search"
     assert process.returncode == 130 and "Traceback" not in stderr, stderr
     assert "0 complexes docked and kept, 1 interrupted" in stderr
     assert json.loads((out / "records" / "long.json").read_text())["status"] == "interrupted"

@@ -1,6 +1,6 @@
 """Job lifecycle with real signals to real runs: stop at a step boundary with a mid-epoch checkpoint, the
-final sync, no lock left, exact resume; mid-epoch checkpoint cadence; damaged checkpoints and records;
-unusable out_dirs; the finished-run message."""
+final sync, no lock left, exact resume, the resumed epoch's rate; mid-epoch checkpoint cadence; damaged
+checkpoints and records; unusable out_dirs; the finished-run message."""
 
 import os
 import shutil
@@ -44,13 +44,22 @@ def assert_same_weights(a: dict, b: dict) -> None:
     assert [name for name in a if not torch.equal(a[name], b[name])] == []
 
 
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory) -> tuple[Path, Path]:
+    """(config, out_dir) of the tiny run trained to the end without a stop: what each stopped run must equal."""
+    tmp = tmp_path_factory.mktemp("uninterrupted")
+    path, _ = tiny_run(tmp)
+    run_ok(command(path, tmp / "full", *EXACT), env=clean_env(XDG_CACHE_HOME=str(tmp / "xdg-cache")))
+    return path, tmp / "full"
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGUSR1])
-def test_signal_stops_at_the_next_step_and_rerun_resumes_exactly(tmp_path, sig):
-    path, _ = tiny_run(tmp_path)
-    run_ok(command(path, tmp_path / "full", *EXACT))
+def test_signal_stops_at_the_next_step_and_rerun_resumes_exactly(tmp_path, uninterrupted, sig):
+    path, full_dir = uninterrupted  # the same shards; this run's packs and outputs in tmp_path
     out_dir, sync_dir = tmp_path / "stopped", tmp_path / "shared"
-    cmd = command(path, out_dir, *EXACT, f"train.sync_dir={sync_dir}", "train.sync_every_minutes=600")
+    settings = (*EXACT, f"train.sync_dir={sync_dir}", "train.sync_every_minutes=600")
+    cmd = command(path, out_dir, *settings, f"data.cache_dir={tmp_path / 'cache'}")
     # "threads:" is logged inside setup, after the handlers are installed: the stop comes after step 1.
     code, out = signal_at(cmd, "threads:", sig)
     assert code == 0, out[-3000:]
@@ -67,14 +76,17 @@ def test_signal_stops_at_the_next_step_and_rerun_resumes_exactly(tmp_path, sig):
     assert not (sync_dir / ".pecan.lock").exists()
 
     run_ok(cmd)
-    assert_same_weights(weights(tmp_path / "full"), weights(out_dir))
-    full = report.read_records(tmp_path / "full" / "epochs.jsonl")
+    assert_same_weights(weights(full_dir), weights(out_dir))
+    full = report.read_records(full_dir / "epochs.jsonl")
     resumed = report.read_records(out_dir / "epochs.jsonl")
     assert [r["epoch"] for r in resumed] == [1, 2]
     # The interrupted epoch's record covers the whole epoch (the step before the stop included).
     assert resumed[0]["samples"] == full[0]["samples"]
     assert resumed[0]["train_loss"] == pytest.approx(full[0]["train_loss"], rel=1e-12)
     assert report.read_records(out_dir / "runs.jsonl")[-1]["resumed_from"].endswith("mid_epoch.pt")
+    # Its rate counts only the samples of the resumed part (step 1, one batch, ran before the stop).
+    assert resumed[0]["samples_before_resume"] == 2 < resumed[0]["samples"]  # data.batch_size in EXACT
+    assert resumed[0]["samples_per_s"] == pytest.approx((resumed[0]["samples"] - 2) / resumed[0]["wall_s"])
 
 
 SECOND_SIGNAL = textwrap.dedent("""

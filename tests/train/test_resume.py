@@ -1,6 +1,7 @@
 """Resuming a run: from best.pt after a damaged last.pt (each epoch recorded once), after the
 labels changed in place (one warning), after kill -9 at each write point (each epoch once), a resume that
-fails keeps config.yaml, and the rate of a resumed epoch (only this part's samples)."""
+fails keeps config.yaml. The rate of a resumed epoch (only this part's samples) is checked on the stopped runs
+of tests/train/test_lifecycle.py."""
 
 from __future__ import annotations
 
@@ -14,8 +15,8 @@ import pytest
 
 import main_app
 from pecan import report
-from tests.app_run import ROOT, edit_csv, records, report_lines, run, write_config
-from tests.procs import app_argv, clean_env
+from tests.app_run import ROOT, edit_csv, records, run, write_config
+from tests.procs import clean_env
 
 
 @pytest.mark.slow
@@ -48,24 +49,6 @@ def test_resume_after_the_labels_changed_in_place_says_so(tmp_path, data_dir, ca
     code, text = run(tmp_path, data_dir, "train.epochs=4", caplog=caplog, capsys=capsys)
     assert code == 0, text
     assert caplog.text.count("the training data changed since checkpoint") == 1 and "last.pt" in text
-
-
-@pytest.mark.slow
-def test_resumed_epoch_rate_counts_only_the_samples_of_this_part(make_config):
-    import os
-    import signal
-
-    from tests.procs import act_at, run_ok
-
-    path, config = make_config({"train.epochs": 1})
-    code, out = act_at(app_argv(path), "threads:", lambda p: os.kill(p.pid, signal.SIGUSR1))
-    assert code == 0 and "stopped at epoch 1 step 1" in out, out[-3000:]
-    run_ok(app_argv(path))
-    (record,) = report_lines(config.train.out_dir)[-1:]
-    before = record["samples_before_resume"]
-    assert before == config.data.batch_size  # step 1 ran before the stop
-    assert record["samples"] > before
-    assert record["samples_per_s"] == pytest.approx((record["samples"] - before) / record["wall_s"])
 
 
 @pytest.mark.slow

@@ -84,10 +84,9 @@ def test_full_report_of_one_rank_has_no_rank_statistics(tmp_path):
 
 
 @pytest.mark.slow
-def test_resume_with_changed_settings_names_the_keys_and_both_values(tmp_path):
-    path, _ = tiny_run(tmp_path)
+def test_resume_with_changed_settings_names_the_keys_and_both_values(tmp_path, trained_run):
+    path, _ = trained_run.copy_to(tmp_path)  # one epoch of the tiny run: batches of 4, lr 0.003
     # One thread per run, as tests/procs.py gives every run: two threads per run on two busy cores only wait.
-    run_to_file(tmp_path, path, "train.epochs=1", "train.progress=off", threads=1)
     changed = ("train.epochs=2", "train.lr=0.001", "data.batch_size=8", "train.progress=off")
     text = run_to_file(tmp_path, path, *changed, threads=1)
     warning = next(line for line in text.splitlines() if "with changed settings" in line)
