@@ -87,3 +87,41 @@ def test_best_epoch_follows_the_selection_metric(tmp_path):
     assert len(read) == 2
     assert fit.best_epoch(read)["epoch"] == 2
     assert fit.best_epoch(read, "val_loss")["epoch"] == 1
+
+
+def _memorise_module():
+    spec = importlib.util.spec_from_file_location("distill_memorise", ROOT / "studies" / "distill" / "memorise.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+memorise = _memorise_module()
+
+
+def test_subset_keeps_every_row_of_the_chosen_complexes_and_is_seeded(tmp_path):
+    rows = pd.DataFrame({"pdbid": [f"c{i // 3}" for i in range(30)], "poseid": [f"p{i}" for i in range(30)]})
+    rows.to_csv(tmp_path / "train.csv", index=False)
+    first = pd.read_csv(memorise.subset(tmp_path / "train.csv", tmp_path / "a.csv", 4, 0))
+    again = pd.read_csv(memorise.subset(tmp_path / "train.csv", tmp_path / "b.csv", 4, 0))
+    assert first["pdbid"].nunique() == 4
+    assert len(first) == 12
+    assert first.equals(again)
+
+
+def test_curve_reads_the_fit_fields_of_every_epoch(tmp_path):
+    records = [
+        {"epoch": 1, "train_loss": 1.0, "fit_teacher_top1": 0.5, "fit_top1": 0.6},
+        {"event": "stop"},
+        {"epoch": 2, "train_loss": 0.8, "fit_teacher_top1": 0.7, "fit_top1": 0.8},
+    ]
+    (tmp_path / "epochs.jsonl").write_text("\n".join(json.dumps(r) for r in records) + "\n")
+    out = memorise.curve(tmp_path)
+    assert [r["fit_teacher_top1"] for r in out] == [0.5, 0.7]
+    assert out[1]["fit_docking_top1"] is None
+
+
+def test_an_unknown_lever_is_refused_naming_the_known_ones(capsys):
+    with pytest.raises(SystemExit):
+        memorise.main(["--levers", "bigger", "--collect"])
+    assert "unknown lever(s) bigger" in capsys.readouterr().err
