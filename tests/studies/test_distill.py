@@ -125,3 +125,28 @@ def test_an_unknown_lever_is_refused_naming_the_known_ones(capsys):
     with pytest.raises(SystemExit):
         memorise.main(["--levers", "bigger", "--collect"])
     assert "unknown lever(s) bigger" in capsys.readouterr().err
+
+
+def _transfer_module():
+    spec = importlib.util.spec_from_file_location("distill_transfer", ROOT / "studies" / "distill" / "transfer.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+transfer = _transfer_module()
+
+
+def _hits(model, docking, gnina=0, gnina2018=0):
+    return {"model_top1": model, "docking_top1": docking, "gnina_top1": gnina, "gnina2018_top1": gnina2018}
+
+
+def test_transfer_counts_hits_and_pairs_the_student_with_vina_and_the_recipe():
+    student = {"a": _hits(1, 0, 1), "b": _hits(1, 1), "c": _hits(0, 1, 1, 1), "d": _hits(1, 0)}
+    recipe = {"a": _hits(0, 0), "b": _hits(1, 1), "c": _hits(0, 1), "d": _hits(0, 0)}
+    part = transfer.part_summary(student, recipe, ["a", "b", "c", "d"], n_boot=200)
+    assert (part["model_top1"], part["docking_top1"], part["gnina_top1"], part["recipe_top1"]) == (3, 2, 2, 1)
+    assert part["model_minus_vina"]["mean"] == pytest.approx(25.0)
+    assert part["model_minus_recipe"]["mean"] == pytest.approx(50.0)
+    low, high = part["model_minus_recipe"]["ci95"]
+    assert 0.0 <= low <= 50.0 <= high <= 100.0
