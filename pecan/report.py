@@ -59,6 +59,23 @@ REQUIRED_FIELDS = (
     "completed",
     "config_digest",
 )
+# The fields of REQUIRED_FIELDS that do not hold a number: the I/O mode, the per-rank lists, a flag, a digest.
+TEXT_FIELDS = ("io_mode", "ranks", "completed", "config_digest")
+# Numeric fields only some records carry: the least-served rank, skipped samples, the fit check's figures (the
+# epochs without a check carry none; pecan/train/fit_check.py).
+OPTIONAL_NUMBER_FIELDS = (
+    "cpu_share_min",
+    "cpu_share_min_rank",
+    "skipped_samples",
+    "skipped_at_start",
+    "fit_complexes",
+    "fit_top1",
+    "fit_docking_top1",
+    "fit_teacher_top1",
+    "fit_teacher_spearman",
+)
+# The numeric fields by name (the readers of pecan/runs/records.py also take names ending in a unit suffix).
+NUMBER_FIELDS = (*(f for f in REQUIRED_FIELDS if f not in TEXT_FIELDS), *OPTIONAL_NUMBER_FIELDS)
 
 
 def rank_summary(per_rank: Sequence[Mapping[str, float]]) -> dict[str, Any]:

@@ -79,6 +79,7 @@ def _range_checks(config: Config) -> list[tuple[bool, str, str]]:
         (t.ranking_temperature > 0, "train.ranking_temperature", "must be > 0"),
         (0.0 <= t.target_mix <= 1.0, "train.target_mix", "must be in [0, 1]"),
         (t.fit_check_complexes >= 0, "train.fit_check_complexes", "must be >= 0 (0: off)"),
+        (t.fit_check_every >= 1, "train.fit_check_every", "must be >= 1 (1: every epoch)"),
         (t.pos_weight == "auto" or t.pos_weight > 0, "train.pos_weight", "must be > 0 or auto"),
         (t.sync_every_minutes > 0, "train.sync_every_minutes", "must be > 0"),
         (t.progress_every_seconds >= 0, "train.progress_every_seconds", "must be >= 0"),

@@ -198,11 +198,16 @@ class TrainConfig:
         1.0,
     )
     fit_check_complexes: int = _doc(
-        "Fit check at each epoch's end: up to this many training complexes (a fixed, seeded sample) scored in eval "
-        "mode, their top-1 against the labels beside the docking score's, and with data.target_column the "
-        "agreement with the teacher's first pose and the median per-complex Spearman correlation with it "
-        "(epochs.jsonl fit_* fields, docs/reports.md); 0: off.",
+        "Fit check at each epoch's end (or as train.fit_check_every says): up to this many training complexes "
+        "(a fixed, seeded sample) scored in eval mode, their top-1 against the labels beside the docking "
+        "score's, and with data.target_column the agreement with the teacher's first pose and the median "
+        "per-complex Spearman correlation with it (epochs.jsonl fit_* fields, docs/reports.md); 0: off.",
         64,
+    )
+    fit_check_every: int = _doc(
+        "Run the fit check (train.fit_check_complexes) after every this many epochs and after the last; the "
+        "epochs between carry no fit_* fields. 1: every epoch.",
+        1,
     )
     ranking_rmsd_margin: float = _doc(
         "Smallest RMSD difference (Angstrom) of a pair ranked by train.ranking_target rmsd.", 1.0

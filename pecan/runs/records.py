@@ -3,8 +3,9 @@ versions or cut short, and a config.yaml a person or another tool edited, read w
 
 - A numeric field (a figure or a count) holding a number as text ("0.71") is read as that number; one holding
   anything else ("n/a", a list) is left out of that record and named once per file on stderr. A field that
-  is absent (records older than ``wall_s`` or ``world_size``) stays absent: each reader shows "n/a" or skips
-  it. A record without an epoch number is numbered by its place in the file.
+  is absent (records older than ``wall_s`` or ``world_size``, the fit_* fields of an epoch without a fit
+  check) stays absent: each reader shows "n/a" or skips it. A record without an epoch number is numbered by
+  its place in the file.
 - config.yaml is read with YAML tags (``!!python/object:...``, ``!custom``) taken as their plain content: a
   reader never constructs an object, and a tagged value still compares as its content.
 """
@@ -21,22 +22,8 @@ import yaml
 from pecan import report
 
 NUMBER_SUFFIXES = ("_s", "_share", "_per_s", "_per_sample", "_mean", "_max", "_mb", "_ratio")
-NUMBER_FIELDS = {
-    "epoch",
-    "samples",
-    "train_loss",
-    "val_loss",
-    "val_auc",
-    "val_acc",
-    "val_top1",
-    "world_size",
-    "num_workers",
-    "intra_op_threads",
-    "cpu_share_min",
-    "cpu_share_min_rank",
-    "skipped_samples",
-    "skipped_at_start",
-}
+# The numeric fields by name are the epoch record's own list (pecan/report.py), not a copy of it.
+NUMBER_FIELDS = frozenset(report.NUMBER_FIELDS)
 
 
 def is_number_field(key: str) -> bool:

@@ -1,7 +1,8 @@
 """The fit check (train.fit_check_complexes): how well the model ranks poses of complexes it trains on.
 
-At each epoch's end rank 0 scores the docked poses of a fixed, seeded sample of training complexes in eval
-mode and records (epochs.jsonl, the epoch line; docs/reports.md):
+At the end of every train.fit_check_every-th epoch and of the last (every epoch by default) rank 0 scores the
+docked poses of a fixed, seeded sample of training complexes in eval mode and records (epochs.jsonl, the epoch
+line; docs/reports.md):
 
 - ``fit_top1``: share of the sample's complexes with a near-native pose whose top-scored pose is near-native;
 - ``fit_docking_top1``: the same of the docking score (lowest first) on the same complexes' scored poses: the
@@ -76,16 +77,23 @@ def teacher_agreement(scores: np.ndarray, teacher: np.ndarray, complexes: np.nda
 class FitCheck:
     """The fit check of one run: its sample of rows fixed at construction; ``__call__(model)`` the figures."""
 
-    def __init__(self, dataset, complexes: int, seed: int, batch_size: int, device, amp: str) -> None:
-        self.dataset, self.batch_size, self.device, self.amp = dataset, batch_size, device, amp
+    def __init__(self, dataset, complexes: int, seed: int, batch_size: int, device, amp: str, every: int = 1) -> None:
+        self.dataset, self.batch_size, self.device, self.amp, self.every = dataset, batch_size, device, amp, every
         self.rows = sample_rows(dataset.table, complexes, seed) if complexes > 0 else np.zeros(0, dtype=np.int64)
 
     @classmethod
     def from_config(cls, config, dataset, device) -> "FitCheck":
-        """From train.fit_check_complexes (0: off), train.seed, data.batch_size and train.amp."""
+        """From train.fit_check_complexes (0: off), train.fit_check_every, train.seed, data.batch_size and
+        train.amp."""
         train = config.train
         complexes = int(getattr(train, "fit_check_complexes", 0))
-        return cls(dataset, complexes, train.seed, config.data.batch_size, device, train.amp)
+        every = int(getattr(train, "fit_check_every", 1))
+        return cls(dataset, complexes, train.seed, config.data.batch_size, device, train.amp, every)
+
+    def due(self, epoch: int, epochs: int) -> bool:
+        """Whether the check runs after ``epoch`` (counted from 1) of ``epochs``: every ``every``-th and the last
+        (a run's final record always has the fit; the epochs between carry no fit_* fields)."""
+        return epoch % self.every == 0 or epoch >= epochs
 
     def __call__(self, model) -> dict[str, Any]:
         """The fit_* fields of an epoch record ({} when off)."""

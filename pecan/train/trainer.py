@@ -248,8 +248,8 @@ class Trainer:
             train = self.train_epoch(epoch, timer, io_counts)
         with timer.span("eval_s"):
             metrics = self.evaluate(io_counts)
-            if self.env.is_main:  # on the same weights every rank would find the same
-                metrics.update(self.fit_check(self.scoring_model()))
+            if self.env.is_main and self.fit_check.due(epoch + 1, self.config.train.epochs):
+                metrics.update(self.fit_check(self.scoring_model()))  # every rank would find the same
         gathered = gather_epoch(self, timer.totals(), io_counts)  # the epoch's collectives, once
         self.epochs_done, self.last_metrics = epoch + 1, metrics
         # The record is complete but for the checkpoint's own time; the checkpoint carries it, so an epoch it

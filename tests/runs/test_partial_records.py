@@ -1,6 +1,7 @@
 """`pecan runs report|plot|compare` over records written by older versions or cut short (no wall_s or
-world_size, a val_auc written as text), a config.yaml with YAML tags, and a plot --out that names a file, an
-epochs.jsonl with no epoch record: each is read or refused with a message, never a traceback."""
+world_size, a val_auc written as text, fit_* fields on some epochs only), a config.yaml with YAML tags, and a
+plot --out that names a file, an epochs.jsonl with no epoch record: each is read or refused with a message, never
+a traceback."""
 
 import json
 
@@ -31,6 +32,8 @@ CASES = {
     "val_auc_as_text": lambda r: r.update(val_auc="0.7"),
     "val_auc_not_a_number": lambda r: r.update(val_auc="n/a"),
     "epoch_and_loss_only": lambda r: [r.pop(k) for k in list(r) if k not in ("epoch", "train_loss")],
+    # train.fit_check_every: the fit check's fields on the last epoch only (one written as text)
+    "fit_on_the_last_epoch_only": lambda r: r.update(fit_top1="0.5", fit_docking_top1=0.75) if r["epoch"] == 3 else 0,
 }
 
 
@@ -56,6 +59,8 @@ def test_partial_and_older_records_are_read(tmp_path, capsys, case):
         assert "| 0.7000 |" in captured.out  # read as the number it spells
     if case == "val_auc_not_a_number":
         assert "val_auc is not a number in 3 record(s) (first: 'n/a'); left out" in captured.err
+    if case == "fit_on_the_last_epoch_only":
+        assert " | fit top1 0.50 (docking 0.75)" in captured.out
     if case in ("no_wall_s", "epoch_and_loss_only"):
         assert "| n/a |" in captured.out and "wall n/a" in captured.out
 

@@ -1,4 +1,5 @@
-"""The per-epoch fit check (train.fit_check_complexes): its figures by hand, and in a run's records and report."""
+"""The per-epoch fit check (train.fit_check_complexes, train.fit_check_every): its figures by hand, its cadence, and
+in a run's records and report."""
 
 from types import SimpleNamespace
 
@@ -7,9 +8,10 @@ import pandas as pd
 import pytest
 import torch
 
-from pecan import report
+from pecan import cli, report
+from pecan import config as config_module
 from pecan.engine.distributed import discover
-from pecan.train.fit_check import FIT_FIELDS, docking_top1, sample_rows, teacher_agreement
+from pecan.train.fit_check import FIT_FIELDS, FitCheck, docking_top1, sample_rows, teacher_agreement
 from pecan.train.trainer import Trainer
 from tests.train.helpers import tiny_run
 
@@ -89,3 +91,38 @@ def test_the_epoch_line_shows_the_fit_only_when_checked():
     assert report.epoch_line({**teacher, "fit_teacher_spearman": 0.25}).endswith(
         " | fit top1 0.50 (docking n/a), teacher top1 1.00, rho 0.25"
     )
+
+
+def test_every_nth_epoch_and_always_the_last():
+    check = FitCheck(None, 0, seed=0, batch_size=4, device="cpu", amp="off", every=3)
+    assert [epoch for epoch in range(1, 8) if check.due(epoch, 7)] == [3, 6, 7]
+    assert [epoch for epoch in range(1, 7) if check.due(epoch, 6)] == [3, 6]
+    every_epoch = FitCheck(None, 0, seed=0, batch_size=4, device="cpu", amp="off")
+    assert all(every_epoch.due(epoch, 4) for epoch in range(1, 5))
+
+
+@pytest.mark.parametrize("value", [0, -2])
+def test_fit_check_every_below_one_is_an_error_naming_the_key(tmp_path, value):
+    with pytest.raises(config_module.ConfigError, match=r"train\.fit_check_every.*must be >= 1"):
+        config_module.load(None, [f"data.data_dir={tmp_path}", f"train.fit_check_every={value}"])
+    assert config_module.load(None, [f"data.data_dir={tmp_path}"]).train.fit_check_every == 1
+
+
+@pytest.mark.slow
+def test_a_run_checks_every_second_epoch_and_the_last_and_pecan_runs_reads_it(tmp_path, capsys):
+    _, config = tiny_run(tmp_path, "train.epochs=3", "train.fit_check_complexes=2", "train.fit_check_every=2")
+    trainer = Trainer.from_config(config, discover({}), torch.device("cpu"))
+    try:
+        trainer.fit()
+    finally:
+        trainer.close()
+    run_dir = tmp_path / "run"
+    written = report.read_records(run_dir / "epochs.jsonl")
+    assert [any(key.startswith("fit_") for key in record) for record in written] == [False, True, True]
+    assert written[1]["fit_complexes"] == written[2]["fit_complexes"] == 2
+    out = capsys.readouterr().out
+    assert out.count(" | fit top1 ") == 2  # the epoch lines of epochs 2 and 3 only
+    assert cli.main(["runs", "report", str(run_dir)]) == 0
+    assert cli.main(["runs", "compare", f"a={run_dir}"]) == 0
+    captured = capsys.readouterr()
+    assert "3 epoch(s)" in captured.out and "Traceback" not in captured.err
