@@ -62,11 +62,12 @@ def first_agreement(scores: pd.DataFrame, teacher: str) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def fold_summary(fold_dir: Path, tag: str, peers: pd.DataFrame, teacher: str) -> dict:
-    """One fold's fit (training complexes) and transfer (held-out complexes) figures."""
+def fold_summary(fold_dir: Path, tag: str, peers: pd.DataFrame, teacher: str, checkpoint: str = "best") -> dict:
+    """One fold's fit (training complexes) and transfer (held-out complexes, scored by best.pt as run.py does, or
+    by last.pt as last_epoch.py does) figures."""
     records = epoch_records(fold_dir / tag)
     fit_fields = ("fit_top1", "fit_docking_top1", "fit_teacher_top1", "fit_teacher_spearman", "fit_complexes")
-    scores = read_scores(fold_dir / f"{tag}_scores.csv")
+    scores = read_scores(fold_dir / (f"{tag}_scores.csv" if checkpoint == "best" else f"{tag}_last_scores.csv"))
     scores = scores.merge(peers, on=["complex_id", "pose_id"], how="inner", validate="one_to_one")
     held_out = first_agreement(scores, teacher)
     return {
@@ -93,12 +94,18 @@ def main(argv=None) -> int:
     parser.add_argument("--peer-scores", type=Path, default=ROOT / "studies/peers/results/corpus_gnina.csv")
     parser.add_argument("--teacher", default="cnn_score_default", help="the teacher's column of --peer-scores")
     parser.add_argument("--out", type=Path, default=None, help="the JSON (default: print only)")
+    parser.add_argument(
+        "--checkpoint", choices=("best", "last"), default="best", help="held-out scores of best.pt or last.pt"
+    )
     args = parser.parse_args(argv)
     peers = read_scores(args.peer_scores)[["complex_id", "pose_id", args.teacher]]
     result = {}
     for tag in args.tags:
-        folds = sorted(p.parent.name for p in args.work.glob(f"folds/*/{tag}_scores.csv"))
-        result[tag] = {fold: fold_summary(args.work / "folds" / fold, tag, peers, args.teacher) for fold in folds}
+        suffix = "_scores.csv" if args.checkpoint == "best" else "_last_scores.csv"
+        folds = sorted(p.parent.name for p in args.work.glob(f"folds/*/{tag}{suffix}"))
+        result[tag] = {
+            fold: fold_summary(args.work / "folds" / fold, tag, peers, args.teacher, args.checkpoint) for fold in folds
+        }
     print(
         "| tag | fold | epochs | fit teacher-first (best / last) | fit Spearman | fit top-1 / Vina | held-out "
         "teacher-first | held-out Spearman | held-out top-1 / Vina / teacher |"

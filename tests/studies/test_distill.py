@@ -150,3 +150,22 @@ def test_transfer_counts_hits_and_pairs_the_student_with_vina_and_the_recipe():
     assert part["model_minus_recipe"]["mean"] == pytest.approx(50.0)
     low, high = part["model_minus_recipe"]["ci95"]
     assert 0.0 <= low <= 50.0 <= high <= 100.0
+
+
+def _last_epoch_module():
+    spec = importlib.util.spec_from_file_location("distill_last", ROOT / "studies" / "distill" / "last_epoch.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_last_epoch_scores_only_folds_that_run_py_finished(tmp_path):
+    last_epoch = _last_epoch_module()
+    still_training = tmp_path / "folds" / "0" / "tag" / "checkpoints"
+    still_training.mkdir(parents=True)
+    (still_training / "last.pt").write_bytes(b"")  # a run mid-way has a last.pt but no scores stamp yet
+    peers = _peers(tmp_path, [("1abc", "1abc_pose1", 0.9)])
+    frame = pd.read_csv(peers).assign(cnn_score_default2018=0.5)
+    frame.to_csv(peers, index=False)
+    with pytest.raises(SystemExit, match="no fold of tag .* has finished"):
+        last_epoch.main(["tag", "--work", str(tmp_path), "--peer-scores", str(peers), "--results", str(tmp_path)])
