@@ -73,6 +73,7 @@ def test_agreement_counts_the_student_first_pose_against_the_teacher_first():
     )
     table = fit.first_agreement(scores, "teacher").set_index("complex_id")
     assert table["agrees"].tolist() == [True, False]
+    assert table["docking_agrees"].tolist() == [True, True]
     assert table["student_top1"].tolist() == [1, 0]
     assert table["docking_top1"].tolist() == [1, 1]
     assert table["teacher_top1"].tolist() == [1, 1]
