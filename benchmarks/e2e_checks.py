@@ -105,31 +105,14 @@ def redocked(docked: Path, ids: list[str], compare_to: Path | None = None):
             problems.append(f"redock.csv: {dict(zip(redock['complex_id'], poses))}")
         counts = {"complexes": len(redock), "poses": int(poses.sum()), "failures": len(failures)}
         if compare_to is not None:
+            from benchmarks.bench_ranks import redock_differences
+
             different, receptors = redock_differences(compare_to, docked)
             problems += different
             counts |= {"same_as_2ranks": not problems, "receptors_differing_in_h_positions": receptors}
         return counts, problems
 
     return check
-
-
-def _without_h_xyz(path: Path) -> list[str]:
-    lines = path.read_text().splitlines()
-    return [line[:30] + line[54:] if line.rstrip().endswith((" H", " HD")) else line for line in lines]
-
-
-def redock_differences(expected: Path, actual: Path) -> tuple[list[str], int]:
-    """How two redock outputs differ but for the seconds and the receptor PDBQTs' hydrogen coordinates (Open Babel
-    places the hydrogens of some charged nitrogens at random in every run; Vina scores heavy atoms); and how many
-    receptors differ in those alone."""
-    from benchmarks.bench_ranks import differences
-
-    different, receptors = differences(expected, actual, ("seconds",)), 0
-    for name in [d.removesuffix(" differs") for d in different if d.startswith("receptors/")]:
-        if _without_h_xyz(expected / name) == _without_h_xyz(actual / name):
-            different.remove(f"{name} differs")
-            receptors += 1
-    return different, receptors
 
 
 def converted(shards: Path, docked: Path, compare_to: Path | None):

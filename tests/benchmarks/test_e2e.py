@@ -6,7 +6,7 @@ import json
 import pandas as pd
 import pytest
 
-from benchmarks import e2e, e2e_checks
+from benchmarks import bench_ranks, e2e, e2e_checks
 
 
 def test_the_crossdocked_miniature_places_every_record_at_its_types_line_rmsd(tmp_path):
@@ -54,9 +54,9 @@ def test_redock_outputs_that_differ_in_receptor_hydrogen_positions_alone_are_the
         pd.DataFrame({"complex_id": ["a"], "seconds": [seconds]}).to_csv(out / "redock.csv", index=False)
     _receptor(one / "receptors" / "a.pdbqt")
     _receptor(two / "receptors" / "a.pdbqt", h_x="-62.077")
-    assert e2e_checks.redock_differences(one, two) == ([], 1)
+    assert bench_ranks.redock_differences(one, two) == ([], 1)
     _receptor(two / "receptors" / "a.pdbqt", n_x="5.000")  # a heavy atom moved: a real difference
-    assert e2e_checks.redock_differences(one, two) == (["receptors/a.pdbqt differs"], 0)
+    assert bench_ranks.redock_differences(one, two) == (["receptors/a.pdbqt differs"], 0)
 
 
 def test_a_failing_step_stops_its_path_and_the_summary_says_so(tmp_path):
