@@ -41,6 +41,20 @@ def manifest(tmp_path_factory):
     return st.manifest(tmp / "manifest.csv", rows)
 
 
+@pytest.fixture(scope="module")
+def many(manifest):
+    """The same complexes under 4 ids each (28, plus the missing one): at one complex a shard a rank's share is
+    14 shards, seconds of work, so a kill after its first shard lands inside its share even on a loaded node."""
+    import pandas as pd
+
+    rows = pd.read_csv(manifest, dtype=str, keep_default_na=False)
+    docked = rows[rows["complex_id"] != "gone"]
+    copies = [docked.assign(complex_id=docked["complex_id"] + f"_{j}") for j in range(4)]
+    out = manifest.parent / "manifest_many.csv"
+    pd.concat([*copies, rows[rows["complex_id"] == "gone"]]).to_csv(out, index=False)
+    return out
+
+
 def _command(manifest, out, *extra):
     command = [sys.executable, "-m", "pecan", "convert", str(manifest), "--out", str(out)]
     return command + ["--complexes-per-shard", "2", "--progress", "off", *extra]
@@ -64,7 +78,8 @@ def test_two_ranks_write_what_one_rank_writes(manifest, one_rank):
 
 
 @pytest.mark.slow
-def test_slurm_ranks_and_a_killed_rank_resumes_its_share(manifest, one_rank):
+def test_slurm_ranks_and_a_killed_rank_resumes_its_share(many):
+    manifest = many
     out = manifest.parent / "killed"
     base = {k: v for k, v in clean_env().items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
     slurm = [
@@ -82,7 +97,7 @@ def test_slurm_ranks_and_a_killed_rank_resumes_its_share(manifest, one_rank):
         wait_for(rank1, lambda: list(out.glob(".converted_*.done.json")))
         os.killpg(rank1.pid, signal.SIGKILL)
     kept = {p.name: p.stat().st_mtime_ns for p in out.glob(".converted_*.done.json")}
-    assert 1 <= len(kept) < 4
+    assert 1 <= len(kept) < 14
     rank0 = run_ok(_command(manifest, out, "--complexes-per-shard", "1"), env=slurm[0])
     assert "rank 0 of 2 (slurm)" in rank0 and not (out / "converted_all.csv").exists()
     resumed = run_ok(_command(manifest, out, "--complexes-per-shard", "1"), env=slurm[1])
