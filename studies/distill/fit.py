@@ -22,13 +22,13 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from pecan import report  # noqa: E402 - after the sys.path line (run as a script)
 from pecan.scoring.scores_csv import read_scores  # noqa: E402 - after the sys.path line (run as a script)
 
 
 def epoch_records(run_dir: Path) -> list[dict]:
     """The run's epoch records (stop markers left out)."""
-    lines = (run_dir / "epochs.jsonl").read_text().splitlines()
-    return [record for record in map(json.loads, filter(None, lines)) if "event" not in record]
+    return report.read_records(run_dir / "epochs.jsonl")
 
 
 def best_epoch(records: list[dict], select_on: str = "val_auc") -> dict:
@@ -75,7 +75,9 @@ def fold_summary(fold_dir: Path, tag: str, peers: pd.DataFrame, teacher: str, ch
         "epochs": len(records),
         "fit_last": {k: records[-1].get(k) for k in fit_fields},
         "fit_best": {k: best_epoch(records).get(k) for k in fit_fields},
-        "fit_curve": [records_fit.get("fit_teacher_top1") for records_fit in records],
+        "fit_curve": [record.get("fit_teacher_top1") for record in records],
+        "epoch_wall_s": [min(r["wall_s"] for r in records), max(r["wall_s"] for r in records)],
+        "fit_check_s_median": float(np.median([r["fit_check_s"] for r in records if "fit_check_s" in r] or [np.nan])),
         "held_out": {
             "complexes": len(held_out),
             "teacher_agreement": float(held_out["agrees"].mean()),

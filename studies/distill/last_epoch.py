@@ -23,6 +23,7 @@ sys.path.insert(0, str(ROOT))
 
 from pecan.redock.ranking import complex_table, summarize  # noqa: E402 - after the sys.path line (run as a script)
 from pecan.scoring.scores_csv import read_scores  # noqa: E402 - after the sys.path line (run as a script)
+from studies.realdock.run import with_peers  # noqa: E402 - after the sys.path line (run as a script)
 
 PEERS = {"cnn_score_default": "gnina", "cnn_score_default2018": "gnina2018"}
 
@@ -42,14 +43,6 @@ def predict_last(fold_dir: Path, tag: str) -> Path:
         with open(fold_dir / f"{tag}_last.log", "w") as log:
             subprocess.run([*command, "--out", str(out)], check=True, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
     return out
-
-
-def with_peers(scores: pd.DataFrame, peers: pd.DataFrame) -> pd.DataFrame:
-    """The scores with every peer's score of the same pose (a pose without one is an error)."""
-    merged = scores.merge(peers, on=["complex_id", "pose_id"], how="left", validate="one_to_one")
-    if merged[list(PEERS.values())].isna().any().any():
-        raise SystemExit("error: some held-out poses have no peer score")
-    return merged
 
 
 def main(argv=None) -> int:

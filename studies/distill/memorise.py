@@ -23,6 +23,10 @@ from pathlib import Path
 import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from pecan import report  # noqa: E402 - after the sys.path line (run as a script)
+
 WORK = ROOT / "studies" / "corpus" / "work"
 TEACHER = ["data.target_column=teacher", "train.target_mix=1", "train.ranking_loss=teacher_kl"]
 LEVERS = {
@@ -67,9 +71,18 @@ def train(name: str, overrides: list[str], csv: Path, out_dir: Path, epochs: int
 
 def curve(run_dir: Path) -> list[dict]:
     """Per epoch: the fit fields and the training loss."""
-    lines = (run_dir / "epochs.jsonl").read_text().splitlines()
-    records = [r for r in map(json.loads, filter(None, lines)) if "event" not in r]
+    records = report.read_records(run_dir / "epochs.jsonl")
     return [{"epoch": r["epoch"], "train_loss": r.get("train_loss"), **{k: r.get(k) for k in FIT}} for r in records]
+
+
+def prior_weight(run_dir: Path) -> float | None:
+    """The docking prior's learned weight in the run's last.pt (None without a prior)."""
+    import torch
+
+    saved = torch.load(run_dir / "checkpoints" / "last.pt", map_location="cpu", weights_only=False)
+    state = saved.get("model") or {}
+    weights = [float(value) for key, value in state.items() if key.endswith("docking_prior")]
+    return weights[0] if weights else None
 
 
 def main(argv=None) -> int:
@@ -95,7 +108,11 @@ def main(argv=None) -> int:
         for name in levers:
             train(name, LEVERS[name], csv, args.out_dir, args.epochs, args.complexes)
     result = {
-        name: {"overrides": LEVERS[name], "epochs": curve(args.out_dir / name)}
+        name: {
+            "overrides": LEVERS[name],
+            "epochs": curve(args.out_dir / name),
+            "prior_weight_last": prior_weight(args.out_dir / name),
+        }
         for name in levers
         if (args.out_dir / name / "epochs.jsonl").exists()
     }

@@ -15,14 +15,15 @@ sys.path.insert(0, str(ROOT))
 from studies.realdock.teacher import COLUMN, with_teacher  # noqa: E402 - after the sys.path line
 
 
-def _fit_module():
-    spec = importlib.util.spec_from_file_location("distill_fit", ROOT / "studies" / "distill" / "fit.py")
+def _study(name):
+    """studies/distill/<name>.py, loaded from its file (the study's scripts are run as scripts, not imported)."""
+    spec = importlib.util.spec_from_file_location(f"distill_{name}", ROOT / "studies" / "distill" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
-fit = _fit_module()
+fit = _study("fit")
 
 
 def _index():
@@ -90,14 +91,7 @@ def test_best_epoch_follows_the_selection_metric(tmp_path):
     assert fit.best_epoch(read, "val_loss")["epoch"] == 1
 
 
-def _memorise_module():
-    spec = importlib.util.spec_from_file_location("distill_memorise", ROOT / "studies" / "distill" / "memorise.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-memorise = _memorise_module()
+memorise = _study("memorise")
 
 
 def test_subset_keeps_every_row_of_the_chosen_complexes_and_is_seeded(tmp_path):
@@ -128,14 +122,7 @@ def test_an_unknown_lever_is_refused_naming_the_known_ones(capsys):
     assert "unknown lever(s) bigger" in capsys.readouterr().err
 
 
-def _transfer_module():
-    spec = importlib.util.spec_from_file_location("distill_transfer", ROOT / "studies" / "distill" / "transfer.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-transfer = _transfer_module()
+transfer = _study("transfer")
 
 
 def _hits(model, docking, gnina=0, gnina2018=0):
@@ -153,15 +140,8 @@ def test_transfer_counts_hits_and_pairs_the_student_with_vina_and_the_recipe():
     assert 0.0 <= low <= 50.0 <= high <= 100.0
 
 
-def _last_epoch_module():
-    spec = importlib.util.spec_from_file_location("distill_last", ROOT / "studies" / "distill" / "last_epoch.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_last_epoch_scores_only_folds_that_run_py_finished(tmp_path):
-    last_epoch = _last_epoch_module()
+    last_epoch = _study("last_epoch")
     still_training = tmp_path / "folds" / "0" / "tag" / "checkpoints"
     still_training.mkdir(parents=True)
     (still_training / "last.pt").write_bytes(b"")  # a run mid-way has a last.pt but no scores stamp yet
