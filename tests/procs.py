@@ -26,6 +26,18 @@ def clean_env(**extra: str) -> dict[str, str]:
     return out
 
 
+def without_modules(tmp_path: Path, *names: str, **extra: str) -> dict[str, str]:
+    """``clean_env(**extra)`` whose interpreter cannot import ``names`` (a sitecustomize on PYTHONPATH sets them to
+    None in sys.modules, so ``import name`` raises ImportError): a venv without that package."""
+    site = tmp_path / "no-modules"
+    site.mkdir(exist_ok=True)
+    lines = ["import sys"] + [f"sys.modules[{name!r}] = None" for name in names]
+    (site / "sitecustomize.py").write_text("\n".join(lines) + "\n")
+    env = clean_env(**extra)
+    env["PYTHONPATH"] = f"{site}:{env['PYTHONPATH']}"
+    return env
+
+
 def launcher_free(monkeypatch, **extra: str) -> None:
     """This process's environment as ``clean_env`` gives a child (no launcher or PECAN_* variable), ``extra``
     set: for running a command in-process with ``pecan.cli.main`` (monkeypatch restores it)."""

@@ -10,7 +10,7 @@ from pecan.runtime.shares import Place
 def discover_place() -> Place:
     """Rank and world size from the launcher's environment (torchrun, srun, flux), else one rank; a malformed
     environment is a ValueError naming the variable."""
-    from pecan.engine.distributed import discover
+    from pecan.engine.launchers import discover
 
     env = discover()
     return Place(env.rank, env.world_size, env.launcher)

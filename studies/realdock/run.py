@@ -119,6 +119,14 @@ def parse_args(argv=None) -> argparse.Namespace:
         help="a --peer-scores column written into every fold's index CSVs as the column `teacher` (docked poses; "
         "crystal poses empty), for --set data.target_column=teacher (docs/distillation.md)",
     )
+    parser.add_argument(
+        "--teacher-extra",
+        type=Path,
+        default=None,
+        metavar="SCORES_CSV",
+        help="the teacher's scores of --train-extra's poses (gnina_score.py's CSV, the --teacher column); "
+        "required when both --teacher and --train-extra are given",
+    )
     return parser.parse_args(argv)
 
 
@@ -449,6 +457,12 @@ def main(argv=None) -> int:
         extra_index["shard"] = f"shards_{args.train_extra.name}/" + extra_index["shard"]
         # the complex's crystal pose is in the docked index already (one row per pose id)
         extra_index = extra_index[pd.to_numeric(extra_index["is_crystal"], errors="coerce").fillna(0) == 0]
+        if args.teacher:
+            if args.teacher_extra is None:
+                raise SystemExit(
+                    "error: --teacher with --train-extra needs the extra poses' teacher scores: give --teacher-extra"
+                )
+            extra_index = with_teacher(extra_index, args.teacher_extra, args.teacher)
     manifest = pd.read_csv(args.docked / "manifest.csv", dtype=str, keep_default_na=False)
     if args.group_column not in manifest.columns:
         raise SystemExit(f"error: {args.docked / 'manifest.csv'} has no column {args.group_column!r} (--group-column)")

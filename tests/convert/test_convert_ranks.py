@@ -14,7 +14,7 @@ pytest.importorskip("prolif", reason="needs the convert extra: pip install -e '.
 from pecan import cli  # noqa: E402
 from tests.convert import structures as st  # noqa: E402
 from tests.ddp import run_ranks_ok  # noqa: E402
-from tests.procs import clean_env, launcher_free, rank_lines, run_ok, running, wait_for  # noqa: E402
+from tests.procs import clean_env, launcher_free, rank_lines, run_ok, running, wait_for, without_modules  # noqa: E402
 from tests.same_outputs import same_outputs  # noqa: E402
 
 COMPLEXES = 7
@@ -68,10 +68,12 @@ def one_rank(manifest):
 
 
 @pytest.mark.slow
-def test_two_ranks_write_what_one_rank_writes(manifest, one_rank):
+def test_two_ranks_write_what_one_rank_writes(manifest, one_rank, tmp_path):
     out = manifest.parent / "two"
     # Two workers per rank: each shard's complexes are shared among the workers and come back in plan order.
-    output = run_ranks_ok(_command(manifest, out, "--workers", "2"), nprocs=2)
+    # torch cannot be imported: the ranks, their share and their workers need none of it (its import is most of
+    # a converter process's start-up).
+    output = run_ranks_ok(_command(manifest, out, "--workers", "2"), nprocs=2, env=without_modules(tmp_path, "torch"))
     assert "converted 7 complexes" in output  # the last rank to finish (or both, finishing together) merged
     assert sorted(p.name for p in out.glob("*.hdf5")) == [f"converted_{k:04d}.hdf5" for k in range(4)]
     same_outputs(one_rank, out)
