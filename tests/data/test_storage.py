@@ -8,7 +8,6 @@ import json
 import logging
 import os
 import stat
-import sys
 from pathlib import Path
 from typing import Optional
 
@@ -25,7 +24,7 @@ from pecan.train.sync import OutputSync
 from tests import configs
 from tests.configs import SMALL_MODEL
 from tests.ddp import run_ranks_ok
-from tests.procs import ROOT, app_argv, run_ok
+from tests.procs import ROOT, app_argv
 from tests.shards import write_dataset
 
 
@@ -177,10 +176,15 @@ def test_symlinked_shards_keep_derived_files_beside_the_link(tmp_path, shards):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("mask, expected", [(0o022, 0o644), (0o077, 0o600)])
-def test_created_files_follow_umask(tmp_path, shards, mask, expected):
+def test_created_files_follow_umask(tmp_path, shards, mask, expected, monkeypatch):
     data_dir, _ = shards
+    monkeypatch.setattr(fileio, "_UMASK", None)  # read once per process: this run's start reads it again
     config = write_config(tmp_path, f"{data_dir}/*.hdf5")
-    run_ok(["sh", "-c", f"umask {mask:03o} && exec {sys.executable} main_app.py {config}"])
+    previous = os.umask(mask)  # in this process (one test at a time per worker): the run creates its files here
+    try:
+        assert main_app.main([str(config)]) == 0
+    finally:
+        os.umask(previous)
     run = tmp_path / "run"
     created = [
         *(data_dir / ".pecan_cache").glob("*.pecanpack"),

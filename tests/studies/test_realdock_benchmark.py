@@ -71,6 +71,8 @@ def test_two_folds_on_four_complexes(study, tmp_path, capsys):
         "model.hidden=8",
         "--set",
         "model.layers=1",
+        "--set",
+        "train.plots=false",  # the figures here are the JSON and the table
     ]
     code = _benchmark_module().main(argv)
     assert code == 0
