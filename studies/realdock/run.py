@@ -434,6 +434,10 @@ TABLE_HEADER = (
 def main(argv=None) -> int:
     """Every fold, the pooled figures, the JSON and the table."""
     args = parse_args(argv)
+    if args.teacher and args.train_extra is not None and args.teacher_extra is None:
+        raise SystemExit(
+            "error: --teacher with --train-extra needs the extra poses' teacher scores: give --teacher-extra"
+        )
     only = None
     if args.only is not None:
         only = set(pd.read_csv(args.only, dtype=str, keep_default_na=False, usecols=["complex_id"])["complex_id"])
@@ -458,10 +462,6 @@ def main(argv=None) -> int:
         # the complex's crystal pose is in the docked index already (one row per pose id)
         extra_index = extra_index[pd.to_numeric(extra_index["is_crystal"], errors="coerce").fillna(0) == 0]
         if args.teacher:
-            if args.teacher_extra is None:
-                raise SystemExit(
-                    "error: --teacher with --train-extra needs the extra poses' teacher scores: give --teacher-extra"
-                )
             extra_index = with_teacher(extra_index, args.teacher_extra, args.teacher)
     manifest = pd.read_csv(args.docked / "manifest.csv", dtype=str, keep_default_na=False)
     if args.group_column not in manifest.columns:

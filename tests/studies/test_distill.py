@@ -150,3 +150,48 @@ def test_last_epoch_scores_only_folds_that_run_py_finished(tmp_path):
     frame.to_csv(peers, index=False)
     with pytest.raises(SystemExit, match="no fold of tag .* has finished"):
         last_epoch.main(["tag", "--work", str(tmp_path), "--peer-scores", str(peers), "--results", str(tmp_path)])
+
+
+where = _study("where")
+
+
+def _converted(tmp_path, complexes):
+    """<shards>/<id>/<id>_all.csv as run.py's convert writes them: (pose, rmsd, Vina score) per complex."""
+    for complex_id, poses in complexes.items():
+        rows = [dict(pdbid=complex_id, poseid=f"{complex_id}_crystal", rmsd=0.0, score=0.0, is_crystal=1)]
+        rows += [dict(pdbid=complex_id, poseid=p, rmsd=r, score=s, is_crystal=0) for p, r, s in poses]
+        (tmp_path / "shards" / complex_id).mkdir(parents=True)
+        pd.DataFrame(rows).to_csv(tmp_path / "shards" / complex_id / f"{complex_id}_all.csv", index=False)
+
+
+def test_where_lists_complexes_whose_teacher_first_is_near_native_and_vina_first_is_not(tmp_path, capsys):
+    _converted(
+        tmp_path,
+        {
+            "good": [("good_p1", 4.0, -9.0), ("good_p2", 1.0, -8.0)],  # Vina first 4 A, teacher first 1 A: listed
+            "both": [("both_p1", 1.5, -9.0), ("both_p2", 5.0, -8.0)],  # both first poses near-native
+            "none": [("none_p1", 3.0, -9.0), ("none_p2", 2.0, -8.0)],  # teacher's first at exactly 2 A: not near
+            "gone": [("gone_p1", 3.0, -9.0), ("gone_p2", 1.0, -8.0)],  # not in --only
+        },
+    )
+    teacher = {"good_p1": 0.1, "good_p2": 0.9, "both_p1": 0.8, "both_p2": 0.3, "none_p1": 0.2, "none_p2": 0.7}
+    teacher["gone_p2"] = 0.9
+    teacher["gone_p1"] = 0.1
+    rows = [(pose.split("_")[0], pose, score) for pose, score in teacher.items()]
+    peers = _peers(tmp_path, rows)
+    pd.DataFrame({"complex_id": ["good", "both", "none"]}).to_csv(tmp_path / "only.csv", index=False)
+    out = tmp_path / "where.csv"
+    argv = ["--shards", str(tmp_path / "shards"), "--peer-scores", str(peers), "--only", str(tmp_path / "only.csv")]
+    assert where.main([*argv, "--out", str(out)]) == 0
+    chosen = pd.read_csv(out)
+    assert chosen.to_dict("records") == [{"complex_id": "good", "teacher_first_rmsd": 1.0, "vina_first_rmsd": 4.0}]
+    assert "1 of 3 complexes" in capsys.readouterr().out
+
+
+def test_where_names_a_pose_without_a_teacher_score(tmp_path):
+    _converted(tmp_path, {"good": [("good_p1", 4.0, -9.0), ("good_p2", 1.0, -8.0)]})
+    peers = _peers(tmp_path, [("good", "good_p1", 0.5)])
+    pd.DataFrame({"complex_id": ["good"]}).to_csv(tmp_path / "only.csv", index=False)
+    argv = ["--shards", str(tmp_path / "shards"), "--peer-scores", str(peers), "--only", str(tmp_path / "only.csv")]
+    with pytest.raises(SystemExit, match="good/good_p2 has no cnn_score_default"):
+        where.main([*argv, "--out", str(tmp_path / "where.csv")])

@@ -206,3 +206,12 @@ def test_a_changed_poses_file_is_converted_again(study, tmp_path, capsys):
     changed = module.convert(docked, tmp_path / "shards")
     assert "differs from the converted poses; converting again" in capsys.readouterr().out
     assert len(changed[changed["is_crystal"].astype(int) == 0]) == 3 < len(first[first["is_crystal"].astype(int) == 0])
+
+
+def test_a_teacher_with_extra_poses_needs_their_teacher_scores(tmp_path):
+    """--teacher with --train-extra and no --teacher-extra stops before any conversion, naming the option."""
+    argv = ["--docked", str(tmp_path / "docked"), "--work", str(tmp_path / "work"), "--results", str(tmp_path)]
+    argv += ["--train-extra", str(tmp_path / "extra"), "--peer-scores", str(tmp_path / "peers.csv")]
+    with pytest.raises(SystemExit, match="give --teacher-extra"):
+        _benchmark_module().main([*argv, "--teacher", "cnn_score_default"])
+    assert not (tmp_path / "work").exists()

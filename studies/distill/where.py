@@ -1,0 +1,93 @@
+#!/usr/bin/env python
+"""The complexes where the teacher teaches most: its first pose is near-native and Vina's is not.
+
+    python studies/distill/where.py [--shards studies/corpus/work/shards] \
+        [--peer-scores studies/peers/results/corpus_gnina.csv] [--teacher cnn_score_default] \
+        [--only studies/corpus/c608.csv] [--out studies/distill/where.csv]
+
+Reads the converted corpus (each complex's ``<id>_all.csv`` under ``--shards``, as ``run.py`` converts it: the
+pose's RMSD to the crystal pose and Vina's score) and the teacher's score of every docked pose. A complex is
+listed when the teacher's highest-scored pose has RMSD < 2 A and Vina's best-scored pose has not. These are the
+complexes that ``studies/corpus/augment.py --only`` gives extra poses and ``gnina_score.py`` scores
+(BENCHMARKS.md, "More teacher-scored poses"). The extra poses enter a fold only for its training complexes
+(``run.py --train-extra``), so a held-out complex's list membership never reaches its own evaluation.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+NEAR_NATIVE = 2.0  # A, the corpus's label threshold
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    """Command-line options."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--shards", type=Path, default=ROOT / "studies/corpus/work/shards")
+    parser.add_argument("--peer-scores", type=Path, default=ROOT / "studies/peers/results/corpus_gnina.csv")
+    parser.add_argument("--teacher", default="cnn_score_default", help="the --peer-scores column of the teacher")
+    parser.add_argument("--only", type=Path, default=ROOT / "studies/corpus/c608.csv", help="complex_id CSV")
+    parser.add_argument("--out", type=Path, default=HERE / "where.csv")
+    return parser.parse_args(argv)
+
+
+def poses(shards: Path) -> pd.DataFrame:
+    """Every docked pose of the converted corpus: complex_id, pose_id, rmsd, docking score."""
+    files = sorted(shards.glob("*/*_all.csv"))
+    if not files:
+        raise SystemExit(f"error: no <complex>/<complex>_all.csv under {shards}: convert the corpus first (run.py)")
+    table = pd.concat([pd.read_csv(f, dtype={"pdbid": str, "poseid": str}) for f in files], ignore_index=True)
+    table = table[pd.to_numeric(table["is_crystal"], errors="coerce").fillna(0) == 0]
+    return table.rename(columns={"pdbid": "complex_id", "poseid": "pose_id"})[
+        ["complex_id", "pose_id", "rmsd", "score"]
+    ]
+
+
+def where(table: pd.DataFrame) -> pd.DataFrame:
+    """One row per complex whose teacher-first pose is near-native and whose Vina-first pose is not."""
+    rows = []
+    for complex_id, group in table.groupby("complex_id", sort=True):
+        teacher_first = group.loc[group["teacher"].idxmax()]
+        vina_first = group.loc[group["score"].idxmin()]  # Vina: lower is better
+        if teacher_first["rmsd"] < NEAR_NATIVE <= vina_first["rmsd"]:
+            rows.append(
+                {
+                    "complex_id": complex_id,
+                    "teacher_first_rmsd": round(float(teacher_first["rmsd"]), 3),
+                    "vina_first_rmsd": round(float(vina_first["rmsd"]), 3),
+                }
+            )
+    return pd.DataFrame(rows, columns=["complex_id", "teacher_first_rmsd", "vina_first_rmsd"])
+
+
+def main(argv=None) -> int:
+    """Write the list and say how many complexes it holds."""
+    args = parse_args(argv)
+    table = poses(args.shards)
+    only = set(pd.read_csv(args.only, dtype=str, usecols=["complex_id"])["complex_id"])
+    table = table[table["complex_id"].isin(only)]
+    scores = pd.read_csv(args.peer_scores, dtype={"complex_id": str, "pose_id": str}, keep_default_na=False)
+    if args.teacher not in scores.columns:
+        raise SystemExit(f"error: {args.peer_scores} has no column {args.teacher!r} (--teacher)")
+    scores = scores[["complex_id", "pose_id", args.teacher]].rename(columns={args.teacher: "teacher"})
+    table = table.merge(scores, on=["complex_id", "pose_id"], how="left")
+    if table["teacher"].isna().any():
+        first = table[table["teacher"].isna()].iloc[0]
+        raise SystemExit(f"error: {first['complex_id']}/{first['pose_id']} has no {args.teacher} in {args.peer_scores}")
+    table["teacher"] = pd.to_numeric(table["teacher"])
+    chosen = where(table)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    chosen.to_csv(args.out, index=False)
+    print(f"{len(chosen)} of {table['complex_id'].nunique()} complexes: teacher-first near-native, Vina-first not")
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
