@@ -1,9 +1,9 @@
 """Fit and transfer of a student trained on a teacher's scores, per run of studies/realdock/run.py --teacher.
 
 For each tag and fold: the training-set fit from the run's epochs.jsonl (the fit check's ``fit_*`` fields at the
-epoch best.pt was taken from and at the last epoch) and, on the held-out fold's docked poses, how often the
-student's first pose is the teacher's first pose, the median per-complex Spearman with the teacher, and the
-student's and Vina's top-1 against the labels. Writes one JSON per call and prints a table.
+epoch best.pt was written at, read from the checkpoint, and at the last epoch) and, on the held-out fold's docked
+poses, how often the student's first pose is the teacher's first pose, the median per-complex Spearman with the
+teacher, and the student's and Vina's top-1 against the labels. Writes one JSON per call and prints a table.
 
     python studies/distill/fit.py --work studies/corpus/work --peer-scores studies/peers/results/corpus_gnina.csv \
         --out studies/distill/results/fit.json TAG [TAG ...]
@@ -23,6 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from pecan import report  # noqa: E402 - after the sys.path line (run as a script)
+from pecan.engine.state import CheckpointState  # noqa: E402 - after the sys.path line (run as a script)
 from pecan.scoring.scores_csv import read_scores  # noqa: E402 - after the sys.path line (run as a script)
 
 
@@ -31,12 +32,14 @@ def epoch_records(run_dir: Path) -> list[dict]:
     return report.read_records(run_dir / "epochs.jsonl")
 
 
-def best_epoch(records: list[dict], select_on: str = "val_auc") -> dict:
-    """The record of the epoch best.pt came from (highest ``select_on``; the first of ties)."""
-    values = [record.get(select_on, float("nan")) for record in records]
-    if select_on == "val_loss":
-        return records[int(np.nanargmin(values))]
-    return records[int(np.nanargmax(values))]
+def best_record(run_dir: Path, records: list[dict]) -> dict:
+    """The record of the epoch best.pt was written at (the checkpoint's own ``epoch``: whatever rule chose it)."""
+    path = run_dir / "checkpoints" / "best.pt"
+    epoch = CheckpointState.load(path).epoch
+    chosen = [record for record in records if record.get("epoch") == epoch]
+    if not chosen:
+        raise SystemExit(f"error: {path} is from epoch {epoch}, which {run_dir / 'epochs.jsonl'} does not hold")
+    return chosen[-1]
 
 
 def first_agreement(scores: pd.DataFrame, teacher: str) -> pd.DataFrame:
@@ -74,7 +77,7 @@ def fold_summary(fold_dir: Path, tag: str, peers: pd.DataFrame, teacher: str, ch
     return {
         "epochs": len(records),
         "fit_last": {k: records[-1].get(k) for k in fit_fields},
-        "fit_best": {k: best_epoch(records).get(k) for k in fit_fields},
+        "fit_best": {k: best_record(fold_dir / tag, records).get(k) for k in fit_fields},
         "fit_curve": [record.get("fit_teacher_top1") for record in records],
         "epoch_wall_s": [min(r["wall_s"] for r in records), max(r["wall_s"] for r in records)],
         "fit_check_s_median": float(np.median([r["fit_check_s"] for r in records if "fit_check_s" in r] or [np.nan])),

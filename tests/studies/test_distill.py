@@ -82,13 +82,19 @@ def test_agreement_counts_the_student_first_pose_against_the_teacher_first():
     assert table.loc["b", "spearman"] == pytest.approx(-1.0)
 
 
-def test_best_epoch_follows_the_selection_metric(tmp_path):
-    records = [{"epoch": 1, "val_auc": 0.7, "val_loss": 0.5}, {"epoch": 2, "val_auc": 0.9, "val_loss": 0.6}]
+def test_the_best_record_is_the_epoch_best_pt_was_written_at(tmp_path):
+    from pecan.engine.state import CheckpointState
+
+    records = [{"epoch": 1, "val_auc": 0.7}, {"epoch": 2, "val_auc": 0.9}, {"epoch": 3, "val_auc": 0.8}]
     (tmp_path / "epochs.jsonl").write_text("\n".join(json.dumps(r) for r in [*records, {"event": "stop"}]) + "\n")
     read = fit.epoch_records(tmp_path)
-    assert len(read) == 2
-    assert fit.best_epoch(read)["epoch"] == 2
-    assert fit.best_epoch(read, "val_loss")["epoch"] == 1
+    assert len(read) == 3
+    (tmp_path / "checkpoints").mkdir()
+    CheckpointState(model={}, epoch=1).save(tmp_path / "checkpoints" / "best.pt")  # not the highest val_auc
+    assert fit.best_record(tmp_path, read)["epoch"] == 1
+    CheckpointState(model={}, epoch=7).save(tmp_path / "checkpoints" / "best.pt")
+    with pytest.raises(SystemExit, match="best.pt is from epoch 7"):
+        fit.best_record(tmp_path, read)
 
 
 memorise = _study("memorise")
