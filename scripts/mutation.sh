@@ -19,8 +19,9 @@ declare -A FUNCTIONS=(
           model.egnn.xǁEGNNLayerǁnode_update* model.egnn.xǁGaussianDistanceExpansionǁforward*"
   [packed]="pecan.data.packed.x_gather_batch* pecan.data.packed.x_to_batch*"
   [index]="pecan.data.index_rows.x_assign_labels* pecan.data.index_rows.x_normalise* pecan.data.index_derived.x__pose_row*
-           pecan.data.index_derived.x__complex_rows* pecan.data.index.x_build_index* pecan.data.index_rows.x_read_index_csv*"
-  [config]="pecan.config.x__coerce* pecan.config.x__build_section* pecan.config.x__build_model_section*
+           pecan.data.index_derived.x__complex_rows* pecan.data.index.xǁIndexBuilderǁindex* pecan.data.index.xǁIndexBuilderǁ_from_csvs*
+           pecan.data.index.xǁIndexBuilderǁ_from_shards* pecan.data.index_rows.x_read_index_csv*"
+  [config]="pecan.config.x__coerce* pecan.config.x__build_section* pecan.config.x_build_model_section*
             pecan.config.x_from_dict* pecan.config.x_parse_override* pecan.config.x_env_flag*
             pecan.config.x_env_value* pecan.config.x_apply_env*"
 )
