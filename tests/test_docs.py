@@ -169,8 +169,9 @@ def overlong_modules(paths):
 
 
 def test_every_module_is_at_most_450_lines():
-    # architecture.md: a module that outgrows the limit is split along a seam, not left to grow.
-    overlong = overlong_modules(python_files("pecan", "model"))
+    # architecture.md: a module that outgrows the limit is split along a seam, not left to grow. The studies and
+    # benchmarks are held to the product's standards too.
+    overlong = overlong_modules(python_files("pecan", "model", "scripts", "benchmarks", "studies", "main_app.py"))
     assert not overlong, {relative(p): n for p, n in overlong.items()}
 
 

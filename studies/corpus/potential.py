@@ -40,7 +40,7 @@ sys.path.insert(0, str(ROOT))
 
 from pecan.data import layout  # noqa: E402
 from pecan.redock.ranking import bootstrap_interval, top_k_hits  # noqa: E402
-from studies.realdock.run import convert  # noqa: E402 - after the sys.path line (run as a script)
+from studies.realdock.conversion import convert  # noqa: E402 - after the sys.path line (run as a script)
 
 POSE_GROUP = "pybel/processed/docking"
 BIN_EDGES = np.array([0.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0, 6.0, 7.0, 8.0])

@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT))
 
 from pecan.data.layout import write_index_csv  # noqa: E402 - after the sys.path line (run as a script)
 from pecan.pretrained import CARD, CHECKPOINT, card_text, slim_checkpoint  # noqa: E402
-from studies.realdock.run import convert  # noqa: E402 - after the sys.path line (run as a script)
+from studies.realdock.conversion import convert  # noqa: E402 - after the sys.path line (run as a script)
 
 
 def parse_args(argv=None) -> argparse.Namespace:

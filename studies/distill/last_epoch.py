@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT))
 
 from pecan.redock.ranking import complex_table, summarize  # noqa: E402 - after the sys.path line (run as a script)
 from pecan.scoring.scores_csv import read_scores  # noqa: E402 - after the sys.path line (run as a script)
-from studies.realdock.run import with_peers  # noqa: E402 - after the sys.path line (run as a script)
+from studies.realdock.peers import with_peers  # noqa: E402 - after the sys.path line (run as a script)
 
 PEERS = {"cnn_score_default": "gnina", "cnn_score_default2018": "gnina2018"}
 

@@ -15,12 +15,10 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import yaml
 
@@ -29,14 +27,12 @@ ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT))
 
 from pecan.config import load as load_config  # noqa: E402 - after the sys.path line (run as a script)
-from pecan.convert.complexes import Options  # noqa: E402 - after the sys.path line (run as a script)
-from pecan.convert.run import convert as convert_structures  # noqa: E402 - after the sys.path line (run as a script)
-from pecan.convert.run import summary_line  # noqa: E402 - after the sys.path line (run as a script)
 from pecan.data.index import split_by_complex  # noqa: E402 - after the sys.path line (run as a script)
-from pecan.data.index_rows import read_index_rows  # noqa: E402 - after the sys.path line (run as a script)
 from pecan.data.layout import write_index_csv  # noqa: E402 - after the sys.path line (run as a script)
 from pecan.redock.ranking import complex_table, summarize  # noqa: E402 - after the sys.path line (run as a script)
 from pecan.scoring.scores_csv import read_scores  # noqa: E402 - after the sys.path line (run as a script)
+from studies.realdock.conversion import convert  # noqa: E402 - after the sys.path line (run as a script)
+from studies.realdock.peers import PEER_HEADER, check_peer_poses, peer_row, peer_table, with_peers  # noqa: E402
 from studies.realdock.teacher import with_teacher  # noqa: E402 - after the sys.path line (run as a script)
 
 
@@ -128,152 +124,6 @@ def parse_args(argv=None) -> argparse.Namespace:
         "required when both --teacher and --train-extra are given",
     )
     return parser.parse_args(argv)
-
-
-def peer_table(args: argparse.Namespace) -> tuple[pd.DataFrame | None, tuple[str, ...]]:
-    """The peers' scores keyed by (complex, pose) and their names, or (None, ()) without --peer-scores."""
-    if args.peer_scores is None:
-        return None, ()
-    pairs = dict(item.split("=", 1) for item in args.peer_columns.split(",") if item)
-    table = read_scores(args.peer_scores)  # ids as text; an older file's pose column read as pose_id
-    missing = [c for c in ("complex_id", "pose_id", *pairs) if c not in table.columns]
-    if missing:
-        raise SystemExit(f"error: {args.peer_scores} has no column(s) {', '.join(missing)}")
-    table = table.rename(columns=pairs)[["complex_id", "pose_id", *pairs.values()]]
-    return table, tuple(pairs.values())
-
-
-def with_peers(scores: pd.DataFrame, peers: pd.DataFrame | None) -> pd.DataFrame:
-    """The fold's scores with every peer's score of the same pose; a pose without one is an error."""
-    if peers is None:
-        return scores
-    keyed = scores.astype({"complex_id": str, "pose_id": str})
-    merged = keyed.merge(peers, on=["complex_id", "pose_id"], how="left", validate="one_to_one")
-    lacking = merged[peers.columns[2:]].isna().any(axis=1)
-    if lacking.any():
-        first = merged[lacking].iloc[0]
-        raise SystemExit(
-            f"error: {int(lacking.sum())} pose(s) have no peer score, e.g. {first['complex_id']}/{first['pose_id']}"
-        )
-    return merged
-
-
-AMINO_ACIDS = frozenset(
-    "ALA ARG ASN ASP CYS GLN GLU GLY HIS HID HIE HIP ILE LEU LYS MET PHE PRO SER THR TRP TYR VAL CYX ASH GLH LYN "
-    "MSE".split()
-)
-
-
-def without_orphan_hydrogens(receptor: Path, out: Path, amino_acids_only: bool = False) -> Path:
-    """A copy of a PDB receptor without hydrogens farther than 1.3 A from every heavy atom (some PDBQT sources
-    keep the hydrogens of side-chain atoms they dropped; ProLIF then reports a fragmented residue), and, with
-    ``amino_acids_only``, without every other residue (an ion or cofactor written as ATOM records, which the
-    converter's HETATM filter cannot see)."""
-    lines = [line for line in receptor.read_text().splitlines() if line.startswith(("ATOM", "HETATM"))]
-    if amino_acids_only:
-        lines = [line for line in lines if line[17:20].strip() in AMINO_ACIDS]
-    xyz = np.array([[float(line[30:38]), float(line[38:46]), float(line[46:54])] for line in lines])
-    hydrogen = np.array([line[76:78].strip() == "H" for line in lines])
-    keep = np.ones(len(lines), bool)
-    if hydrogen.any() and (~hydrogen).any():
-        nearest = np.linalg.norm(xyz[hydrogen][:, None] - xyz[~hydrogen][None], axis=2).min(1)
-        keep[np.flatnonzero(hydrogen)[nearest > 1.3]] = False
-    out.write_text("\n".join(line for line, k in zip(lines, keep) if k) + "\nEND\n")
-    return out
-
-
-# Conversion attempts, in order, for a complex the converter rejects: as docked, then without orphan
-# hydrogens, then also without HETATM and non-amino-acid residues (a cofactor or ion ProLIF cannot read).
-ATTEMPTS = (
-    ("as docked", False, False),
-    ("orphan hydrogens removed", True, False),
-    ("orphan hydrogens and non-amino-acid residues removed", True, True),
-)
-
-
-def convert_one(row: dict, docked: Path, out: Path) -> str:
-    """Convert one complex into ``out``; returns the attempt that worked ('' when none did)."""
-    out = out.resolve()  # the retry's cleaned receptor must not resolve against the manifest's folder again
-    out.mkdir(parents=True, exist_ok=True)
-    one = {
-        k: (str((docked / v).resolve()) if k in ("receptor", "poses", "crystal_ligand") else v) for k, v in row.items()
-    }
-    for attempt, (what, clean, drop_hetero) in enumerate(ATTEMPTS):
-        if clean:
-            source = Path(docked / row["receptor"]).resolve()
-            one["receptor"] = str(without_orphan_hydrogens(source, out / "receptor_clean.pdb", drop_hetero))
-        pd.DataFrame([one]).to_csv(out / "manifest.csv", index=False)
-        if attempt:
-            (out / "failures.csv").replace(out / f"failures_attempt{attempt}.csv")
-        # The converter of scripts/convert_structures.py, called in-process: one import of RDKit and ProLIF
-        # for all complexes instead of one per complex.
-        summary = convert_structures(
-            out / "manifest.csv", out, Options(drop_hetero=drop_hetero), prefix=row["complex_id"], progress=False
-        )
-        print(f"{row['complex_id']} ({what}): {summary_line(summary)}", flush=True)
-        if summary["complexes"]:
-            (out / "attempt.txt").write_text(what + "\n")
-            return what
-    (out / "attempt.txt").write_text("none worked: see failures_attempt*.csv\n")
-    return ""
-
-
-def poses_digest(path: Path) -> str:
-    """The first 16 hex digits of a poses file's SHA-256 (as studies/peers/gnina_score.py records it)."""
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
-
-
-def check_peer_poses(args: argparse.Namespace, scored: set[str]) -> None:
-    """Exit with an error when --peer-scores scored another version of a scored complex's poses file (its
-    poses_sha256 differs from the file's now); a file without that column is used with a warning."""
-    table = pd.read_csv(args.peer_scores, dtype=str, keep_default_na=False)  # a digest of digits is not a number
-    if "poses_sha256" not in table.columns:
-        print(
-            f"warning: {args.peer_scores} has no poses_sha256 column: cannot check that its scores are of the "
-            "current poses (studies/peers/gnina_score.py writes it)",
-            flush=True,
-        )
-        return
-    recorded = table.groupby("complex_id")["poses_sha256"].agg(set).to_dict()
-    source = args.test_docked if args.test_docked is not None else args.docked
-    manifest = pd.read_csv(source / "manifest.csv", dtype=str, keep_default_na=False)
-    stale = [
-        complex_id
-        for complex_id, poses in zip(manifest["complex_id"], manifest["poses"])
-        if complex_id in scored and complex_id in recorded and recorded[complex_id] != {poses_digest(source / poses)}
-    ]
-    if stale:
-        raise SystemExit(
-            f"error: {args.peer_scores} scored other versions of {len(stale)} poses file(s) of {source} "
-            f"(e.g. {', '.join(stale[:5])}): score them again"
-        )
-
-
-def convert(docked: Path, shards: Path, only: set[str] | None = None) -> pd.DataFrame:
-    """The index of every docked complex (of ``only``, when given), each converted into its own directory
-    shards/<complex>/ (once: a converted complex is reused, so a benchmark grows with the docking). Shard paths
-    are relative to ``shards``."""
-    manifest = pd.read_csv(docked / "manifest.csv", dtype=str, keep_default_na=False)
-    if only is not None:
-        manifest = manifest[manifest["complex_id"].isin(only)]
-    indexes = []
-    for row in manifest.to_dict("records"):
-        out = shards / row["complex_id"]
-        index = out / f"{row['complex_id']}_all.csv"
-        digest = poses_digest(docked / row["poses"])
-        stamp = out / "poses_sha256.txt"
-        if out.exists() and (not stamp.exists() or stamp.read_text().strip() != digest):
-            # converted from another version of the poses file (or before the stamp existed): convert again
-            print(f"{row['complex_id']}: {docked / row['poses']} differs from the converted poses; converting again")
-            shutil.rmtree(out)
-        if not index.exists() and not (out / "attempt.txt").exists():
-            convert_one(row, docked, out)
-            stamp.write_text(digest + "\n")
-        if index.exists():
-            rows = read_index_rows(index)  # ids stay text (a complex 1e66 is not the number 1e+66)
-            rows["shard"] = row["complex_id"] + "/" + rows["shard"]
-            indexes.append(rows)
-    return pd.concat(indexes, ignore_index=True)
 
 
 def fold_csvs(
@@ -386,25 +236,6 @@ def seed_spread(per_seed: dict[str, list[pd.DataFrame]], n_boot: int) -> dict:
         for key in ("model_top1", "model_top3")
     }
     return {"pooled": pooled, "range": spread}
-
-
-def peer_row(name: str, result: dict, peer: str) -> str:
-    """One Markdown row of a peer ranker against the model on the same poses."""
-    item, top3 = result[f"{peer}_top1"], result[f"{peer}_top3"]
-    diff, against_docking = result[f"top1_difference_vs_{peer}"], result[f"{peer}_top1_difference_vs_docking"]
-    return (
-        f"| {name} | {peer} | {item['hits']}/{result['complexes']} ({100 * item['rate']:.0f}%) "
-        f"| {top3['hits']}/{result['complexes']} | {result[f'{peer}_auc']:.2f} "
-        f"| {100 * diff['mean']:+.0f} [{100 * diff['ci95'][0]:+.0f}, {100 * diff['ci95'][1]:+.0f}] "
-        f"| {100 * against_docking['mean']:+.0f} [{100 * against_docking['ci95'][0]:+.0f}, "
-        f"{100 * against_docking['ci95'][1]:+.0f}] |"
-    )
-
-
-PEER_HEADER = (
-    "| fold | peer | peer top-1 | peer top-3 | peer AUC | model - peer top-1 (pp) | peer - docking top-1 (pp) |"
-    "\n|---|---|---|---|---|---|---|"
-)
 
 
 def row(name: str, result: dict) -> str:

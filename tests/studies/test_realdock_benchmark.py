@@ -176,10 +176,11 @@ def _one_complex(study, tmp_path, complex_id="1uw6"):
 
 
 def test_peer_scores_of_other_poses_are_refused(study, tmp_path, capsys):
-    module = _benchmark_module()
+    from studies.realdock import peers as module
+
     docked = _one_complex(study, tmp_path)
     digest = module.poses_digest(docked / "poses" / "1uw6.sdf")
-    args = module.parse_args(["--docked", str(docked), "--peer-scores", str(tmp_path / "peers.csv")])
+    args = _benchmark_module().parse_args(["--docked", str(docked), "--peer-scores", str(tmp_path / "peers.csv")])
     peers = pd.DataFrame({"complex_id": ["1uw6", "1uw6"], "pose_id": ["a", "b"], "poses_sha256": [digest, digest]})
     peers.to_csv(tmp_path / "peers.csv", index=False)
     module.check_peer_poses(args, {"1uw6"})  # the same file: accepted
@@ -194,7 +195,8 @@ def test_peer_scores_of_other_poses_are_refused(study, tmp_path, capsys):
 
 @pytest.mark.slow
 def test_a_changed_poses_file_is_converted_again(study, tmp_path, capsys):
-    module = _benchmark_module()
+    from studies.realdock import conversion as module
+
     docked = _one_complex(study, tmp_path)
     first = module.convert(docked, tmp_path / "shards")
     again = module.convert(docked, tmp_path / "shards")  # unchanged: reused
