@@ -46,18 +46,24 @@ def poses_digest(path: Path) -> str:
 
 
 def check_peer_poses(args: argparse.Namespace, scored: set[str]) -> None:
-    """Exit with an error when --peer-scores scored another version of a scored complex's poses file (its
-    poses_sha256 differs from the file's now); a file without that column is used with a warning."""
-    table = pd.read_csv(args.peer_scores, dtype=str, keep_default_na=False)  # a digest of digits is not a number
+    """``check_scored_poses`` of --peer-scores against the poses it is compared on (--test-docked, else --docked)."""
+    source = args.test_docked if args.test_docked is not None else args.docked
+    check_scored_poses(args.peer_scores, source, scored)
+
+
+def check_scored_poses(scores: Path, source: Path, scored: set[str]) -> None:
+    """Exit with an error when ``scores`` scored another version of a poses file of ``source`` (a pecan redock
+    output folder) for a complex in ``scored`` (its poses_sha256 differs from the file's now); a scores file
+    without that column is used with a warning."""
+    table = pd.read_csv(scores, dtype=str, keep_default_na=False)  # a digest of digits is not a number
     if "poses_sha256" not in table.columns:
         print(
-            f"warning: {args.peer_scores} has no poses_sha256 column: cannot check that its scores are of the "
+            f"warning: {scores} has no poses_sha256 column: cannot check that its scores are of the "
             "current poses (studies/peers/gnina_score.py writes it)",
             flush=True,
         )
         return
     recorded = table.groupby("complex_id")["poses_sha256"].agg(set).to_dict()
-    source = args.test_docked if args.test_docked is not None else args.docked
     manifest = pd.read_csv(source / "manifest.csv", dtype=str, keep_default_na=False)
     stale = [
         complex_id
@@ -66,7 +72,7 @@ def check_peer_poses(args: argparse.Namespace, scored: set[str]) -> None:
     ]
     if stale:
         raise SystemExit(
-            f"error: {args.peer_scores} scored other versions of {len(stale)} poses file(s) of {source} "
+            f"error: {scores} scored other versions of {len(stale)} poses file(s) of {source} "
             f"(e.g. {', '.join(stale[:5])}): score them again"
         )
 

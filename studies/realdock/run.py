@@ -32,7 +32,7 @@ from pecan.data.layout import write_index_csv  # noqa: E402 - after the sys.path
 from pecan.redock.ranking import complex_table, summarize  # noqa: E402 - after the sys.path line (run as a script)
 from pecan.scoring.scores_csv import read_scores  # noqa: E402 - after the sys.path line (run as a script)
 from studies.realdock.conversion import convert  # noqa: E402 - after the sys.path line (run as a script)
-from studies.realdock.peers import PEER_HEADER, check_peer_poses, peer_row, peer_table, with_peers  # noqa: E402
+from studies.realdock.peers import PEER_HEADER, check_peer_poses, check_scored_poses, peer_row, peer_table, with_peers  # noqa: E402 - after the sys.path line (run as a script)
 from studies.realdock.teacher import with_teacher  # noqa: E402 - after the sys.path line (run as a script)
 
 
@@ -293,6 +293,7 @@ def main(argv=None) -> int:
         # the complex's crystal pose is in the docked index already (one row per pose id)
         extra_index = extra_index[pd.to_numeric(extra_index["is_crystal"], errors="coerce").fillna(0) == 0]
         if args.teacher:
+            check_scored_poses(args.teacher_extra, args.train_extra, set(extra_index["complex_id"]))
             extra_index = with_teacher(extra_index, args.teacher_extra, args.teacher)
     manifest = pd.read_csv(args.docked / "manifest.csv", dtype=str, keep_default_na=False)
     if args.group_column not in manifest.columns:
