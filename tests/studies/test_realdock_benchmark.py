@@ -42,7 +42,7 @@ def study(tmp_path_factory):
 
 
 @pytest.mark.slow
-def test_two_folds_on_four_complexes(study, tmp_path, capsys):
+def test_two_folds_on_four_complexes(study, tmp_path, capsys, monkeypatch):
     docked = study / "docked"
     manifest = pd.read_csv(docked / "manifest.csv", dtype=str)
     assert sorted(manifest["complex_id"]) == sorted(SLICE)
@@ -93,8 +93,17 @@ def test_two_folds_on_four_complexes(study, tmp_path, capsys):
     assert {p: p.stat().st_mtime_ns for p in written} == written
     assert json.loads((tmp_path / "slice.json").read_text())["pooled"] == pooled
     changed = [*argv, "--reuse", "--families", "binding_protein", "--set", "train.lr=0.001"]
-    assert _benchmark_module().main(changed) == 0
+    module, commands = _benchmark_module(), []
+
+    def train_started(command, **kwargs):  # the fold trains again: its first command is main_app.py
+        commands.append(command)
+        raise RuntimeError("training started")
+
+    monkeypatch.setattr(module.subprocess, "run", train_started)
+    with pytest.raises(RuntimeError, match="training started"):
+        module.main(changed)
     assert "reusing" not in capsys.readouterr().out
+    assert commands[0][1].endswith("main_app.py") and "train.lr=0.001" in commands[0]
 
 
 def _scores(values):
