@@ -66,18 +66,24 @@ def first_agreement(scores: pd.DataFrame, teacher: str) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def scores_name(tag: str, checkpoint: str) -> str:
+    """A fold's held-out scores file: run.py's (best.pt) or last_epoch.py's (last.pt)."""
+    return f"{tag}_scores.csv" if checkpoint == "best" else f"{tag}_last_scores.csv"
+
+
 def fold_summary(fold_dir: Path, tag: str, peers: pd.DataFrame, teacher: str, checkpoint: str = "best") -> dict:
     """One fold's fit (training complexes) and transfer (held-out complexes, scored by best.pt as run.py does, or
     by last.pt as last_epoch.py does) figures."""
     records = epoch_records(fold_dir / tag)
     fit_fields = ("fit_top1", "fit_docking_top1", "fit_teacher_top1", "fit_teacher_spearman", "fit_complexes")
-    scores = read_scores(fold_dir / (f"{tag}_scores.csv" if checkpoint == "best" else f"{tag}_last_scores.csv"))
+    scores = read_scores(fold_dir / scores_name(tag, checkpoint))
     scores = scores.merge(peers, on=["complex_id", "pose_id"], how="inner", validate="one_to_one")
     held_out = first_agreement(scores, teacher)
+    best = best_record(fold_dir / tag, records)
     return {
         "epochs": len(records),
         "fit_last": {k: records[-1].get(k) for k in fit_fields},
-        "fit_best": {k: best_record(fold_dir / tag, records).get(k) for k in fit_fields},
+        "fit_best": {k: best.get(k) for k in fit_fields},
         "fit_curve": [record.get("fit_teacher_top1") for record in records],
         "epoch_wall_s": [min(r["wall_s"] for r in records), max(r["wall_s"] for r in records)],
         "fit_check_s_median": float(np.median([r["fit_check_s"] for r in records if "fit_check_s" in r] or [np.nan])),
@@ -108,8 +114,7 @@ def main(argv=None) -> int:
     peers = read_scores(args.peer_scores)[["complex_id", "pose_id", args.teacher]]
     result = {}
     for tag in args.tags:
-        suffix = "_scores.csv" if args.checkpoint == "best" else "_last_scores.csv"
-        folds = sorted(p.parent.name for p in args.work.glob(f"folds/*/{tag}{suffix}"))
+        folds = sorted(p.parent.name for p in args.work.glob(f"folds/*/{scores_name(tag, args.checkpoint)}"))
         result[tag] = {
             fold: fold_summary(args.work / "folds" / fold, tag, peers, args.teacher, args.checkpoint) for fold in folds
         }

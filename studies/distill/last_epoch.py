@@ -23,9 +23,9 @@ sys.path.insert(0, str(ROOT))
 
 from pecan.redock.ranking import complex_table, summarize  # noqa: E402 - after the sys.path line (run as a script)
 from pecan.scoring.scores_csv import read_scores  # noqa: E402 - after the sys.path line (run as a script)
-from studies.realdock.peers import with_peers  # noqa: E402 - after the sys.path line (run as a script)
+from studies.realdock.peers import DEFAULT_PEER_COLUMNS, peer_columns, with_peers  # noqa: E402 - after the sys.path line (run as a script)
 
-PEERS = {"cnn_score_default": "gnina", "cnn_score_default2018": "gnina2018"}
+PEERS = peer_columns(DEFAULT_PEER_COLUMNS)  # the peers run.py compares by default
 
 
 def predict_last(fold_dir: Path, tag: str) -> Path:

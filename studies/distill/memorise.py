@@ -77,10 +77,9 @@ def curve(run_dir: Path) -> list[dict]:
 
 def prior_weight(run_dir: Path) -> float | None:
     """The docking prior's learned weight in the run's last.pt (None without a prior)."""
-    import torch
+    from pecan.engine.state import CheckpointState
 
-    saved = torch.load(run_dir / "checkpoints" / "last.pt", map_location="cpu", weights_only=False)
-    state = saved.get("model") or {}
+    state = CheckpointState.load(run_dir / "checkpoints" / "last.pt").model
     weights = [float(value) for key, value in state.items() if key.endswith("docking_prior")]
     return weights[0] if weights else None
 

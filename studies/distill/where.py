@@ -23,6 +23,12 @@ import pandas as pd
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
+sys.path.insert(0, str(ROOT))
+
+from pecan.data.index_rows import read_index_rows  # noqa: E402 - after the sys.path line (run as a script)
+from studies.realdock.teacher import COLUMN as TEACHER  # noqa: E402 - after the sys.path line (run as a script)
+from studies.realdock.teacher import with_teacher  # noqa: E402 - after the sys.path line (run as a script)
+
 NEAR_NATIVE = 2.0  # A, the corpus's label threshold
 
 
@@ -38,23 +44,19 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 
 def poses(shards: Path) -> pd.DataFrame:
-    """Every docked pose of the converted corpus: complex_id, pose_id, rmsd, docking score."""
+    """Every pose of the converted corpus (each complex's ``<id>_all.csv``), under the names code uses."""
     files = sorted(shards.glob("*/*_all.csv"))
     if not files:
         raise SystemExit(f"error: no <complex>/<complex>_all.csv under {shards}: convert the corpus first (run.py)")
-    table = pd.concat([pd.read_csv(f, dtype={"pdbid": str, "poseid": str}) for f in files], ignore_index=True)
-    table = table[pd.to_numeric(table["is_crystal"], errors="coerce").fillna(0) == 0]
-    return table.rename(columns={"pdbid": "complex_id", "poseid": "pose_id"})[
-        ["complex_id", "pose_id", "rmsd", "score"]
-    ]
+    return pd.concat([read_index_rows(f) for f in files], ignore_index=True)
 
 
 def where(table: pd.DataFrame) -> pd.DataFrame:
     """One row per complex whose teacher-first pose is near-native and whose Vina-first pose is not."""
     rows = []
     for complex_id, group in table.groupby("complex_id", sort=True):
-        teacher_first = group.loc[group["teacher"].idxmax()]
-        vina_first = group.loc[group["score"].idxmin()]  # Vina: lower is better
+        teacher_first = group.loc[group[TEACHER].idxmax()]
+        vina_first = group.loc[group["docking_score"].idxmin()]  # Vina: lower is better
         if teacher_first["rmsd"] < NEAR_NATIVE <= vina_first["rmsd"]:
             rows.append(
                 {
@@ -69,18 +71,10 @@ def where(table: pd.DataFrame) -> pd.DataFrame:
 def main(argv=None) -> int:
     """Write the list and say how many complexes it holds."""
     args = parse_args(argv)
-    table = poses(args.shards)
     only = set(pd.read_csv(args.only, dtype=str, usecols=["complex_id"])["complex_id"])
-    table = table[table["complex_id"].isin(only)]
-    scores = pd.read_csv(args.peer_scores, dtype={"complex_id": str, "pose_id": str}, keep_default_na=False)
-    if args.teacher not in scores.columns:
-        raise SystemExit(f"error: {args.peer_scores} has no column {args.teacher!r} (--teacher)")
-    scores = scores[["complex_id", "pose_id", args.teacher]].rename(columns={args.teacher: "teacher"})
-    table = table.merge(scores, on=["complex_id", "pose_id"], how="left")
-    if table["teacher"].isna().any():
-        first = table[table["teacher"].isna()].iloc[0]
-        raise SystemExit(f"error: {first['complex_id']}/{first['pose_id']} has no {args.teacher} in {args.peer_scores}")
-    table["teacher"] = pd.to_numeric(table["teacher"])
+    table = poses(args.shards)
+    table = with_teacher(table[table["complex_id"].isin(only)], args.peer_scores, args.teacher)
+    table = table[pd.to_numeric(table["is_crystal"], errors="coerce").fillna(0) == 0]
     chosen = where(table)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     chosen.to_csv(args.out, index=False)

@@ -11,12 +11,20 @@ import pandas as pd
 
 from pecan.scoring.scores_csv import read_scores
 
+DEFAULT_PEER_COLUMNS = "cnn_score_default=gnina,cnn_score_default2018=gnina2018"
+"""The GNINA 1.0 ensemble's and default2018's pose scores of studies/peers/gnina_score.py, as COLUMN=NAME pairs."""
+
+
+def peer_columns(pairs: str) -> dict[str, str]:
+    """``COLUMN=NAME,...`` as {column: name}."""
+    return dict(item.split("=", 1) for item in pairs.split(",") if item)
+
 
 def peer_table(args: argparse.Namespace) -> tuple[pd.DataFrame | None, tuple[str, ...]]:
     """The peers' scores keyed by (complex, pose) and their names, or (None, ()) without --peer-scores."""
     if args.peer_scores is None:
         return None, ()
-    pairs = dict(item.split("=", 1) for item in args.peer_columns.split(",") if item)
+    pairs = peer_columns(args.peer_columns)
     table = read_scores(args.peer_scores)  # ids as text; an older file's pose column read as pose_id
     missing = [c for c in ("complex_id", "pose_id", *pairs) if c not in table.columns]
     if missing:

@@ -32,7 +32,15 @@ from pecan.data.layout import write_index_csv  # noqa: E402 - after the sys.path
 from pecan.redock.ranking import complex_table, summarize  # noqa: E402 - after the sys.path line (run as a script)
 from pecan.scoring.scores_csv import read_scores  # noqa: E402 - after the sys.path line (run as a script)
 from studies.realdock.conversion import convert  # noqa: E402 - after the sys.path line (run as a script)
-from studies.realdock.peers import PEER_HEADER, check_peer_poses, check_scored_poses, peer_row, peer_table, with_peers  # noqa: E402 - after the sys.path line (run as a script)
+from studies.realdock.peers import (  # noqa: E402 - after the sys.path line (run as a script)
+    DEFAULT_PEER_COLUMNS,
+    PEER_HEADER,
+    check_peer_poses,
+    check_scored_poses,
+    peer_row,
+    peer_table,
+    with_peers,
+)
 from studies.realdock.teacher import with_teacher  # noqa: E402 - after the sys.path line (run as a script)
 
 
@@ -105,7 +113,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--peer-columns",
-        default="cnn_score_default=gnina,cnn_score_default2018=gnina2018",
+        default=DEFAULT_PEER_COLUMNS,
         help="COLUMN=NAME pairs of --peer-scores to rank (higher = better)",
     )
     parser.add_argument(
