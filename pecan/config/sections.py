@@ -151,6 +151,12 @@ class TrainConfig:
     out_dir: str = _doc("Run directory: config.yaml, epochs.jsonl, checkpoints, traces.", "runs/default")
     amp: Literal["off", "bf16"] = _doc("Mixed precision: bf16 autocast (no GradScaler needed) or off.", "off")
     compile: bool = _doc("torch.compile the model (dynamic shapes); env PECAN_TORCH_COMPILE=0|1 overrides.", False)
+    compile_backend: Literal["inductor", "aot_eager", "eager"] = _doc(
+        "torch.compile backend when train.compile is on: inductor (generated kernels, the speed-up), aot_eager "
+        "(graph capture and autograd tracing, eager kernels: tells a capture failure from a code-generation one, "
+        "and needs no compiler) or eager (capture only).",
+        "inductor",
+    )
     resume: str = _doc("auto: continue from out_dir's last checkpoint if present; never; or a checkpoint path.", "auto")
     init_from: str = _doc(
         "A checkpoint whose model weights start training (pre-training, e.g. on synthetic data, then fine-tuning): "

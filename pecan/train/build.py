@@ -149,7 +149,7 @@ def build_model(config, env: DistEnv, device: torch.device) -> ModelParts:
     raw_model = registry.build_model(config.model.name, config.model, nn_type=config.model.nn_type).to(device)
     if config.train.init_from:
         load_initial_weights(raw_model, config.train.init_from, config)
-    compiled = apply_compile(raw_model, config.train.compile)
+    compiled = apply_compile(raw_model, config.train.compile, config.train.compile_backend)
     wrapped = wrap_ddp(compiled, env, device)
     grad_clock = None
     if env.is_distributed and device.type == "cpu":
@@ -162,7 +162,7 @@ def build_model(config, env: DistEnv, device: torch.device) -> ModelParts:
             type(raw_model).__name__,
             count,
             config.train.amp,
-            config.train.compile,
+            config.train.compile_backend if config.train.compile else "off",
         )
     # Evaluation runs the module DDP wraps, not DDP: DDP's forward syncs buffers, a collective that a rank
     # with no validation batch never joins (a hang until the collective timeout).

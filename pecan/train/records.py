@@ -216,6 +216,7 @@ def epoch_record(
         "io_counts": counts,
         "amp": trainer.config.train.amp,
         "compile": trainer.config.train.compile,
+        "compile_backend": trainer.config.train.compile_backend if trainer.config.train.compile else None,
         "skipped_samples": counts["skipped"],
         "skipped_at_start": trainer.data.skipped_at_start,
         "nonfinite_steps": trainer.nonfinite_steps,

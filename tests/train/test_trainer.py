@@ -192,10 +192,14 @@ def test_cosine_schedule_shape():
 def test_compile_trains_and_checkpoint_loads_uncompiled(tmp_path):
     # A one-layer model and two steps: what is checked (a compiled run trains, its checkpoint has the bare
     # module's keys) does not grow with the model, while the compile time (train and eval graphs) does.
-    settings = {"model": SMALL_MODEL, "train.max_steps_per_epoch": 2}
+    # aot_eager: the same capture, prefixes and checkpoint as inductor without its C++ builds (tens of seconds
+    # on a cold cache); inductor's numerics are tested on the model (tests/model/test_egnn.py).
+    settings = {"model": SMALL_MODEL, "train.max_steps_per_epoch": 2, "train.compile_backend": "aot_eager"}
     _, config = tiny_run(tmp_path, "train.compile=true", "train.epochs=1", settings=settings)
     trainer, records = run(config)
     assert math.isfinite(records[0]["train_loss"])
+    assert records[0]["compile"] is True and records[0]["compile_backend"] == "aot_eager"
+    assert isinstance(trainer.model, torch._dynamo.eval_frame.OptimizedModule)
     state = ckpt.load_checkpoint(tmp_path / "run" / "checkpoints" / "last.pt")
     assert not any("_orig_mod" in k for k in state["model"])
     from model import build_model
