@@ -305,7 +305,6 @@ def test_app_model_config_reuses_the_model_defaults():
 @pytest.mark.slow
 def test_compiled_matches_eager_on_changing_sizes():
     from pecan.data.batch import GraphBatch
-
     from pecan.train.components import apply_compile
 
     torch._dynamo.reset()
