@@ -131,7 +131,27 @@ def parse_args(argv=None) -> argparse.Namespace:
         help="the teacher's scores of --train-extra's poses (gnina_score.py's CSV, the --teacher column); "
         "required when both --teacher and --train-extra are given",
     )
-    return parser.parse_args(argv)
+    parser.add_argument(
+        "--train-fraction",
+        type=float,
+        default=1.0,
+        metavar="F",
+        help="train on this fraction of each fold's training complexes (a seeded sample of whole complexes, the "
+        "same for every tag; the held-out fold is unchanged): a learning curve over the number of complexes",
+    )
+    args = parser.parse_args(argv)
+    if not 0.0 < args.train_fraction <= 1.0:
+        parser.error(f"--train-fraction must be in (0, 1], got {args.train_fraction}")
+    return args
+
+
+def sample_complexes(rows: pd.DataFrame, fraction: float, seed: int = 0) -> pd.DataFrame:
+    """The rows of a seeded sample of ``fraction`` of the complexes (at least one; all of them at 1)."""
+    if fraction >= 1.0:
+        return rows
+    complexes = sorted(rows["complex_id"].unique())
+    keep = pd.Series(complexes).sample(n=max(1, round(fraction * len(complexes))), random_state=seed)
+    return rows[rows["complex_id"].isin(set(keep))]
 
 
 def fold_csvs(
@@ -143,17 +163,19 @@ def fold_csvs(
     test_index: pd.DataFrame | None = None,
     extra_index: pd.DataFrame | None = None,
     split: tuple[float, int] = (0.15, 0),
+    train_fraction: float = 1.0,
 ) -> tuple[Path, Path, int]:
     """Index CSVs of the training families and of the held-out one (named by tag: recipes may run at once), and
     the held-out complexes' count; the held-out poses come from ``test_index`` when given (another pose source
     of the same complexes); ``extra_index`` adds training poses of the training families' complexes only, whose
-    validation complexes (``split``: the recipe's val_fraction and split_seed) then go to <tag>_val.csv."""
+    validation complexes (``split``: the recipe's val_fraction and split_seed) then go to <tag>_val.csv;
+    ``train_fraction`` keeps a seeded sample of the training complexes (sample_complexes)."""
     fold_dir.mkdir(parents=True, exist_ok=True)
     held_out = index["complex_id"].map(families) == family
     source = index if test_index is None else test_index
     tested = source[source["complex_id"].map(families) == family]
     train, test = fold_dir / f"{tag}_train.csv", fold_dir / f"{tag}_test.csv"
-    training = index[~held_out]
+    training = sample_complexes(index[~held_out], train_fraction)
     if extra_index is not None:
         # The validation complexes the recipe's own split would pick (same function, fraction and seed), with
         # their docked poses only, as the held-out fold has: best.pt is not chosen on poses that know the
@@ -327,6 +349,7 @@ def main(argv=None) -> int:
             test_index,
             extra_index,
             (recipe.data.val_fraction, recipe.data.split_seed),
+            args.train_fraction,
         )
         if not tested:
             print(f"fold {family}: no held-out complex in {args.test_docked}; skipped", flush=True)

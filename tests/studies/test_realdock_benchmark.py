@@ -169,6 +169,34 @@ def test_extra_poses_go_to_training_complexes_only_and_validation_keeps_docked_p
     assert not (tmp_path / "t_val.csv").exists()
 
 
+def test_train_fraction_samples_whole_training_complexes_and_keeps_the_held_out_fold(tmp_path):
+    from pecan.data.index_rows import read_index_rows
+
+    complexes = [f"c{k}" for k in range(12)]
+    families = {c: ("held" if k < 2 else "train") for k, c in enumerate(complexes)}
+    docked = pd.DataFrame(
+        {
+            "shard": [f"{c}.hdf5" for c in complexes for _ in range(3)],
+            "complex_id": [c for c in complexes for _ in range(3)],
+            "pose_id": [f"{c}_p{k}" for c in complexes for k in range(3)],
+            "label": [1, 0, 0] * len(complexes),
+            "docking_score": -5.0,
+        }
+    )
+    run = _benchmark_module()
+    train, test, tested = run.fold_csvs(docked, families, "held", tmp_path, "half", train_fraction=0.5)
+    rows = read_index_rows(train)
+    assert tested == 2 and set(read_index_rows(test)["complex_id"]) == {"c0", "c1"}
+    assert rows["complex_id"].nunique() == 5 and set(rows["complex_id"]) <= set(complexes[2:])
+    assert (rows.groupby("complex_id").size() == 3).all()  # whole complexes, every pose
+    again = read_index_rows(run.fold_csvs(docked, families, "held", tmp_path, "other", train_fraction=0.5)[0])
+    assert set(again["complex_id"]) == set(rows["complex_id"])  # the same sample for every tag
+    full = read_index_rows(run.fold_csvs(docked, families, "held", tmp_path, "all")[0])
+    assert set(full["complex_id"]) == set(complexes[2:])
+    with pytest.raises(SystemExit):
+        run.parse_args(["--train-fraction", "0"])
+
+
 def _one_complex(study, tmp_path, complex_id="1uw6"):
     """A docked-output folder holding one realdock complex, its poses file copied (tests change it)."""
     source = study / "docked"
