@@ -1,5 +1,6 @@
-"""`pecan predict CHECKPOINT --data-dir D [--csv X | --shards GLOB] --out scores.csv`: score shards with a
-trained checkpoint, no YAML needed.
+"""`pecan predict CHECKPOINT [CHECKPOINT ...] --data-dir D [--csv X | --shards GLOB] --out scores.csv`: score
+shards with a trained checkpoint, no YAML needed; several checkpoints score as an ensemble (the mean of their
+probabilities, ``pecan.scoring.ensemble``).
 
 The run config is rebuilt from the checkpoint itself (its model section, its sample settings, its label
 rule), with the inputs named on the command line as the test inputs; ``--config`` starts from a YAML instead,
@@ -17,7 +18,12 @@ from pecan.commands import add_allow_option, add_set_option
 def parse_args(argv=None, prog: str | None = None) -> argparse.Namespace:
     """Command line: a checkpoint, the inputs, where the scores go."""
     parser = argparse.ArgumentParser(prog=prog, description="Score docked poses in shards with a trained checkpoint.")
-    parser.add_argument("checkpoint", help="a checkpoint of a training run (e.g. RUN/checkpoints/best.pt)")
+    parser.add_argument(
+        "checkpoint",
+        nargs="+",
+        help="a checkpoint of a training run (e.g. RUN/checkpoints/best.pt); two or more score as an ensemble: "
+        "each pose's score is the mean of their probabilities (they must share every sample setting)",
+    )
     parser.add_argument("--data-dir", default="", help="directory of the shards; relative paths resolve here")
     parser.add_argument("--csv", action="append", default=[], metavar="CSV", help="index CSV of the poses (repeatable)")
     parser.add_argument(
@@ -43,7 +49,8 @@ def build_config(args: argparse.Namespace) -> config_module.Config:
     else:
         from pecan.scoring.checkpoint import mapping_from_checkpoint, read_checkpoint
 
-        raw, source = mapping_from_checkpoint(read_checkpoint(args.checkpoint)), f"checkpoint {args.checkpoint}"
+        first = args.checkpoint[0]  # the members' settings are each checked against this config when scoring
+        raw, source = mapping_from_checkpoint(read_checkpoint(first)), f"checkpoint {first}"
     named = args.data_dir or args.csv or args.shards
     if not named and not args.config:
         raise config_module.ConfigError("pecan predict: name the poses to score: --data-dir, --csv or --shards")
@@ -69,7 +76,8 @@ def input_paths(args: argparse.Namespace, config: config_module.Config) -> list[
 
     data = config.data
     base = data.data_dir or "."
-    named = [("the checkpoint", args.checkpoint), ("--config", args.config or ""), ("--data-dir", data.data_dir)]
+    named = [("the checkpoint", path) for path in args.checkpoint]
+    named += [("--config", args.config or ""), ("--data-dir", data.data_dir)]
     named += outputs.index_csvs_in(base)
     for csv in [*data.train_csvs, *data.val_csvs, *data.test_csvs]:
         named.append(("an index CSV it reads", os.path.join(base, csv)))

@@ -12,7 +12,6 @@ import numpy as np
 import pandas as pd
 
 from pecan.engine.metrics import accuracy, first_native_rank, roc_auc, topk_success
-from pecan.engine.state import CheckpointState
 
 log = logging.getLogger(__name__)
 
@@ -106,10 +105,10 @@ def summary_lines(values: dict[str, Any]) -> list[str]:
     return [*lines, f"{'all':>7}: {metrics_line(values)}"]
 
 
-def report_figures(values: dict[str, Any], state: CheckpointState) -> None:
-    """The warnings on the split (no record of the training complexes; complexes it trained on) and the
-    summary lines of a scoring run (`pecan predict` and `pecan score`)."""
-    if state.complexes is None:
+def report_figures(values: dict[str, Any], record: dict | None) -> None:
+    """The warnings on the split (no record of the training complexes: the checkpoint's ``complexes``;
+    complexes it trained on) and the summary lines of a scoring run (`pecan predict` and `pecan score`)."""
+    if record is None:
         log.warning(
             "the checkpoint does not record its training complexes (written before that was stored): "
             "the split column is 'unknown' and the figures may include complexes it trained on"

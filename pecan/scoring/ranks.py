@@ -130,7 +130,7 @@ def report(values: dict[str, Any], output: ScoredOutput, state: CheckpointState)
     # figures, not shards: shards imports the data loader and PyG (3 s of imports at the end of a run)
     from pecan.scoring.figures import report_figures
 
-    report_figures(values, state)
+    report_figures(values, state.complexes)
     if output.failed_poses or output.failed_ligands:
         print(
             f"not scored: {output.failed_poses} poses and {output.failed_ligands} whole ligands "

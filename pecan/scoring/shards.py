@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
@@ -24,11 +24,11 @@ from pecan.data.loader import make_dataset, make_loader, make_sampler, prepare_j
 from pecan.engine.distributed import DistEnv, barrier, gather_varlen
 from pecan.engine.evaluate import score_share
 from pecan.engine.pins import assign_splits, warn_if_synthetic
-from pecan.engine.state import CheckpointState
 from pecan.runtime.errors import DataError
 from pecan.runtime.fileio import commit_together, discard_temps, json_text, temp_beside
 from pecan.runtime.progress import resolve_mode
 from pecan.scoring.checkpoint import build_scoring_model, read_checkpoint, scoring_config
+from pecan.scoring.ensemble import MeanProbability, merged_record
 from pecan.scoring.figures import report_figures, split_metrics
 from pecan.scoring.scores_csv import SCORE_COLUMNS
 
@@ -99,15 +99,27 @@ def metrics_path(out: Path) -> Path:
 
 
 def run_predict(
-    config: Config, env: DistEnv, device: torch.device, checkpoint: str, out: str, allow: tuple[str, ...] = ()
+    config: Config,
+    env: DistEnv,
+    device: torch.device,
+    checkpoint: str | Sequence[str],
+    out: str,
+    allow: tuple[str, ...] = (),
 ) -> dict[str, Any]:
-    """Score the configured poses on every rank with the checkpoint's model and sample settings; rank 0
-    writes ``out`` and its metrics JSON. Reads nothing of train.out_dir, takes no lock."""
-    path = Path(checkpoint)
-    state = read_checkpoint(path)
-    config = scoring_config(state, config, path, tuple(allow))
+    """Score the configured poses on every rank with the checkpoint's model and sample settings (several
+    checkpoints: their ensemble, ``pecan.scoring.ensemble``); rank 0 writes ``out`` and its metrics JSON. Reads
+    nothing of train.out_dir, takes no lock."""
+    paths = [Path(checkpoint)] if isinstance(checkpoint, (str, Path)) else [Path(c) for c in checkpoint]
+    if not paths:
+        raise ConfigError("no checkpoint to score with")
+    states = [read_checkpoint(path) for path in paths]
+    # Each member's settings are checked against the same config: one pass over the samples feeds them all.
+    members = [scoring_config(state, config, path, tuple(allow)) for state, path in zip(states, paths)]
+    config = members[0]
     progress = resolve_mode(config.train.progress) if env.is_main else "off"
-    model = build_scoring_model(state, config.model, path, device)
+    models = [build_scoring_model(s, m.model, p, device) for s, m, p in zip(states, members, paths)]
+    model = models[0] if len(models) == 1 else MeanProbability(models).eval()
+    record = states[0].complexes if len(states) == 1 else merged_record([state.complexes for state in states])
     # The trainer's job protocol: rank 0 indexes and decides the packs, node leaders confirm and stage.
     job = prepare_job_data(
         config.data,
@@ -120,7 +132,8 @@ def run_predict(
     if poses.empty:
         raise ConfigError("no docked poses to score in the configured data")
     if env.is_main:
-        warn_if_synthetic(state, path, poses["shard"].unique())
+        for state, path in zip(states, paths):
+            warn_if_synthetic(state, path, poses["shard"].unique())
     dataset = make_dataset(config.data, poses, job.packs, augment=False)
     sampler = make_sampler(
         dataset, config.data, train=False, rank=env.rank, world_size=env.world_size, seed=config.train.seed
@@ -136,14 +149,15 @@ def run_predict(
     if env.is_main:
         scores = scored_poses(dataset, poses, logits, ids)
         from_test = set(scores["complex_id"]) if scores_test_inputs(config) else set()
-        scores["split"] = assign_splits(scores["complex_id"], state.complexes, from_test)
-        values = {**split_metrics(scores), "checkpoint": str(checkpoint), "scores": str(out)}
-        write_outputs(scores, values, Path(out), state)
+        scores["split"] = assign_splits(scores["complex_id"], record, from_test)
+        named = {"checkpoint": str(paths[0])} if len(paths) == 1 else {"checkpoints": [str(p) for p in paths]}
+        values = {**split_metrics(scores), **named, "scores": str(out)}
+        write_outputs(scores, values, Path(out), record)
     barrier()
     return values
 
 
-def write_outputs(scores: pd.DataFrame, values: dict[str, Any], out: Path, state: CheckpointState) -> None:
+def write_outputs(scores: pd.DataFrame, values: dict[str, Any], out: Path, record: dict | None) -> None:
     """scores.csv and its metrics JSON (renamed into place together: both or neither), the summary lines and
     the warnings on the split."""
     files: dict[Path, Path] = {}
@@ -154,5 +168,5 @@ def write_outputs(scores: pd.DataFrame, values: dict[str, Any], out: Path, state
         commit_together([(temp, destination) for destination, temp in files.items()])
     finally:
         discard_temps(list(files.values()))
-    report_figures(values, state)
+    report_figures(values, record)
     print(f"wrote {out} and {metrics_path(out)}", flush=True)
