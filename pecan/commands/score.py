@@ -27,9 +27,10 @@ def parse_args(argv=None, prog: str | None = None) -> argparse.Namespace:
     )
     parser.add_argument(
         "checkpoint",
-        nargs="?",
-        default=None,
-        help="a checkpoint of a training run (e.g. RUN/checkpoints/best.pt); default: the shipped pretrained model",
+        nargs="*",
+        default=[],
+        help="a checkpoint of a training run (e.g. RUN/checkpoints/best.pt); two or more score as an ensemble "
+        "(each pose's score the mean of their probabilities); default: the shipped pretrained model",
     )
     parser.add_argument("--receptor", help="receptor PDB file")
     parser.add_argument(
@@ -114,13 +115,14 @@ def request(args: argparse.Namespace):
     from pecan.scoring.poses import ScoreRequest
 
     args.batch_size = args.batch_size or 0
-    if args.checkpoint is None:
+    if not args.checkpoint:
         from pecan.pretrained import default_checkpoint
 
-        args.checkpoint = str(default_checkpoint())
+        args.checkpoint = [str(default_checkpoint())]
         logging.getLogger("pecan.score").info(
-            "scoring with the shipped model %s (its card: MODEL_CARD.md beside it)", args.checkpoint
+            "scoring with the shipped model %s (its card: MODEL_CARD.md beside it)", args.checkpoint[0]
         )
+    args.checkpoint = args.checkpoint[0] if len(args.checkpoint) == 1 else tuple(args.checkpoint)
     args.progress = progress_mode(args)
     return ScoreRequest(**same_named(args, ScoreRequest, allow=tuple(args.allow)))
 

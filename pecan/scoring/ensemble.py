@@ -9,9 +9,15 @@ of the members' training and validation complexes: a complex any member trained 
 
 from __future__ import annotations
 
+import dataclasses
+from pathlib import Path
 from typing import Any, Optional, Sequence
 
 import torch
+
+from pecan.engine.pins import score_property_default
+from pecan.engine.state import CheckpointState
+from pecan.runtime.errors import ConfigError
 
 
 class MeanProbability(torch.nn.Module):
@@ -39,3 +45,25 @@ def merged_record(records: Sequence[Optional[dict[str, Any]]]) -> Optional[dict[
     train = set().union(*(record.get("train", ()) for record in records))
     val = set().union(*(record.get("val", ()) for record in records)) - train
     return {"train": sorted(train), "val": sorted(val)}
+
+
+def ensemble_state(states: Sequence[CheckpointState], paths: Sequence[Path]) -> CheckpointState:
+    """What `pecan score` reads of the checkpoint for an ensemble: the first member's state with every member's
+    split record (``merged_record``). The members must read the same docking-score input (the same SD property,
+    or none): ConfigError naming the first that does not."""
+    first = score_property_default(states[0])
+    for state, path in zip(states[1:], paths[1:]):
+        other = score_property_default(state)
+        if other != first:
+            raise ConfigError(
+                f"pecan score: the ensemble's members read different docking-score inputs: {paths[0]} "
+                f"{_describe(first)}, {path} {_describe(other)}; score them separately"
+            )
+    if len(states) == 1:
+        return states[0]
+    return dataclasses.replace(states[0], complexes=merged_record([state.complexes for state in states]))
+
+
+def _describe(default: tuple[str, bool]) -> str:
+    prop, needed = default
+    return f"reads SD property {prop!r}" if needed else "takes no docking score"

@@ -32,14 +32,21 @@ AMINO_ACIDS = frozenset(
 COMMAND = "pecan score"
 
 
+def checkpoint_paths(checkpoint) -> list[Path]:
+    """The checkpoint (a path), or every member of an ensemble (a sequence of them), as paths; none for None."""
+    if checkpoint is None:
+        return []
+    return [Path(checkpoint)] if isinstance(checkpoint, (str, Path)) else [Path(c) for c in checkpoint]
+
+
 def check_request(args) -> None:
     """Every check above, in the order a user would fix them; ConfigError at the first mistake."""
     if args.batch_size is not None and args.batch_size < 1:
         raise ConfigError(f"{COMMAND}: --batch-size must be at least 1, got {args.batch_size}")
     if args.threads < 0:
         raise ConfigError(f"{COMMAND}: --threads must be positive, got {args.threads}")
-    if args.checkpoint is not None:
-        existing_file("the checkpoint", args.checkpoint)
+    for checkpoint in checkpoint_paths(args.checkpoint):
+        existing_file("the checkpoint", str(checkpoint))
     if args.manifest:
         existing_file("--manifest", args.manifest)
     if args.receptor:

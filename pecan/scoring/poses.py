@@ -25,6 +25,7 @@ from pecan.engine.state import CheckpointState
 from pecan.runtime.errors import ConfigError
 from pecan.runtime.manifest import check_unique_ids, read_manifest_frame
 from pecan.scoring.inputs import GROUP_BY, PosesFile, poses_in
+from pecan.scoring.invocation import checkpoint_paths
 from pecan.scoring.memory import StageClock
 from pecan.scoring.output import output_paths
 
@@ -33,9 +34,10 @@ log = logging.getLogger("pecan")
 
 @dataclass(frozen=True)
 class ScoreRequest:
-    """What `pecan score` was asked: the checkpoint, one complex's files or a manifest, the scored SDF."""
+    """What `pecan score` was asked: the checkpoint (several: an ensemble), one complex's files or a manifest,
+    the scored SDF."""
 
-    checkpoint: str
+    checkpoint: str | tuple[str, ...]
     out: str
     receptor: Optional[str] = None
     poses: Optional[str] = None
@@ -136,7 +138,7 @@ def check_outputs(args: ScoreRequest, rows: pd.DataFrame, files: list) -> None:
     from pecan.runtime import outputs
 
     inputs = [
-        ("the checkpoint", args.checkpoint),
+        *[("the checkpoint", str(path)) for path in checkpoint_paths(args.checkpoint)],
         ("--receptor", args.receptor),
         ("--poses", args.poses),
         ("--crystal", args.crystal),
@@ -165,30 +167,36 @@ def check_options(args: ScoreRequest) -> None:
 
 
 def score_job(args: ScoreRequest, clock: StageClock):
-    """The `pecan score` job (pecan.engine.harness.Job): the options, the checkpoint, the inputs and the outputs
-    checked, the config scoring runs under (the checkpoint's, checked as `pecan predict` checks it)."""
+    """The `pecan score` job (pecan.engine.harness.Job): the options, the checkpoint(s), the inputs and the
+    outputs checked, the config scoring runs under (the first checkpoint's; every member's settings checked
+    against it as `pecan predict` checks them)."""
     from pecan.engine.harness import Job
     from pecan.scoring.checkpoint import mapping_from_checkpoint, read_checkpoint, scoring_config
+    from pecan.scoring.ensemble import ensemble_state
 
     check_options(args)
+    paths = checkpoint_paths(args.checkpoint)
     with clock.timed("load"):
-        state = read_checkpoint(Path(args.checkpoint))
+        states = [read_checkpoint(path) for path in paths]
+    state = ensemble_state(states, paths)  # one member's, or the members' as one (the same docking-score input)
     rows = manifest_rows(args, state)
     if args.manifest:
         check_unique_ids(rows, Path(args.manifest))
     files = poses_files(args, rows)
     check_outputs(args, rows, files)
-    raw = mapping_from_checkpoint(state)
+    raw = mapping_from_checkpoint(states[0])
     raw["data"].update(data_dir=".")  # the config asks for a data source; nothing is read from it
     raw["train"].update(device=args.device)
-    path = Path(args.checkpoint)
-    config = scoring_config(state, config_module.load_mapping(raw, (), "pecan score"), path, tuple(args.allow))
-    return Job(body=lambda run: run_score(run, args, state, config, files, clock), device=config.train.device)
+    given = config_module.load_mapping(raw, (), "pecan score")
+    configs = [scoring_config(s, given, path, tuple(args.allow)) for s, path in zip(states, paths)]
+    members = list(zip(states, configs, paths))
+    return Job(body=lambda run: run_score(run, args, state, members, files, clock), device=configs[0].train.device)
 
 
-def run_score(run, args: ScoreRequest, state: CheckpointState, config, files: list, clock: StageClock) -> None:
-    """Under the harness: this rank's torch threads, the checkpoint's model on the device, then read, convert,
-    score and write (``pecan.scoring.ranks``)."""
+def run_score(run, args: ScoreRequest, state: CheckpointState, members: list, files: list, clock: StageClock) -> None:
+    """Under the harness: this rank's torch threads, the checkpoint's model (several: their MeanProbability) on
+    the device, then read, convert, score and write (``pecan.scoring.ranks``). ``members`` holds each
+    checkpoint's (state, scoring config, path)."""
     import torch
 
     from pecan.convert.complexes import Options
@@ -196,19 +204,26 @@ def run_score(run, args: ScoreRequest, state: CheckpointState, config, files: li
     from pecan.engine.pins import warn_if_synthetic
     from pecan.scoring import ranks
     from pecan.scoring.checkpoint import build_scoring_model
+    from pecan.scoring.ensemble import MeanProbability
 
     threads = torch.get_num_threads()
     run.on_exit(lambda: torch.set_num_threads(threads))
     torch.set_num_threads(args.threads or threads_from_environment(1))
+    models = []
     with clock.timed("load"):
-        try:
-            model = build_scoring_model(state, config.model, Path(args.checkpoint), run.device)
-        except (OSError, ValueError) as err:  # a checkpoint this model cannot take is a wrong invocation
-            raise ConfigError(str(err)) from err
-    if hasattr(model, "readout_edges_only"):  # the EGNN: only the messages its ligand readout reads (same logits)
-        model.readout_edges_only = True
+        for member_state, config, path in members:
+            try:
+                model = build_scoring_model(member_state, config.model, path, run.device)
+            except (OSError, ValueError) as err:  # a checkpoint this model cannot take is a wrong invocation
+                raise ConfigError(str(err)) from err
+            if hasattr(model, "readout_edges_only"):  # the EGNN: only the messages its ligand readout reads
+                model.readout_edges_only = True
+            models.append(model)
+    model = models[0] if len(models) == 1 else MeanProbability(models).eval()
+    config = members[0][1]
     options = Options(pocket_radius=args.pocket_radius, rmsd_threshold=config.data.rmsd_threshold)
-    warn_if_synthetic(state, Path(args.checkpoint), [])
+    for member_state, _, path in members:
+        warn_if_synthetic(member_state, path, [])
     ranks.score_files(args, files, state, config, model, run.device, options, run.env, clock)
 
 

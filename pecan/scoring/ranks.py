@@ -14,6 +14,7 @@ from pecan.runtime.errors import ConfigError, DataError
 from pecan.runtime.progress import Progress
 from pecan.scoring.featurise import GroupConverter
 from pecan.scoring.inputs import iter_groups
+from pecan.scoring.invocation import checkpoint_paths
 from pecan.scoring.memory import StageClock
 from pecan.scoring.output import ScoredOutput
 from pecan.scoring.receptors import receptor_reader
@@ -104,7 +105,12 @@ def _values(args, output: ScoredOutput, scored: Scored, failed_poses: int, faile
         output.abort(error)
         raise error
     values = scored.values()
-    values.update(checkpoint=str(args.checkpoint), scores=str(output.paths["the scores CSV"]))
+    paths = [str(path) for path in checkpoint_paths(args.checkpoint)]
+    if len(paths) == 1:
+        values["checkpoint"] = paths[0]
+    else:
+        values["checkpoints"] = paths
+    values["scores"] = str(output.paths["the scores CSV"])
     values["failures"] = {"poses": failed_poses, "ligands": failed_ligands}
     return values
 
