@@ -47,6 +47,28 @@ class RunFiles:
         with named_write_errors(self.epochs):
             report.append_record(self.epochs, record)
 
+    def set_aside_earlier(self, why: str) -> Path | None:
+        """A run that starts fresh (no checkpoint resumed) in an out_dir whose epochs.jsonl holds an earlier
+        run's records: move that file to epochs.before-<UTC time>.jsonl (kept, never overwritten), so that
+        epochs.jsonl, the summary and every reader see this run's epochs only. Returns the new path."""
+        if not self.epochs.exists() or self.epochs.stat().st_size == 0:
+            return None
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        target = self.out_dir / f"epochs.before-{stamp}.jsonl"
+        number = 1
+        while target.exists():
+            number += 1
+            target = self.out_dir / f"epochs.before-{stamp}-{number}.jsonl"
+        with named_write_errors(self.epochs):
+            self.epochs.rename(target)
+        log.warning(
+            "%s holds the epoch records of an earlier run and this run starts fresh (%s): moved them to %s",
+            self.epochs,
+            why,
+            target.name,
+        )
+        return target
+
     def supersede_after(self, epochs_done: int) -> None:
         """Drop the records of epochs after the checkpoint resumed from (a fallback to an older checkpoint
         trains them again), in one atomic rewrite, so every epoch appears exactly once; markers stay."""

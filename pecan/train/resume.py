@@ -31,6 +31,10 @@ def maybe_resume(trainer) -> Optional[str]:
     except ValueError as err:
         raise config_module.ConfigError(f"train.resume: {err}") from err
     if path is None:
+        if trainer.env.is_main:
+            setting = trainer.config.train.resume
+            why = "train.resume is never" if setting == "never" else f"train.resume is {setting}: no checkpoint"
+            trainer.files.set_aside_earlier(why)
         return None
     try:
         trainer.load_state_dict(state)

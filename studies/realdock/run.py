@@ -146,12 +146,9 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 
 def sample_complexes(rows: pd.DataFrame, fraction: float, seed: int = 0) -> pd.DataFrame:
-    """The rows of a seeded sample of ``fraction`` of the complexes (at least one; all of them at 1)."""
-    if fraction >= 1.0:
-        return rows
-    complexes = sorted(rows["complex_id"].unique())
-    keep = pd.Series(complexes).sample(n=max(1, round(fraction * len(complexes))), random_state=seed)
-    return rows[rows["complex_id"].isin(set(keep))]
+    """The rows of a seeded sample of ``fraction`` of the complexes: the project's complex-level split
+    (split_by_complex), so a smaller fraction's sample lies within a larger one's (a nested learning curve)."""
+    return rows if fraction >= 1.0 else split_by_complex(rows, fraction, seed)[1]
 
 
 def fold_csvs(

@@ -201,3 +201,44 @@ def test_where_names_a_pose_without_a_teacher_score(tmp_path):
     argv = ["--shards", str(tmp_path / "shards"), "--peer-scores", str(peers), "--only", str(tmp_path / "only.csv")]
     with pytest.raises(SystemExit, match="have no cnn_score_default.*good/good_p2"):
         where.main([*argv, "--out", str(tmp_path / "where.csv")])
+
+
+def _fold_scores(work, fold, tag, scores):
+    """<work>/folds/<fold>/<tag>_scores.csv (and run.py's stamp) for two complexes of two poses each:
+    pose 1 of each complex is the near-native one."""
+    directory = work / "folds" / fold
+    directory.mkdir(parents=True, exist_ok=True)
+    rows = [
+        dict(
+            complex_id=c,
+            pose_id=f"{c}_p{k}",
+            split="test",
+            pecan_score=s,
+            pecan_rank=0,
+            docking_score=-k,
+            rmsd=1.0 if k == 1 else 5.0,
+            label=int(k == 1),
+        )
+        for (c, k), s in zip([("a", 1), ("a", 2), ("b", 1), ("b", 2)], scores)
+    ]
+    pd.DataFrame(rows).to_csv(directory / f"{tag}_scores.csv", index=False)
+    (directory / f"{tag}_scores.json").write_text("{}")
+
+
+def test_ensemble_averages_the_members_probabilities_per_pose(tmp_path):
+    ensemble = _study("ensemble")
+    # member x ranks a right and b wrong, y the other way; their mean ranks both right
+    _fold_scores(tmp_path, "0", "x", [0.9, 0.1, 0.40, 0.45])
+    _fold_scores(tmp_path, "0", "y", [0.45, 0.50, 0.9, 0.1])
+    peers = _peers(tmp_path, [("a", "a_p1", 0.9), ("a", "a_p2", 0.1), ("b", "b_p1", 0.2), ("b", "b_p2", 0.8)])
+    pd.read_csv(peers).assign(cnn_score_default2018=0.5).to_csv(peers, index=False)
+    argv = ["xy", "x", "y", "--work", str(tmp_path), "--peer-scores", str(peers), "--results", str(tmp_path)]
+    assert ensemble.main([*argv, "--n-boot", "10"]) == 0
+    result = json.loads((tmp_path / "xy.json").read_text())
+    assert result["members_top1"] == {"x": 1, "y": 1}
+    assert result["pooled"]["model_top1"]["hits"] == 2 and result["folds"]["0"]["per_complex"]["b"]["gnina_top1"] == 0
+    _fold_scores(tmp_path, "1", "x", [0.9, 0.1, 0.4, 0.45])  # x has finished a fold y has not
+    with pytest.raises(SystemExit, match="y has not finished fold"):
+        ensemble.main(argv)
+    with pytest.raises(SystemExit):
+        ensemble.main(["x", "x", "y", "--work", str(tmp_path)])  # its JSON would replace a member's

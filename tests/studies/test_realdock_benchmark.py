@@ -191,6 +191,8 @@ def test_train_fraction_samples_whole_training_complexes_and_keeps_the_held_out_
     assert (rows.groupby("complex_id").size() == 3).all()  # whole complexes, every pose
     again = read_index_rows(run.fold_csvs(docked, families, "held", tmp_path, "other", train_fraction=0.5)[0])
     assert set(again["complex_id"]) == set(rows["complex_id"])  # the same sample for every tag
+    quarter = read_index_rows(run.fold_csvs(docked, families, "held", tmp_path, "q", train_fraction=0.25)[0])
+    assert set(quarter["complex_id"]) < set(rows["complex_id"])  # nested: a quarter lies within the half
     full = read_index_rows(run.fold_csvs(docked, families, "held", tmp_path, "all")[0])
     assert set(full["complex_id"]) == set(complexes[2:])
     with pytest.raises(SystemExit):

@@ -51,6 +51,23 @@ def test_resume_after_the_labels_changed_in_place_says_so(tmp_path, data_dir, ca
     assert caplog.text.count("the training data changed since checkpoint") == 1 and "last.pt" in text
 
 
+def test_a_fresh_start_in_a_used_out_dir_sets_the_earlier_records_aside(tmp_path, data_dir, caplog, capsys):
+    """train.resume=never in a run directory with an earlier run's epochs.jsonl: the new run's epochs.jsonl
+    holds its own epochs only (each once), the earlier records are kept beside it under another name."""
+    assert run(tmp_path, data_dir, "train.epochs=2", caplog=caplog, capsys=capsys)[0] == 0
+    earlier = (tmp_path / "run" / "epochs.jsonl").read_text()
+    code, text = run(tmp_path, data_dir, "train.epochs=2", "train.resume=never", caplog=caplog, capsys=capsys)
+    assert code == 0, text
+    assert [r["epoch"] for r in records(tmp_path)] == [1, 2]
+    kept = sorted((tmp_path / "run").glob("epochs.before-*.jsonl"))
+    assert len(kept) == 1 and kept[0].read_text() == earlier
+    assert "holds the epoch records of an earlier run" in text and "train.resume is never" in text
+    code, text = run(tmp_path, data_dir, "train.epochs=3", caplog=caplog, capsys=capsys)  # auto: resumes
+    assert code == 0 and "resumed from" in text
+    assert [r["epoch"] for r in records(tmp_path)] == [1, 2, 3]
+    assert len(list((tmp_path / "run").glob("epochs.before-*.jsonl"))) == 1
+
+
 @pytest.mark.slow
 def test_failed_resume_keeps_config_yaml(tmp_path, data_dir, caplog, capsys):
     code, _ = run(tmp_path, data_dir, "train.max_steps_per_epoch=1", caplog=caplog, capsys=capsys)
