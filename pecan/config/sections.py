@@ -157,7 +157,12 @@ class TrainConfig:
         "and needs no compiler) or eager (capture only).",
         "inductor",
     )
-    resume: str = _doc("auto: continue from out_dir's last checkpoint if present; never; or a checkpoint path.", "auto")
+    resume: str = _doc(
+        "auto: continue from out_dir's last checkpoint if present; never; or a checkpoint path. A run that starts "
+        "fresh (never, or auto without a checkpoint) in an out_dir holding an earlier run's epochs.jsonl moves that "
+        "file to epochs.before-<UTC time>.jsonl (one warning), so epochs.jsonl holds this run's epochs only.",
+        "auto",
+    )
     init_from: str = _doc(
         "A checkpoint whose model weights start training (pre-training, e.g. on synthetic data, then fine-tuning): "
         "the same variant and model settings, weights only (optimizer, schedule and epoch start fresh). A resumed "
