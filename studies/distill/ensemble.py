@@ -29,12 +29,23 @@ from studies.realdock.peers import DEFAULT_PEER_COLUMNS, peer_columns, with_peer
 PEERS = peer_columns(DEFAULT_PEER_COLUMNS)  # the peers run.py compares by default
 
 
-def _run_py():
-    """studies/realdock/run.py, loaded from its file (a script, not a package module)."""
-    spec = importlib.util.spec_from_file_location("realdock_run", ROOT / "studies" / "realdock" / "run.py")
+def _script(path: Path, name: str):
+    """A study script loaded from its file (scripts, not package modules): run.py's ensemble, fit.py's
+    first_agreement."""
+    spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def teacher_agreement(scores: pd.DataFrame, first_agreement) -> dict:
+    """On the held-out complexes (two or more poses): how often the first pose is the teacher's (GNINA 1.0,
+    the ``gnina`` peer column), and the median per-complex Spearman with the teacher."""
+    held_out = first_agreement(scores, "gnina")
+    return {
+        "teacher_first": float(held_out["agrees"].mean()),
+        "teacher_spearman_median": float(held_out["spearman"].median()),
+    }
 
 
 def finished_folds(work: Path, tag: str) -> set[str]:
@@ -71,7 +82,8 @@ def main(argv=None) -> int:
         parser.error("an ensemble needs two or more distinct members")
     if args.tag in args.members:
         parser.error(f"the ensemble's tag {args.tag!r} is also a member's: its JSON would replace the member's")
-    ensemble = _run_py().ensemble
+    ensemble = _script(ROOT / "studies" / "realdock" / "run.py", "realdock_run").ensemble
+    first_agreement = _script(Path(__file__).with_name("fit.py"), "distill_fit").first_agreement
     names = tuple(PEERS.values())
     peers = read_scores(args.peer_scores)[["complex_id", "pose_id", *PEERS]].rename(columns=PEERS)
     folds, pooled, alone = {}, [], {member: [] for member in args.members}
@@ -92,6 +104,11 @@ def main(argv=None) -> int:
             member: int(complex_table(pd.concat(runs, ignore_index=True))["model_top1"].sum())
             for member, runs in alone.items()
         },
+        "held_out": teacher_agreement(pd.concat(pooled, ignore_index=True), first_agreement),
+        "members_held_out": {
+            member: teacher_agreement(with_peers(pd.concat(runs, ignore_index=True), peers), first_agreement)
+            for member, runs in alone.items()
+        },
     }
     out = args.results / f"{args.tag}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -100,7 +117,8 @@ def main(argv=None) -> int:
     each = ", ".join(f"{m} {hits}" for m, hits in result["members_top1"].items())
     print(
         f"{args.tag}: top-1 {pooled_top1['hits']}/{result['pooled']['complexes']} over {len(folds)} fold(s), "
-        f"pose AUC {result['pooled']['model_auc']:.3f} (members alone: {each}); wrote {out}"
+        f"pose AUC {result['pooled']['model_auc']:.3f}, teacher's first pose {result['held_out']['teacher_first']:.3f} "
+        f"(members alone: {each}); wrote {out}"
     )
     return 0
 

@@ -236,6 +236,9 @@ def test_ensemble_averages_the_members_probabilities_per_pose(tmp_path):
     assert ensemble.main([*argv, "--n-boot", "10"]) == 0
     result = json.loads((tmp_path / "xy.json").read_text())
     assert result["members_top1"] == {"x": 1, "y": 1}
+    # the teacher's first poses are a_p1 and b_p2: x picks both, y neither, the ensemble one of two
+    assert result["held_out"]["teacher_first"] == 0.5
+    assert {m: v["teacher_first"] for m, v in result["members_held_out"].items()} == {"x": 1.0, "y": 0.0}
     assert result["pooled"]["model_top1"]["hits"] == 2 and result["folds"]["0"]["per_complex"]["b"]["gnina_top1"] == 0
     _fold_scores(tmp_path, "1", "x", [0.9, 0.1, 0.4, 0.45])  # x has finished a fold y has not
     with pytest.raises(SystemExit, match="y has not finished fold"):
