@@ -48,7 +48,12 @@ STAGES = ("startup", "parse", "load", "receptor", "interactions", "features", "g
 def parse_args(argv=None) -> argparse.Namespace:
     """Command-line options."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--checkpoint", required=True, help="a PECAN checkpoint (e.g. RUN/checkpoints/best.pt)")
+    parser.add_argument(
+        "--checkpoint",
+        required=True,
+        nargs="+",
+        help="a PECAN checkpoint (e.g. RUN/checkpoints/best.pt); several: `pecan score` scores with their ensemble",
+    )
     parser.add_argument("--poses", type=int, nargs="+", default=[1000], help="pose counts to score")
     parser.add_argument(
         "--layout",
@@ -133,7 +138,7 @@ def child(args: argparse.Namespace) -> int:
     out = work / f"scored_{args.child}.sdf"
     receptor = work / "receptor.pdb"
     request = ScoreRequest(
-        args.checkpoint,
+        args.checkpoint[0] if len(args.checkpoint) == 1 else tuple(args.checkpoint),
         str(out),
         receptor=str(receptor),
         poses=str(poses),
@@ -162,7 +167,7 @@ def child(args: argparse.Namespace) -> int:
 def run_pecan(args: argparse.Namespace, count: int) -> dict:
     """One child scoring ``count`` poses; its figures plus the wall time the parent saw."""
     env = {**os.environ, "OMP_NUM_THREADS": str(args.threads), "PYTHONUNBUFFERED": "1"}
-    argv = [sys.executable, "-m", "benchmarks.bench_score", "--checkpoint", args.checkpoint, "--work", args.work]
+    argv = [sys.executable, "-m", "benchmarks.bench_score", "--checkpoint", *args.checkpoint, "--work", args.work]
     argv += ["--layout", args.layout, "--batch-size", str(args.batch_size)]
     started = time.perf_counter()
     done = subprocess.run([*argv, "--child", str(count)], capture_output=True, text=True, env=env)
@@ -180,7 +185,7 @@ def run_pecan_ranks(args: argparse.Namespace, count: int) -> dict:
     """`pecan score` of ``count`` poses as ``--ranks`` processes under torchrun (one thread each): wall time."""
     work = Path(args.work)
     argv = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(args.ranks), "-m", "pecan", "score"]
-    argv += [args.checkpoint, "--receptor", str(work / "receptor.pdb"), "--poses", str(work / f"poses_{count}.sdf")]
+    argv += [*args.checkpoint, "--receptor", str(work / "receptor.pdb"), "--poses", str(work / f"poses_{count}.sdf")]
     argv += ["--out", str(work / f"scored_ranks_{count}.sdf"), "--score-property", "vina_score", "--device", "cpu"]
     argv += ["--group-by", "name" if args.layout == "screen" else "file", "--progress", "off", "--threads", "1"]
     argv += ["--complex-id", "vina"] + (["--batch-size", str(args.batch_size)] if args.batch_size else [])
@@ -279,7 +284,7 @@ def main(argv=None) -> int:
                     ranked[f"speed_ratio_vs_gnina_{models}"] = ranked["poses_per_second"] / peer["poses_per_second"]
     result = {
         "command": "python -m benchmarks.bench_score " + " ".join(argv if argv is not None else sys.argv[1:]),
-        "checkpoint": args.checkpoint,
+        "checkpoint": args.checkpoint[0] if len(args.checkpoint) == 1 else args.checkpoint,
         "cases": cases,
         "gnina": "scored in the same run, interleaved" if gnina else "not available (no --gnina-python)",
         "cpu": _cpu_model(),
