@@ -138,7 +138,7 @@ def child(args: argparse.Namespace) -> int:
     out = work / f"scored_{args.child}.sdf"
     receptor = work / "receptor.pdb"
     request = ScoreRequest(
-        args.checkpoint[0] if len(args.checkpoint) == 1 else tuple(args.checkpoint),
+        tuple(args.checkpoint),
         str(out),
         receptor=str(receptor),
         poses=str(poses),

@@ -122,7 +122,7 @@ def request(args: argparse.Namespace):
         logging.getLogger("pecan.score").info(
             "scoring with the shipped model %s (its card: MODEL_CARD.md beside it)", args.checkpoint[0]
         )
-    args.checkpoint = args.checkpoint[0] if len(args.checkpoint) == 1 else tuple(args.checkpoint)
+    args.checkpoint = tuple(args.checkpoint)
     args.progress = progress_mode(args)
     return ScoreRequest(**same_named(args, ScoreRequest, allow=tuple(args.allow)))
 

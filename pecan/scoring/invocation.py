@@ -39,6 +39,12 @@ def checkpoint_paths(checkpoint) -> list[Path]:
     return [Path(checkpoint)] if isinstance(checkpoint, (str, Path)) else [Path(c) for c in checkpoint]
 
 
+def checkpoint_fields(checkpoint) -> dict[str, str | list[str]]:
+    """How the metrics JSON names what scored: ``checkpoint`` (one) or ``checkpoints`` (an ensemble)."""
+    paths = [str(path) for path in checkpoint_paths(checkpoint)]
+    return {"checkpoint": paths[0]} if len(paths) == 1 else {"checkpoints": paths}
+
+
 def check_request(args) -> None:
     """Every check above, in the order a user would fix them; ConfigError at the first mistake."""
     if args.batch_size is not None and args.batch_size < 1:

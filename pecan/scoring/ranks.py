@@ -14,7 +14,7 @@ from pecan.runtime.errors import ConfigError, DataError
 from pecan.runtime.progress import Progress
 from pecan.scoring.featurise import GroupConverter
 from pecan.scoring.inputs import iter_groups
-from pecan.scoring.invocation import checkpoint_paths
+from pecan.scoring.invocation import checkpoint_fields
 from pecan.scoring.memory import StageClock
 from pecan.scoring.output import ScoredOutput
 from pecan.scoring.receptors import receptor_reader
@@ -105,11 +105,7 @@ def _values(args, output: ScoredOutput, scored: Scored, failed_poses: int, faile
         output.abort(error)
         raise error
     values = scored.values()
-    paths = [str(path) for path in checkpoint_paths(args.checkpoint)]
-    if len(paths) == 1:
-        values["checkpoint"] = paths[0]
-    else:
-        values["checkpoints"] = paths
+    values.update(checkpoint_fields(args.checkpoint))
     values["scores"] = str(output.paths["the scores CSV"])
     values["failures"] = {"poses": failed_poses, "ligands": failed_ligands}
     return values

@@ -30,6 +30,7 @@ from pecan.runtime.progress import resolve_mode
 from pecan.scoring.checkpoint import build_scoring_model, read_checkpoint, scoring_config
 from pecan.scoring.ensemble import MeanProbability, merged_record
 from pecan.scoring.figures import report_figures, split_metrics
+from pecan.scoring.invocation import checkpoint_fields, checkpoint_paths
 from pecan.scoring.scores_csv import SCORE_COLUMNS
 
 log = logging.getLogger(__name__)
@@ -109,7 +110,7 @@ def run_predict(
     """Score the configured poses on every rank with the checkpoint's model and sample settings (several
     checkpoints: their ensemble, ``pecan.scoring.ensemble``); rank 0 writes ``out`` and its metrics JSON. Reads
     nothing of train.out_dir, takes no lock."""
-    paths = [Path(checkpoint)] if isinstance(checkpoint, (str, Path)) else [Path(c) for c in checkpoint]
+    paths = checkpoint_paths(checkpoint)
     if not paths:
         raise ConfigError("no checkpoint to score with")
     states = [read_checkpoint(path) for path in paths]
@@ -150,8 +151,7 @@ def run_predict(
         scores = scored_poses(dataset, poses, logits, ids)
         from_test = set(scores["complex_id"]) if scores_test_inputs(config) else set()
         scores["split"] = assign_splits(scores["complex_id"], record, from_test)
-        named = {"checkpoint": str(paths[0])} if len(paths) == 1 else {"checkpoints": [str(p) for p in paths]}
-        values = {**split_metrics(scores), **named, "scores": str(out)}
+        values = {**split_metrics(scores), **checkpoint_fields(checkpoint), "scores": str(out)}
         write_outputs(scores, values, Path(out), record)
     barrier()
     return values

@@ -24,9 +24,7 @@ sys.path.insert(0, str(ROOT))
 
 from pecan.redock.ranking import complex_table, summarize  # noqa: E402 - after the sys.path line (run as a script)
 from pecan.scoring.scores_csv import read_scores  # noqa: E402 - after the sys.path line (run as a script)
-from studies.realdock.peers import DEFAULT_PEER_COLUMNS, peer_columns, with_peers  # noqa: E402 - after the sys.path line (run as a script)
-
-PEERS = peer_columns(DEFAULT_PEER_COLUMNS)  # the peers run.py compares by default
+from studies.realdock.peers import DEFAULT_PEER_COLUMNS, peer_table, with_peers  # noqa: E402 - after the sys.path line (run as a script)
 
 
 def _script(path: Path, name: str):
@@ -75,6 +73,7 @@ def main(argv=None) -> int:
     parser.add_argument("members", nargs="+", help="run.py tags whose fold scores are averaged (two or more)")
     parser.add_argument("--work", type=Path, default=ROOT / "studies" / "corpus" / "work")
     parser.add_argument("--peer-scores", type=Path, default=ROOT / "studies/peers/results/corpus_gnina.csv")
+    parser.add_argument("--peer-columns", default=DEFAULT_PEER_COLUMNS, help="as run.py's (the teacher is gnina)")
     parser.add_argument("--results", type=Path, default=ROOT / "studies" / "distill" / "results")
     parser.add_argument("--n-boot", type=int, default=2000)
     args = parser.parse_args(argv)
@@ -84,8 +83,7 @@ def main(argv=None) -> int:
         parser.error(f"the ensemble's tag {args.tag!r} is also a member's: its JSON would replace the member's")
     ensemble = _script(ROOT / "studies" / "realdock" / "run.py", "realdock_run").ensemble
     first_agreement = _script(Path(__file__).with_name("fit.py"), "distill_fit").first_agreement
-    names = tuple(PEERS.values())
-    peers = read_scores(args.peer_scores)[["complex_id", "pose_id", *PEERS]].rename(columns=PEERS)
+    peers, names = peer_table(args)  # run.py's peers, checked as run.py checks them
     folds, pooled, alone = {}, [], {member: [] for member in args.members}
     for fold, runs in member_scores(args.work, args.members).items():
         for member, run in zip(args.members, runs):
