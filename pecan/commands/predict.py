@@ -34,6 +34,14 @@ def parse_args(argv=None, prog: str | None = None) -> argparse.Namespace:
         help="shard files or globs (repeatable); default: every *.hdf5 of --data-dir",
     )
     parser.add_argument("--out", default="scores.csv", help="the scores CSV; the metrics JSON goes beside it")
+    parser.add_argument(
+        "--docking-weight",
+        type=float,
+        default=0.0,
+        metavar="W",
+        help="rank each complex's poses by z(model logit) + W * z(-docking score), z standardised over the "
+        "complex's poses (pecan_consensus beside pecan_score; docs/scoring.md); default 0: the model alone",
+    )
     parser.add_argument("--config", help="start from this YAML instead of the checkpoint's stored run config")
     add_set_option(parser)
     add_allow_option(parser, "score with a pinned setting (e.g. data.edge_cutoff) that differs from the trained one")
@@ -101,14 +109,16 @@ def check_outputs(args: argparse.Namespace, config: config_module.Config) -> Non
 def prepare(args: argparse.Namespace):
     """The scoring job of ``args``: its config built and its outputs checked."""
     from pecan.engine.harness import Job
+    from pecan.scoring.consensus import check_weight
 
+    weight = check_weight(args.docking_weight, "pecan predict: --docking-weight")
     config = build_config(args)
     check_outputs(args, config)
 
     def body(run) -> None:
         from pecan.scoring.shards import run_predict
 
-        run_predict(config, run.env, run.device, args.checkpoint, args.out, tuple(args.allow))
+        run_predict(config, run.env, run.device, args.checkpoint, args.out, tuple(args.allow), weight)
 
     return Job(body=body, device=config.train.device)
 

@@ -78,6 +78,15 @@ def parse_args(argv=None, prog: str | None = None) -> argparse.Namespace:
         "training receptors were prepared (default); 'keep' it as given (a warning either way when not added)",
     )
     parser.add_argument(
+        "--docking-weight",
+        type=float,
+        default=None,
+        metavar="W",
+        help="rank each ligand's poses by z(model logit) + W * z(-docking score), z standardised over the "
+        "ligand's poses (pecan_consensus beside pecan_score; docs/scoring.md); 0: the model alone; default: the "
+        "shipped model's weight without CHECKPOINT, else 0",
+    )
+    parser.add_argument(
         "--batch-size", type=int, default=None, help="graphs per forward pass (default 16; scores do not depend on it)"
     )
     parser.add_argument(
@@ -116,12 +125,15 @@ def request(args: argparse.Namespace):
 
     args.batch_size = args.batch_size or 0
     if not args.checkpoint:
-        from pecan.pretrained import default_checkpoint
+        from pecan.pretrained import default_checkpoints, default_docking_weight
 
-        args.checkpoint = [str(default_checkpoint())]
+        args.checkpoint = [str(path) for path in default_checkpoints()]
+        if args.docking_weight is None:
+            args.docking_weight = default_docking_weight()
         logging.getLogger("pecan.score").info(
-            "scoring with the shipped model %s (its card: MODEL_CARD.md beside it)", args.checkpoint[0]
+            "scoring with the shipped model %s (its card: MODEL_CARD.md beside it)", ", ".join(args.checkpoint)
         )
+    args.docking_weight = 0.0 if args.docking_weight is None else args.docking_weight
     args.checkpoint = tuple(args.checkpoint)
     args.progress = progress_mode(args)
     return ScoreRequest(**same_named(args, ScoreRequest, allow=tuple(args.allow)))

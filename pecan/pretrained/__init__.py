@@ -19,14 +19,45 @@ if TYPE_CHECKING:
 HERE = Path(__file__).resolve().parent
 CHECKPOINT = HERE / "corpus_egnn.pt"
 CARD = HERE / "MODEL_CARD.md"
+SHIPPED = HERE / "shipped.json"
+"""What `pecan score` uses without a checkpoint: ``{"checkpoints": [file names here], "docking_weight": W}`` (several
+checkpoints score as their ensemble; W is the consensus weight of ``pecan.scoring.consensus``). Without the file:
+``CHECKPOINT`` alone, weight 0."""
 CONFIG_BLOCK = re.compile(r"```json\n(.*?)\n```", re.S)
 
 
+def shipped() -> dict[str, Any]:
+    """The shipped model's description (``SHIPPED``); ValueError naming the file when it is malformed."""
+    if not SHIPPED.exists():
+        return {"checkpoints": [CHECKPOINT.name], "docking_weight": 0.0}
+    try:
+        value = json.loads(SHIPPED.read_text())
+        names = [str(name) for name in value["checkpoints"]]
+        weight = float(value.get("docking_weight", 0.0))
+    except (ValueError, KeyError, TypeError) as err:
+        raise ValueError(f"{SHIPPED}: not a shipped-model description ({err})") from err
+    if not names or weight < 0 or weight != weight:
+        raise ValueError(f"{SHIPPED}: needs one or more checkpoints and a docking_weight >= 0")
+    return {**value, "checkpoints": names, "docking_weight": weight}
+
+
+def default_checkpoints() -> tuple[Path, ...]:
+    """The shipped checkpoint(s); FileNotFoundError naming one this installation lacks."""
+    paths = tuple(HERE / name for name in shipped()["checkpoints"])
+    for path in paths:
+        if not path.exists():
+            raise FileNotFoundError(f"no shipped model at {path}: give a checkpoint (RUN/checkpoints/best.pt)")
+    return paths
+
+
 def default_checkpoint() -> Path:
-    """The shipped checkpoint; FileNotFoundError naming it when this installation lacks it."""
-    if not CHECKPOINT.exists():
-        raise FileNotFoundError(f"no shipped model at {CHECKPOINT}: give a checkpoint (RUN/checkpoints/best.pt)")
-    return CHECKPOINT
+    """The first shipped checkpoint (the only one unless the shipped model is an ensemble)."""
+    return default_checkpoints()[0]
+
+
+def default_docking_weight() -> float:
+    """The shipped model's consensus weight with the docking score (0: the model alone)."""
+    return float(shipped()["docking_weight"])
 
 
 # The run-config keys that hold paths: a shipped checkpoint names them relative to the build's repository root.

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from pecan.engine.metrics import accuracy, first_native_rank, roc_auc, topk_success
+from pecan.scoring.consensus import COLUMN as CONSENSUS
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +57,12 @@ def metrics(scores: pd.DataFrame) -> dict[str, Any]:
             **_ranking(labeled["pecan_score"].to_numpy(), labels, complexes, ""),
         }
     )
-    ranks = first_native_rank(labeled["pecan_score"].to_numpy(), labels, complexes)
+    if CONSENSUS in labeled:  # ranked by the consensus (--docking-weight): the ranking figures follow pecan_rank
+        ranking = -labeled["pecan_rank"].to_numpy(dtype=float)
+        out.update({k: v for k, v in _ranking(ranking, labels, complexes, "").items() if k != "auc"})
+    else:
+        ranking = labeled["pecan_score"].to_numpy()
+    ranks = first_native_rank(ranking, labels, complexes)
     out["first_native_rank"] = {str(k): int(v) for k, v in ranks.items()}
     docked = labeled[np.isfinite(labeled["docking_score"].to_numpy(dtype=float))]
     # Docking scores are energies: lower is better, so the baseline ranks by the negated score.

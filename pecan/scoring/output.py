@@ -1,10 +1,12 @@
 """`pecan score`'s outputs, written as each ligand group is scored (a screen's SDF is never held whole):
 
-- ``X.sdf``: every scored pose's input record, each ligand's poses sorted by PECAN score (best first), with
-  the SD properties ``pecan_complex``, ``pecan_pose``, ``pecan_score``, ``pecan_rank`` (and ``rmsd``/``label``
+- ``X.sdf``: every scored pose's input record, each ligand's poses sorted by rank (PECAN score, best first; the
+  consensus with the docking score under ``--docking-weight``), with the SD properties ``pecan_complex``,
+  ``pecan_pose``, ``pecan_score``, ``pecan_rank`` (``pecan_consensus`` under ``--docking-weight``; ``rmsd``/``label``
   when a crystal ligand was given) added before its ``$$$$`` line: an SDF record's own text, kept as it was
   read (``pecan.scoring.sdf_text``), a mol2 or PDB record as RDKit writes it;
-- ``X.csv``: scores.csv (``pecan.scoring.scores_csv.SCREEN_COLUMNS``), ligands in input order, each by rank;
+- ``X.csv``: scores.csv (``pecan.scoring.scores_csv.SCREEN_COLUMNS``, and ``pecan_consensus`` under
+  ``--docking-weight``), ligands in input order, each by rank;
 - ``X.failures.csv``: ``complex_id, pose_id, source, reason`` of every pose (or whole ligand, ``pose_id``
   empty) that could not be scored; header only when none failed;
 - ``X.metrics.json``: the figures (``pecan.scoring.figures``), at the end.
@@ -25,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from pecan.runtime.fileio import commit_together, discard_temps, json_text, temp_beside
+from pecan.scoring.consensus import COLUMN as CONSENSUS
 from pecan.scoring.scores_csv import SCREEN_COLUMNS
 from pecan.scoring.sdf_text import rdkit_record, with_properties
 
@@ -77,7 +80,8 @@ class ScoredOutput:
         """Consecutive ligands' rows (``scores``: scores.csv's columns, each ligand in rank order) and records:
         ``groups`` holds per ligand its number, its molecules and SDF texts in the rows' order (texts None: RDKit
         renders each molecule) and whether its poses are labelled."""
-        self._pending.append(scores[list(SCREEN_COLUMNS)])
+        consensus = scores[CONSENSUS].tolist() if CONSENSUS in scores else None  # --docking-weight > 0
+        self._pending.append(scores[[*SCREEN_COLUMNS, *([CONSENSUS] if consensus is not None else [])]])
         columns = [scores[name].tolist() for name in ("complex_id", "pose_id", "pecan_score", "pecan_rank", "rmsd")]
         clashes = scores[["pecan_clash", "receptor_distance"]].to_numpy(dtype=float).tolist()
         labels = scores["label"].tolist()
@@ -90,6 +94,7 @@ class ScoredOutput:
                     "pecan_complex": str(complex_id),
                     "pecan_pose": str(pose_id),
                     "pecan_score": float(score),
+                    **({CONSENSUS: f"{consensus[k]:.4f}"} if consensus is not None else {}),
                     "pecan_rank": int(rank),
                     "pecan_clash": int(clashes[k][0]),
                     "receptor_distance": f"{clashes[k][1]:.2f}",
@@ -187,13 +192,16 @@ class ScoredOutput:
         self._csv.close()
 
 
-def ranked(logits: np.ndarray, last=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def ranked(logits: np.ndarray, last=None, by=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(order, score, rank) of one ligand's logits: PECAN score (the sigmoid, in float64), rank 1 = best with
     ties in input order (as pandas' ``rank(method="first")`` of the descending score), and the rank order.
-    Poses marked in ``last`` (clashes, ``pecan.scoring.clashes``) rank after every other, by score."""
+    ``by`` ranks by other values instead of the score (higher = better: the consensus,
+    ``pecan.scoring.consensus``). Poses marked in ``last`` (clashes, ``pecan.scoring.clashes``) rank after every
+    other, in the same order among themselves."""
     score = 1.0 / (1.0 + np.exp(-logits.astype(np.float64)))
-    key = -score if last is None else np.where(np.asarray(last, dtype=bool), 2.0, 0.0) - score
-    order = np.argsort(key, kind="stable")
+    value = score if by is None else np.asarray(by, dtype=np.float64)
+    clash = np.zeros(len(score)) if last is None else np.asarray(last, dtype=bool).astype(np.float64)
+    order = np.lexsort((-value, clash))  # clashes last, each part by value; stable: ties in input order
     rank = np.empty(len(score), dtype=np.int64)
     rank[order] = np.arange(1, len(score) + 1)
     return order, score, rank

@@ -20,10 +20,11 @@ from typing import Optional
 import pandas as pd
 
 from pecan import config as config_module
-from pecan.engine.pins import score_property_default
+from pecan.engine.pins import DEFAULT_SCORE_PROPERTY, score_property_default
 from pecan.engine.state import CheckpointState
 from pecan.runtime.errors import ConfigError
 from pecan.runtime.manifest import check_unique_ids, read_manifest_frame
+from pecan.scoring.consensus import check_weight
 from pecan.scoring.inputs import GROUP_BY, PosesFile, poses_in
 from pecan.scoring.invocation import checkpoint_paths
 from pecan.scoring.memory import StageClock
@@ -55,6 +56,7 @@ class ScoreRequest:
     threads: int = 0  # 0: OMP_NUM_THREADS when set, else 1
     scores_csv: Optional[str] = None  # the poses' docking scores from a CSV (``pecan.scoring.score_table``)
     score_column: Optional[str] = None
+    docking_weight: float = 0.0  # > 0: rank by the consensus with the docking score (pecan.scoring.consensus)
 
 
 def manifest_rows(args: ScoreRequest, state: CheckpointState) -> pd.DataFrame:
@@ -63,6 +65,8 @@ def manifest_rows(args: ScoreRequest, state: CheckpointState) -> pd.DataFrame:
     --score-property, else the checkpoint's (``score_property_default``)."""
     rows = _given_rows(args)
     default = args.score_property if args.score_property is not None else score_property_default(state)[0]
+    if not default and args.docking_weight:  # a structure-only model ranked with the docking score
+        default = DEFAULT_SCORE_PROPERTY
     if "score_property" not in rows:
         rows["score_property"] = ""
     rows["score_property"] = [p.strip() or default for p in rows["score_property"]]
@@ -164,6 +168,7 @@ def check_options(args: ScoreRequest) -> None:
         raise ConfigError(f"pecan score: --batch-size must be positive, got {args.batch_size}")
     if args.threads < 0:
         raise ConfigError(f"pecan score: --threads must be positive, got {args.threads}")
+    check_weight(args.docking_weight, "pecan score: --docking-weight")
 
 
 def score_job(args: ScoreRequest, clock: StageClock):

@@ -87,6 +87,7 @@ def _run(args, files, state, config, model, device, options, output, clock, rank
             batch_size=args.batch_size or BATCH_SIZE,
             needs_docking_score=score_property_default(state)[1],
             clock=clock,
+            docking_weight=args.docking_weight,
         )
         progress_mode = args.progress if rank == 0 else "off"
         with Progress(None, "scoring", "pose", progress_mode, every_s=30.0) as progress:
@@ -107,6 +108,8 @@ def _values(args, output: ScoredOutput, scored: Scored, failed_poses: int, faile
     values = scored.values()
     values.update(checkpoint_fields(args.checkpoint))
     values["scores"] = str(output.paths["the scores CSV"])
+    if args.docking_weight:
+        values["docking_weight"] = args.docking_weight
     values["failures"] = {"poses": failed_poses, "ligands": failed_ligands}
     return values
 

@@ -27,6 +27,8 @@ from pecan.engine.pins import assign_splits
 from pecan.engine.state import CheckpointState
 from pecan.runtime.errors import ConfigError, DataError
 from pecan.scoring.clashes import receptor_contacts
+from pecan.scoring.consensus import COLUMN as CONSENSUS
+from pecan.scoring.consensus import consensus
 from pecan.scoring.featurise import GroupConverter, LigandGroup
 from pecan.scoring.graphs import batches, checked_pose_features, pose_graph
 from pecan.scoring.memory import StageClock, converted_index
@@ -151,10 +153,12 @@ class ScreenRun:
         batch_size: int,
         needs_docking_score: bool,
         clock: StageClock,
+        docking_weight: float = 0.0,
     ) -> None:
         self.config, self.model, self.device = config, model, device
         self.converter, self.output, self.state = converter, output, state
         self.batch_size, self.needs_docking_score, self.clock = batch_size, needs_docking_score, clock
+        self.docking_weight = docking_weight  # > 0: rank by the consensus (pecan.scoring.consensus)
         self.scored = Scored()
 
     def score_chunk(self, chunk: list[LigandGroup]) -> int:
@@ -182,15 +186,21 @@ class ScreenRun:
             return self._write(converted, frame, logits)
 
     def _check_docking_scores(self, group: LigandGroup) -> None:
-        """A model that takes docking scores needs one on every record: ConfigError naming property and file."""
-        if not self.needs_docking_score:
+        """A model that takes docking scores, or a consensus with them (--docking-weight), needs one on every
+        record: ConfigError naming property and file."""
+        if not self.needs_docking_score and not self.docking_weight:
             return
         prop = group.score_property
         mols = [m for m in group.records if m is not None]
         missing = [k for k, mol in enumerate(mols, start=1) if not prop or not mol.HasProp(prop)]
         if missing:
+            needs = (
+                "the checkpoint's model takes each pose's docking score (model.use_docking_score)"
+                if self.needs_docking_score
+                else f"--docking-weight {self.docking_weight:g} ranks by a consensus with each pose's docking score"
+            )
             raise ConfigError(
-                f"pecan score: the checkpoint's model takes each pose's docking score (model.use_docking_score), "
+                f"pecan score: {needs}, "
                 f"but {len(missing)} of {len(mols)} records of ligand {group.complex_id} in {group.source} have no "
                 f"SD property {prop!r} (first: record {missing[0]}); name the property holding it with "
                 f"--score-property, or give the scores in a CSV with --scores-csv FILE --score-column NAME (the "
@@ -242,8 +252,12 @@ class ScreenRun:
             if len(rows) == 0:
                 self._fail(group, "", "no pose of this ligand could be scored (see its poses)")
                 continue
-            order, score, rank = ranked(logits[rows], frame["pecan_clash"].to_numpy()[rows])
-            kept.append((group, rows[order], score[order], rank[order]))
+            by = None
+            if self.docking_weight:
+                docking = frame["docking_score"].to_numpy(dtype=np.float64)[rows]
+                by = consensus(logits[rows], docking, self.docking_weight)
+            order, score, rank = ranked(logits[rows], frame["pecan_clash"].to_numpy()[rows], by)
+            kept.append((group, rows[order], score[order], rank[order], None if by is None else by[order]))
         if not kept:
             self.output.flush()
             return 0
@@ -267,6 +281,8 @@ class ScreenRun:
                 "logit": logits[rows],
             }
         )
+        if self.docking_weight:
+            table[CONSENSUS] = np.concatenate([k[4] for k in kept])
         labeled, pose_ids = table["label"].notna().to_numpy(), table["pose_id"].tolist()
         groups, end = [], 0
         for (group, *_), size in zip(kept, sizes):

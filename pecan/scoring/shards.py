@@ -28,6 +28,8 @@ from pecan.runtime.errors import DataError
 from pecan.runtime.fileio import commit_together, discard_temps, json_text, temp_beside
 from pecan.runtime.progress import resolve_mode
 from pecan.scoring.checkpoint import build_scoring_model, read_checkpoint, scoring_config
+from pecan.scoring.consensus import COLUMN as CONSENSUS
+from pecan.scoring.consensus import consensus_column
 from pecan.scoring.ensemble import MeanProbability, merged_record
 from pecan.scoring.figures import report_figures, split_metrics
 from pecan.scoring.invocation import checkpoint_fields, checkpoint_paths
@@ -73,9 +75,13 @@ def check_unique_poses(index: pd.DataFrame) -> None:
     )
 
 
-def scored_poses(dataset, poses: pd.DataFrame, logits: np.ndarray, ids: np.ndarray) -> pd.DataFrame:
+def scored_poses(
+    dataset, poses: pd.DataFrame, logits: np.ndarray, ids: np.ndarray, docking_weight: float = 0.0
+) -> pd.DataFrame:
     """scores.csv rows of the scored ``poses`` (their index): PECAN's score (the probability of near-native)
-    and rank within the complex (1 = best), the docking score, rmsd and label; the logit beside them."""
+    and rank within the complex (1 = best), the docking score, rmsd and label; the logit beside them. With
+    ``docking_weight`` > 0 the rank follows the consensus with the docking score (``pecan.scoring.consensus``),
+    written beside the score; a pose without a docking score is then a DataError naming it."""
     table = dataset.table
     scores = pd.DataFrame(
         {
@@ -88,10 +94,22 @@ def scored_poses(dataset, poses: pd.DataFrame, logits: np.ndarray, ids: np.ndarr
     known = poses[["complex_id", "pose_id", "docking_score", "rmsd", "label"]]
     scores = scores.merge(known, on=["complex_id", "pose_id"], how="left", validate="one_to_one")
     scores["split"] = ""
-    ranks = scores.groupby("complex_id")["pecan_score"].rank(ascending=False, method="first")
+    by = "pecan_score"
+    if docking_weight:
+        lacking = ~np.isfinite(scores["docking_score"].to_numpy(dtype=float))
+        if lacking.any():
+            first = scores[lacking].iloc[0]
+            raise DataError(
+                f"pecan predict: --docking-weight ranks by a consensus with the docking score, but "
+                f"{int(lacking.sum())} pose(s) have none (first: complex {first['complex_id']} pose "
+                f"{first['pose_id']}); score them with --docking-weight 0"
+            )
+        scores[CONSENSUS] = consensus_column(scores, docking_weight)
+        by = CONSENSUS
+    ranks = scores.groupby("complex_id")[by].rank(ascending=False, method="first")
     scores["pecan_rank"] = ranks.astype(int)
     scores = scores.sort_values(["complex_id", "pecan_rank"]).reset_index(drop=True)
-    return scores[[*SCORE_COLUMNS, "logit"]]
+    return scores[[*SCORE_COLUMNS, *([CONSENSUS] if docking_weight else []), "logit"]]
 
 
 def metrics_path(out: Path) -> Path:
@@ -106,6 +124,7 @@ def run_predict(
     checkpoint: str | Sequence[str],
     out: str,
     allow: tuple[str, ...] = (),
+    docking_weight: float = 0.0,
 ) -> dict[str, Any]:
     """Score the configured poses on every rank with the checkpoint's model and sample settings (several
     checkpoints: their ensemble, ``pecan.scoring.ensemble``); rank 0 writes ``out`` and its metrics JSON. Reads
@@ -148,10 +167,12 @@ def run_predict(
     logits, ids = gather_varlen(logits, env).cpu().numpy(), gather_varlen(ids, env).cpu().numpy()
     values: dict[str, Any] = {}
     if env.is_main:
-        scores = scored_poses(dataset, poses, logits, ids)
+        scores = scored_poses(dataset, poses, logits, ids, docking_weight)
         from_test = set(scores["complex_id"]) if scores_test_inputs(config) else set()
         scores["split"] = assign_splits(scores["complex_id"], record, from_test)
         values = {**split_metrics(scores), **checkpoint_fields(checkpoint), "scores": str(out)}
+        if docking_weight:
+            values["docking_weight"] = docking_weight
         write_outputs(scores, values, Path(out), record)
     barrier()
     return values
@@ -163,7 +184,7 @@ def write_outputs(scores: pd.DataFrame, values: dict[str, Any], out: Path, recor
     files: dict[Path, Path] = {}
     try:
         files.update({destination: temp_beside(destination) for destination in (out, metrics_path(out))})
-        scores[list(SCORE_COLUMNS)].to_csv(files[out], index=False)
+        scores[[*SCORE_COLUMNS, *([CONSENSUS] if CONSENSUS in scores else [])]].to_csv(files[out], index=False)
         files[metrics_path(out)].write_text(json_text(values, indent=2, default=float))
         commit_together([(temp, destination) for destination, temp in files.items()])
     finally:

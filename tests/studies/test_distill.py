@@ -245,3 +245,50 @@ def test_ensemble_averages_the_members_probabilities_per_pose(tmp_path):
         ensemble.main(argv)
     with pytest.raises(SystemExit):
         ensemble.main(["x", "x", "y", "--work", str(tmp_path)])  # its JSON would replace a member's
+
+
+def _two_pose_fold(model_right: bool, docking_right: bool, name: str) -> pd.DataFrame:
+    """One complex of two poses (p1 near-native): the model and the docking score each rank it right or not,
+    the model narrowly (0.55 against 0.45), the docking score by far."""
+    first, second = (0.55, 0.45) if model_right else (0.45, 0.55)
+    docking = (-9.0, -5.0) if docking_right else (-5.0, -9.0)
+    return pd.DataFrame(
+        {
+            "complex_id": [name, name],
+            "pose_id": [f"{name}_p1", f"{name}_p2"],
+            "pecan_score": [first, second],
+            "docking_score": list(docking),
+            "rmsd": [1.0, 5.0],
+            "label": [1, 0],
+        }
+    )
+
+
+def test_consensus_weights_are_chosen_on_the_other_folds_only():
+    consensus = _study("consensus")
+    # fold 0: the model is wrong and the docking score right; fold 1: the other way round
+    folds = {"0": _two_pose_fold(False, True, "a"), "1": _two_pose_fold(True, False, "b")}
+    chosen = consensus.choose_weights(folds, [0.0, 2.0])
+    assert chosen == {"0": 0.0, "1": 2.0}  # each fold's weight is what served the other fold
+    assert consensus.top1_hits(consensus.consensus(folds["0"], 2.0)) == 1
+    assert consensus.top1_hits(consensus.consensus(folds["0"], 0.0)) == 0
+    tie = {"0": _two_pose_fold(True, True, "a"), "1": _two_pose_fold(True, True, "b")}
+    assert consensus.choose_weights(tie, [2.0, 0.5]) == {"0": 0.5, "1": 0.5}  # ties: the smaller weight
+
+
+def test_consensus_writes_run_py_results_with_the_weights(tmp_path, capsys):
+    consensus = _study("consensus")
+    _fold_scores(tmp_path, "0", "x", [0.9, 0.1, 0.40, 0.45])
+    _fold_scores(tmp_path, "1", "x", [0.9, 0.1, 0.40, 0.45])
+    peers = _peers(tmp_path, [("a", "a_p1", 0.9), ("a", "a_p2", 0.1), ("b", "b_p1", 0.2), ("b", "b_p2", 0.8)])
+    pd.read_csv(peers).assign(cnn_score_default2018=0.5).to_csv(peers, index=False)
+    argv = ["xv", "x", "--work", str(tmp_path), "--peer-scores", str(peers), "--results", str(tmp_path)]
+    assert consensus.main([*argv, "--n-boot", "10", "--weight", "0"]) == 0
+    result = json.loads((tmp_path / "xv.json").read_text())
+    assert result["docking_weights"] == {"0": 0.0, "1": 0.0} and result["folds"]["0"]["model_top1"]["hits"] == 1
+    assert result["folds"]["0"]["per_complex"]["a"]["model_top1"] == 1
+    with pytest.raises(SystemExit):
+        consensus.main([*argv, "--weights", "1,-2"])
+    assert "finite weights >= 0" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        consensus.main(["x", "x", "--work", str(tmp_path)])  # its JSON would replace the member's
