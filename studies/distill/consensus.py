@@ -79,6 +79,13 @@ def main(argv=None) -> int:
     parser.add_argument("--peer-columns", default=DEFAULT_PEER_COLUMNS, help="as run.py's (the teacher is gnina)")
     parser.add_argument("--results", type=Path, default=ROOT / "studies" / "distill" / "results")
     parser.add_argument("--n-boot", type=int, default=2000)
+    parser.add_argument(
+        "--score-from",
+        default=None,
+        metavar="PEER",
+        help="rank a peer's score (a --peer-columns name, e.g. gnina) with the docking score instead of the "
+        "members' (the members then give the folds' poses only): the same consensus for another ranker",
+    )
     args = parser.parse_args(argv)
     if args.tag in args.members:
         parser.error(f"the consensus's tag {args.tag!r} is also a member's: its JSON would replace the member's")
@@ -96,6 +103,13 @@ def main(argv=None) -> int:
     peers, names = peer_table(args)
     runs = helpers.member_scores(args.work, args.members)
     means = {fold: mean_of(tables) if len(tables) > 1 else tables[0] for fold, tables in runs.items()}
+    if args.score_from is not None:
+        if args.score_from not in names:
+            parser.error(f"--score-from {args.score_from!r}: not a peer of --peer-columns ({', '.join(names)})")
+        means = {
+            fold: with_peers(table, peers).assign(pecan_score=lambda t: t[args.score_from]).drop(columns=list(names))
+            for fold, table in means.items()
+        }
     chosen = choose_weights(means, weights) if len(weights) > 1 else {fold: weights[0] for fold in means}
     folds, pooled, probabilities = {}, [], []
     for fold, scores in means.items():
@@ -111,6 +125,7 @@ def main(argv=None) -> int:
     result = {
         "tag": args.tag,
         "members": args.members,
+        "score_from": args.score_from or "the members' mean probability",
         "docking_weights": chosen,
         "weights_from": weights,
         "model_auc_of": "the members' mean probability (the consensus ranks within a ligand)",

@@ -41,12 +41,18 @@ def paired(a: dict, b: dict, complexes: list[str], column_a: str, column_b: str,
     return {"mean": 100 * float(difference.mean()), "ci95": [100 * low, 100 * high]}
 
 
+def _count(hits) -> int | float:
+    """The number of hits: an integer, or the mean over seeds (seed_mean.py) to one decimal."""
+    total = sum(hits)
+    return int(total) if float(total).is_integer() else round(float(total), 1)
+
+
 def part_summary(student: dict, baseline: dict, complexes: list[str], n_boot: int) -> dict:
     """Hits of the student and the peers on ``complexes``, the student against Vina and against the recipe."""
-    out = {"complexes": len(complexes), "model_top1": int(sum(student[c]["model_top1"] for c in complexes))}
+    out = {"complexes": len(complexes), "model_top1": _count(student[c]["model_top1"] for c in complexes)}
     for column in PEERS:
-        out[column] = int(sum(student[c][column] for c in complexes))
-    out["recipe_top1"] = int(sum(baseline[c]["model_top1"] for c in complexes))
+        out[column] = _count(student[c][column] for c in complexes)
+    out["recipe_top1"] = _count(baseline[c]["model_top1"] for c in complexes)
     out["model_minus_vina"] = paired(student, student, complexes, "docking_top1", "model_top1", n_boot)
     out["model_minus_recipe"] = paired(baseline, student, complexes, "model_top1", "model_top1", n_boot)
     return out

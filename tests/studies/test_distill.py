@@ -292,3 +292,27 @@ def test_consensus_writes_run_py_results_with_the_weights(tmp_path, capsys):
     assert "finite weights >= 0" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         consensus.main(["x", "x", "--work", str(tmp_path)])  # its JSON would replace the member's
+
+
+def test_seed_mean_averages_per_complex_hits_and_transfer_counts_the_mean(tmp_path):
+    seed_mean, transfer = _study("seed_mean"), _study("transfer")
+
+    def results(name, a, b):
+        table = {"a": _hits(a, 1), "b": _hits(b, 0)}
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps({"folds": {"0": {"per_complex": table}}, "pooled": {"model_auc": 0.5}}))
+        return path
+
+    paths = [results("s0", 1, 0), results("s1", 1, 1), results("s2", 0, 1)]
+    assert seed_mean.main(["mean", *map(str, paths), "--results", str(tmp_path)]) == 0
+    mean = json.loads((tmp_path / "mean.json").read_text())
+    assert mean["folds"]["0"]["per_complex"]["a"]["model_top1"] == pytest.approx(2 / 3)
+    assert mean["folds"]["0"]["per_complex"]["b"]["docking_top1"] == 0
+    part = transfer.part_summary(
+        transfer.per_complex(tmp_path / "mean.json"), transfer.per_complex(paths[0]), ["a", "b"], 20
+    )
+    assert part["model_top1"] == 1.3 and part["recipe_top1"] == 1  # 4/3 hits: the mean seed's count
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({"folds": {"0": {"per_complex": {"a": _hits(1, 1)}}}, "pooled": {"model_auc": 0.5}}))
+    with pytest.raises(SystemExit, match="same complexes in fold 0"):
+        seed_mean.main(["bad", str(paths[0]), str(other), "--results", str(tmp_path)])
