@@ -8,8 +8,8 @@ setup(
     description="E(n)-equivariant GNN training for docked pose classification on HPC clusters",
     packages=find_packages(include=["pecan", "pecan.*", "model", "model.*"]),
     py_modules=["main_app"],
-    # The shipped pretrained model and its card (pecan score's default checkpoint).
-    package_data={"pecan.pretrained": ["*.pt", "*.md"]},
+    # The shipped pretrained model, its card and its description (pecan score's default checkpoint and weight).
+    package_data={"pecan.pretrained": ["*.pt", "*.md", "*.json"]},
     python_requires=">=3.9",
     install_requires=[
         "torch>=2.4",

@@ -62,6 +62,9 @@ def parse_args(argv=None) -> argparse.Namespace:
         help="screen: ligands of 9 poses (--group-by name); complex: one complex of all poses",
     )
     parser.add_argument("--batch-size", type=int, default=0, help="pecan score --batch-size (0: its default)")
+    parser.add_argument(
+        "--docking-weight", type=float, default=0.0, help="pecan score --docking-weight (the shipped model's: 1)"
+    )
     parser.add_argument("--rounds", type=int, default=1, help="interleaved rounds of every case")
     parser.add_argument("--work", default="/tmp/pecan-bench-score", help="inputs and outputs go here")
     parser.add_argument(
@@ -148,6 +151,7 @@ def child(args: argparse.Namespace) -> int:
         group_by="name" if args.layout == "screen" else "file",
         batch_size=args.batch_size,
         progress="off",
+        docking_weight=args.docking_weight,
     )
     started = time.perf_counter()
     code = score_poses(request, clock)
@@ -168,7 +172,14 @@ def run_pecan(args: argparse.Namespace, count: int) -> dict:
     """One child scoring ``count`` poses; its figures plus the wall time the parent saw."""
     env = {**os.environ, "OMP_NUM_THREADS": str(args.threads), "PYTHONUNBUFFERED": "1"}
     argv = [sys.executable, "-m", "benchmarks.bench_score", "--checkpoint", *args.checkpoint, "--work", args.work]
-    argv += ["--layout", args.layout, "--batch-size", str(args.batch_size)]
+    argv += [
+        "--layout",
+        args.layout,
+        "--batch-size",
+        str(args.batch_size),
+        "--docking-weight",
+        str(args.docking_weight),
+    ]
     started = time.perf_counter()
     done = subprocess.run([*argv, "--child", str(count)], capture_output=True, text=True, env=env)
     wall = time.perf_counter() - started
@@ -188,7 +199,8 @@ def run_pecan_ranks(args: argparse.Namespace, count: int) -> dict:
     argv += [*args.checkpoint, "--receptor", str(work / "receptor.pdb"), "--poses", str(work / f"poses_{count}.sdf")]
     argv += ["--out", str(work / f"scored_ranks_{count}.sdf"), "--score-property", "vina_score", "--device", "cpu"]
     argv += ["--group-by", "name" if args.layout == "screen" else "file", "--progress", "off", "--threads", "1"]
-    argv += ["--complex-id", "vina"] + (["--batch-size", str(args.batch_size)] if args.batch_size else [])
+    argv += ["--complex-id", "vina", "--docking-weight", str(args.docking_weight)]
+    argv += ["--batch-size", str(args.batch_size)] if args.batch_size else []
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
     started = time.perf_counter()
     done = subprocess.run(argv, capture_output=True, text=True, env=env)
@@ -285,6 +297,7 @@ def main(argv=None) -> int:
     result = {
         "command": "python -m benchmarks.bench_score " + " ".join(argv if argv is not None else sys.argv[1:]),
         "checkpoint": args.checkpoint[0] if len(args.checkpoint) == 1 else args.checkpoint,
+        "docking_weight": args.docking_weight,
         "cases": cases,
         "gnina": "scored in the same run, interleaved" if gnina else "not available (no --gnina-python)",
         "cpu": _cpu_model(),

@@ -4,7 +4,8 @@ On disk a checkpoint stays a plain dict of tensors and containers (``torch.load(
 it; ``pecan.engine.checkpoint`` writes and reads the file); ``CheckpointState`` is that dict with a name and
 a type per entry, read once (``load``/``from_dict``) and written once (``to_dict``/``save``). A new entry is a
 new field here. Files written before the format was versioned hold the same entries without
-``format_version`` and load unchanged (the shipped ``pecan/pretrained/corpus_egnn.pt`` is one).
+``format_version`` and load unchanged (``tests/engine/fixtures/legacy_corpus_egnn.pt``, an earlier shipped
+model, is one).
 """
 
 from __future__ import annotations

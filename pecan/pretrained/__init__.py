@@ -1,15 +1,18 @@
 """The shipped pretrained model: `pecan score` uses it when no checkpoint is given.
 
-``corpus_egnn.pt`` is a scoring-only checkpoint (model weights, model config, pinned sample settings, the
+``corpus_student.pt`` is a scoring-only checkpoint (model weights, model config, pinned sample settings, the
 training-data record; no optimizer, scheduler or RNG state), trained by studies/corpus/ship.py on the
-public redocked corpus of studies/corpus; ``MODEL_CARD.md`` beside it says on what, with which exclusions
-and figures, and holds the checkpoint's config as a JSON block that a test compares with the checkpoint.
+public redocked corpus of studies/corpus; ``shipped.json`` names it and the weight of its consensus with the
+docking score (``pecan.scoring.consensus``); ``MODEL_CARD.md`` beside it says on what, with which teacher,
+exclusions and figures, and holds the checkpoint's config as a JSON block that a test compares with the
+checkpoint.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,7 +20,7 @@ if TYPE_CHECKING:
     from pecan.engine.state import CheckpointState
 
 HERE = Path(__file__).resolve().parent
-CHECKPOINT = HERE / "corpus_egnn.pt"
+CHECKPOINT = HERE / "corpus_student.pt"
 CARD = HERE / "MODEL_CARD.md"
 SHIPPED = HERE / "shipped.json"
 """What `pecan score` uses without a checkpoint: ``{"checkpoints": [file names here], "docking_weight": W}`` (several
@@ -157,6 +160,14 @@ def _figures(results: dict | None) -> str:
             f"| {pooled[f'{peer}_auc']:.2f} |"
         )
     lines.append(f"| ceiling (any near-native pose) | {_rate(pooled['ceiling'], n)} | | |")
+    weights = results.get("docking_weights")
+    if weights:
+        chosen = ", ".join(f"{w:g}" for w in weights.values())
+        lines += [
+            "",
+            "PECAN's ranking here is its consensus with the docking score (`--docking-weight`), each held-out fold's "
+            f"weight chosen on the other folds' poses ({chosen}); its pose AUC is the model's probability's.",
+        ]
     diff = pooled["top1_difference"]
     lines += [
         "",
@@ -185,9 +196,75 @@ def trained_on(state: CheckpointState) -> dict[str, Any]:
     }
 
 
-def card_text(checkpoint: Path, excluded, results: dict | None, recipe: str, overrides: list[str]) -> str:
-    """The model card of ``checkpoint``: data, exclusions, splits, figures, limits, and its config block. Every
-    count of its training data comes from the checkpoint's own record (``trained_on``), so the two agree."""
+TEACHER_NOTE = """\
+- Training targets: a teacher's score of every docked pose, not the RMSD label (the crystal pose, which the
+  teacher never scored, keeps its label): GNINA 1.0's default CNN ensemble's pose score (`CNNscore`), computed
+  with gninatorch 0.0.2 (MIT licence), which ships GNINA's CNN weights in PyTorch form
+  (`studies/peers/results/corpus_gnina.csv`, column `{column}`; docs/distillation.md). GNINA is distributed
+  under GPL-2.0 and Apache-2.0 (dual licence). Its scores were training targets only: this checkpoint holds
+  none of GNINA's weights, and scoring needs no GNINA."""
+"""The card's note on a teacher (ship.py --teacher); ``{column}`` is the teacher's score column."""
+
+
+def _bullet(text: str) -> str:
+    """``text`` as a card bullet wrapped to the card's width."""
+    return textwrap.fill(text, width=114, subsequent_indent="  ", break_on_hyphens=False)
+
+
+def _docking_note(state: CheckpointState, score_property: str, weight: float) -> str:
+    """How the model and `pecan score` use the docking score: a model input, a consensus, or neither."""
+    if (state.model_config or {}).get("use_docking_score", False):
+        return (
+            f"- The docking score (SD property `{score_property}`, Vina kcal/mol) is a model input: poses without it "
+            "cannot be scored."
+        )
+    if weight:
+        return _bullet(
+            "- The model does not read the docking score. `pecan score` ranks each ligand's poses by its consensus "
+            f"with it (`--docking-weight`, shipped weight {weight:g} in `shipped.json`: z(logit) + {weight:g} "
+            f"z(-docking score) over the ligand's poses; docs/scoring.md), from the SD property `{score_property}` "
+            "(Vina kcal/mol): poses without it are refused unless scored with `--docking-weight 0` (the model alone)."
+        )
+    return "- The model does not read the docking score: poses are scored from their structure alone."
+
+
+def _score_meaning(state: CheckpointState, weight: float) -> str:
+    """What a score depends on: the other poses of its ligand when the model reads the docking score."""
+    if (state.model_config or {}).get("use_docking_score", False):
+        return """\
+- A score ranks the poses of one ligand against each other. The model reads each pose's docking score and its
+  gap to the best docking score among the poses of its ligand scored together, so a score depends on which
+  poses are scored with it: a subset without the best-docked pose, or one pose alone, gets other scores (the
+  subset's best is taken as the best). Score all docked poses of a ligand together, one ligand per group
+  (`pecan score` groups a multi-ligand SDF by molecule by default; docs/scoring.md)."""
+    consensus = (
+        " The rank (`pecan_rank`, and `pecan_consensus`) does depend on them: the consensus standardises the "
+        "model's logit and the docking score over the poses of a ligand scored together, so score all docked "
+        "poses of a ligand together, one ligand per group (`pecan score` groups a multi-ligand SDF by molecule by "
+        "default; docs/scoring.md)."
+        if weight
+        else ""
+    )
+    return _bullet(
+        "- A score (`pecan_score`) is the model's probability for one pose from its structure alone: it does not "
+        f"depend on the other poses scored with it.{consensus} Scores rank the poses of one ligand; they are not "
+        "comparable across ligands."
+    )
+
+
+def card_text(
+    checkpoint: Path,
+    excluded,
+    results: dict | None,
+    recipe: str,
+    overrides: list[str],
+    teacher: str | None = None,
+    docking_weight: float = 0.0,
+) -> str:
+    """The model card of ``checkpoint``: data, teacher, exclusions, splits, figures, limits, and its config block.
+    Every count of its training data comes from the checkpoint's own record (``trained_on``), so the two agree;
+    ``teacher`` is the teacher's score column when it was trained on one, ``docking_weight`` the shipped
+    consensus weight."""
     from pecan.engine.state import CheckpointState
 
     state = CheckpointState.load(checkpoint)
@@ -196,11 +273,17 @@ def card_text(checkpoint: Path, excluded, results: dict | None, recipe: str, ove
     parameters = sum(int(v.numel()) for v in state.model.values())
     size = checkpoint.stat().st_size / 1e6
     score_property = state.docking_score_record.get("property") or "docking_score"
-    return f"""# PECAN pretrained rescorer: `corpus_egnn.pt`
+    teacher_note = TEACHER_NOTE.format(column=teacher) + "\n" if teacher else ""
+    ranked = (
+        f", ranking each ligand's poses by its consensus\nwith the docking score (weight {docking_weight:g}, below)"
+        if docking_weight
+        else ""
+    )
+    return f"""# PECAN pretrained rescorer: `{checkpoint.name}`
 
 An EGNN ({parameters:,} parameters, {size:.2f} MB) that scores docked protein–ligand poses: the probability
 that a pose is within 2 A heavy-atom RMSD of the crystal pose. `pecan score --receptor R.pdb --poses P.sdf
---out S.sdf` uses it when no checkpoint is given.
+--out S.sdf` uses it when no checkpoint is given{ranked}.
 
 ## Training data
 - Trained on {data["complexes"]} public crystal complexes of `studies/corpus` ({data["poses"]:,} poses; PoseBusters
@@ -209,7 +292,7 @@ that a pose is within 2 A heavy-atom RMSD of the crystal pose. `pecan score --re
   crystal geometry). {data["held_out"]} more docked complexes were held out (`data.val_fraction`) to choose the
   epoch{_auc(data["best_auc"])}; they were not trained on.
 - Recipe: `{recipe}`{" with " + ", ".join(f"`{o}`" for o in overrides) if overrides else ""}.
-- The docking score (SD property `{score_property}`, Vina kcal/mol) is a model input: poses without it cannot be scored.
+{teacher_note}{_docking_note(state, score_property, docking_weight)}
 - Receptors (`studies/corpus/README.md`, Rules): whole residues within 16 A of the crystal ligand; waters,
   alternate locations after the first and crystallisation additives dropped; metal ions and cofactors kept;
   hydrogens added by Open Babel (`obabel -h`) where the source had none, so every training receptor had
@@ -218,11 +301,7 @@ that a pose is within 2 A heavy-atom RMSD of the crystal pose. `pecan score --re
   (by up to 0.06 on ProLIF's Vina example, where every score falls).
 
 ## What a score means
-- A score ranks the poses of one ligand against each other. The model reads each pose's docking score and its
-  gap to the best docking score among the poses of its ligand scored together, so a score depends on which
-  poses are scored with it: a subset without the best-docked pose, or one pose alone, gets other scores (the
-  subset's best is taken as the best). Score all docked poses of a ligand together, one ligand per group
-  (`pecan score` groups a multi-ligand SDF by molecule by default; docs/scoring.md).
+{_score_meaning(state, docking_weight)}
 - A pose with a ligand heavy atom inside the receptor (within 2.0 A of a receptor heavy atom, 1.5 A of a metal)
   is flagged `pecan_clash` and ranked after every pose of its ligand without one: the model itself does not see
   that such a pose cannot exist (a Vina pose of ProLIF's example moved into the protein scores 0.105, above

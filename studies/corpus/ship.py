@@ -3,13 +3,16 @@ pecan/pretrained/ (what `pecan score` uses when no checkpoint is given).
 
     python studies/corpus/ship.py [--config configs/redock.yaml] [--set KEY=VALUE ...] [--results RESULTS.json]
     python studies/corpus/ship.py --card-only --results RESULTS.json   # rewrite the card of the shipped model
+    python studies/corpus/ship.py --only studies/corpus/c608.csv --peer-scores studies/peers/results/corpus_gnina.csv \
+        --teacher cnn_score_default --docking-weight 1 --set ...          # a student of GNINA's scores (BENCHMARKS)
 
 Converts every docked complex (studies/corpus/docked, once; shared with run.py's work/shards), trains the
 recipe on them (the recipe's val_fraction holds out complexes to choose best.pt; no fold is held out: the
 cluster-split figures of the same recipe come from run.py and go into the card with --results), keeps only
 what scoring needs from best.pt (no optimizer, scheduler or RNG state) and writes MODEL_CARD.md from the
-checkpoint itself: its counts of complexes and poses and its config block are the checkpoint's own record, and the
-run config it keeps names paths relative to the repository (no build machine's folders).
+checkpoint itself (its counts of complexes and poses and its config block are the checkpoint's own record, and the
+run config it keeps names paths relative to the repository: no build machine's folders) and shipped.json (the
+checkpoint's name and the consensus weight `pecan score` uses by default, --docking-weight).
 """
 
 from __future__ import annotations
@@ -27,8 +30,9 @@ ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT))
 
 from pecan.data.layout import write_index_csv  # noqa: E402 - after the sys.path line (run as a script)
-from pecan.pretrained import CARD, CHECKPOINT, card_text, slim_checkpoint  # noqa: E402
+from pecan.pretrained import CARD, CHECKPOINT, SHIPPED, card_text, slim_checkpoint  # noqa: E402
 from studies.realdock.conversion import convert  # noqa: E402 - after the sys.path line (run as a script)
+from studies.realdock.teacher import with_teacher  # noqa: E402 - after the sys.path line (run as a script)
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -39,6 +43,23 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--docked", type=Path, default=HERE / "docked", help="output directory of pecan redock")
     parser.add_argument("--work", type=Path, default=HERE / "work", help="shards and the training run")
     parser.add_argument("--results", type=Path, default=None, help="run.py's JSON of the same recipe (figures)")
+    parser.add_argument("--only", type=Path, default=None, help="a CSV with a complex_id column: only those complexes")
+    parser.add_argument("--peer-scores", type=Path, default=None, help="per-pose scores holding --teacher's column")
+    parser.add_argument(
+        "--teacher",
+        default=None,
+        metavar="PEER_COLUMN",
+        help="a --peer-scores column entered as the index column `teacher` (as run.py --teacher), for "
+        "--set data.target_column=teacher",
+    )
+    parser.add_argument("--seed", type=int, default=None, help="train.seed of the run (its own run directory)")
+    parser.add_argument(
+        "--docking-weight",
+        type=float,
+        default=0.0,
+        help="the shipped consensus weight with the docking score (pecan score's default --docking-weight), "
+        "written to shipped.json beside --out",
+    )
     parser.add_argument("--out", type=Path, default=CHECKPOINT, help="where the checkpoint goes")
     parser.add_argument(
         "--card-only",
@@ -51,7 +72,7 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def train(args: argparse.Namespace, shards: Path, index: Path) -> Path:
     """Train the recipe on ``index``; returns best.pt."""
-    run_dir = args.work / "ship"
+    run_dir = args.work / ("ship" if args.seed is None else f"ship_s{args.seed}")
     fixed = [
         f"data.data_dir={shards}",
         f"data.train_csvs=[{index}]",
@@ -60,9 +81,10 @@ def train(args: argparse.Namespace, shards: Path, index: Path) -> Path:
         "train.resume=never",
         "train.plots=false",
         "synthetic.enabled=false",
+        *([f"train.seed={args.seed}"] if args.seed is not None else []),
     ]
     settings = [item for value in [*fixed, *args.overrides] for item in ("--set", value)]
-    with open(args.work / "ship.log", "w") as log:
+    with open(args.work / f"{run_dir.name}.log", "w") as log:
         subprocess.run(
             [sys.executable, str(ROOT / "main_app.py"), str(args.config), *settings],
             check=True,
@@ -80,15 +102,28 @@ def main(argv=None) -> int:
         print(f"error: --card-only: no checkpoint at {args.out}", file=sys.stderr)
         return 2
     if not args.card_only:
-        shards, index = args.work / "shards", args.work / "ship_all.csv"
-        write_index_csv(convert(args.docked, shards), index)
+        shards = args.work / "shards"
+        index = args.work / ("ship_all.csv" if args.seed is None else f"ship_s{args.seed}_all.csv")
+        only = None
+        if args.only is not None:
+            only = set(pd.read_csv(args.only, dtype=str, keep_default_na=False)["complex_id"])
+        table = convert(args.docked, shards, only)
+        if args.teacher:
+            if args.peer_scores is None:
+                print("error: --teacher names a column of --peer-scores: give --peer-scores", file=sys.stderr)
+                return 2
+            table = with_teacher(table, args.peer_scores, args.teacher)
+        write_index_csv(table, index)
         slim_checkpoint(train(args, shards, index), args.out, root=ROOT)
     excluded = pd.read_csv(HERE / "excluded.csv", dtype=str, keep_default_na=False)
     results = json.loads(args.results.read_text()) if args.results else None
     card = args.out.parent / CARD.name
     recipe = str(args.config.resolve().relative_to(ROOT))
-    card.write_text(card_text(args.out, excluded, results, recipe=recipe, overrides=args.overrides))
-    print(f"wrote {args.out} ({args.out.stat().st_size / 1e6:.2f} MB) and {card}")
+    text = card_text(args.out, excluded, results, recipe, args.overrides, args.teacher, args.docking_weight)
+    card.write_text(text)
+    shipped = {"checkpoints": [args.out.name], "docking_weight": args.docking_weight}
+    (args.out.parent / SHIPPED.name).write_text(json.dumps(shipped, indent=1) + "\n")
+    print(f"wrote {args.out} ({args.out.stat().st_size / 1e6:.2f} MB), {card} and {SHIPPED.name}")
     return 0
 
 

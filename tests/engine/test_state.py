@@ -1,10 +1,11 @@
 """The typed checkpoint (pecan/engine/state.py): one state written and read once, a plain dict on disk, older
 unversioned files loaded unchanged, foreign and newer files refused naming the file."""
 
+from pathlib import Path
+
 import pytest
 import torch
 
-from pecan import pretrained
 from pecan.engine.state import FORMAT_VERSION, TRAINING_ONLY, CheckpointState
 from pecan.runtime.errors import ConfigError
 
@@ -63,10 +64,14 @@ def test_an_older_checkpoint_without_a_version_loads_unchanged(tmp_path):
     assert again["removed_entry"] == 1 and again["format_version"] == FORMAT_VERSION
 
 
-def test_the_shipped_checkpoint_predates_the_version_and_loads():
-    raw = torch.load(pretrained.CHECKPOINT, map_location="cpu", weights_only=True)
+LEGACY = Path(__file__).parent / "fixtures" / "legacy_corpus_egnn.pt"
+"""The model pecan/pretrained shipped before the distilled student: a checkpoint written before format_version."""
+
+
+def test_a_checkpoint_that_predates_the_version_loads():
+    raw = torch.load(LEGACY, map_location="cpu", weights_only=True)
     assert "format_version" not in raw
-    state = CheckpointState.load(pretrained.CHECKPOINT)
+    state = CheckpointState.load(LEGACY)
     assert state.model_config["name"] == "egnn" and state.training_data["kind"] == "real"
     assert state.optimizer is None and state.extra == {}
 

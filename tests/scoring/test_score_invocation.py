@@ -128,7 +128,8 @@ def test_the_scores_csv_is_never_overwritten(files):
 
 @pytest.mark.parametrize("command", ["predict", "train"])
 def test_a_missing_config_exits_2_before_torch(tmp_path, command):
-    argv = ["predict", str(ROOT / "pecan/pretrained/corpus_egnn.pt"), "--config"] if command == "predict" else ["train"]
+    shipped = str(ROOT / "pecan/pretrained/corpus_student.pt")
+    argv = ["predict", shipped, "--config"] if command == "predict" else ["train"]
     code, stderr, torch_imported = pecan(tmp_path, *argv, "nope.yaml")
     assert code == 2 and "cannot read config file nope.yaml" in stderr
     assert not torch_imported
