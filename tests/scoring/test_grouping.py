@@ -148,9 +148,10 @@ def test_a_file_too_long_to_keep_is_read_again_with_the_same_groups(tmp_path, mo
 
 
 @pytest.mark.slow
-def test_the_shipped_model_scores_each_ligand_of_a_screen_as_it_scores_it_alone(tmp_path):
-    """The shipped model sees each pose's docking score as its gap to its ligand's best: ranking two ligands
-    as one changes the second's scores; the default grouping gives every ligand the scores it gets alone."""
+def test_the_shipped_model_ranks_each_ligand_of_a_screen_as_it_ranks_it_alone(tmp_path):
+    """The shipped model's consensus standardises the model's logit and the docking score over a ligand's poses:
+    ranking two ligands as one changes the second's consensus; the default grouping gives every ligand the
+    consensus (and the scores) it gets alone."""
     pytest.importorskip("prolif", reason="needs the convert extra: pip install -e '.[convert]'")
     from pecan.commands import score as score_command
     from pecan.convert.examples import prolif_data, vina_poses_with_scores
@@ -178,5 +179,6 @@ def test_the_shipped_model_scores_each_ligand_of_a_screen_as_it_scores_it_alone(
     ligand_b = screen[screen["complex_id"] == "ligB"].reset_index(drop=True)
     assert ligand_b["pose_id"].tolist() == alone["pose_id"].tolist()
     assert ligand_b["pecan_score"].to_numpy() == pytest.approx(alone["pecan_score"].to_numpy(), abs=1e-6)
-    as_one_b = as_one.set_index("pose_id").loc[[f"screen_pose{k}" for k in range(6, 10)], "pecan_score"]
-    assert abs(as_one_b.max() - ligand_b["pecan_score"].max()) > 0.01  # ranked as one ligand, scores change
+    assert ligand_b["pecan_consensus"].to_numpy() == pytest.approx(alone["pecan_consensus"].to_numpy(), abs=1e-6)
+    as_one_b = as_one.set_index("pose_id").loc[[f"screen_pose{k}" for k in range(6, 10)], "pecan_consensus"]
+    assert abs(as_one_b.max() - ligand_b["pecan_consensus"].max()) > 0.01  # ranked as one ligand, it changes
