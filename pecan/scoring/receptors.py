@@ -3,7 +3,7 @@
 Most PDB files as downloaded have no hydrogens, while the shipped model's training receptors all had them
 (`studies/corpus`: Open Babel's ``obabel -h`` added them where the source had none). Hydrogens change what
 the model sees (the atoms' hybridisation and donor features, the interaction counts): without them, the shipped
-model's scores of ProLIF's Vina poses fall by up to 0.06. So `pecan score` checks each receptor once: one with
+model's scores of ProLIF's Vina poses fall by up to 0.04. So `pecan score` checks each receptor once: one with
 hydrogens on fewer than ``MIN_HYDROGEN_FRACTION`` of its atoms (a protonated protein has about half: 51% in
 ProLIF's Vina receptor) is without hydrogens, and
 
