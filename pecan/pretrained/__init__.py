@@ -24,15 +24,18 @@ CHECKPOINT = HERE / "corpus_student.pt"
 CARD = HERE / "MODEL_CARD.md"
 SHIPPED = HERE / "shipped.json"
 """What `pecan score` uses without a checkpoint: ``{"checkpoints": [file names here], "docking_weight": W}`` (several
-checkpoints score as their ensemble; W is the consensus weight of ``pecan.scoring.consensus``). Without the file:
-``CHECKPOINT`` alone, weight 0."""
+checkpoints score as their ensemble; W is the consensus weight of ``pecan.scoring.consensus``). Required: without
+it the shipped checkpoint would rank otherwise than its card says."""
 CONFIG_BLOCK = re.compile(r"```json\n(.*?)\n```", re.S)
 
 
 def shipped() -> dict[str, Any]:
-    """The shipped model's description (``SHIPPED``); ValueError naming the file when it is malformed."""
+    """The shipped model's description (``SHIPPED``); FileNotFoundError or ValueError naming the file when it is
+    missing or malformed."""
     if not SHIPPED.exists():
-        return {"checkpoints": [CHECKPOINT.name], "docking_weight": 0.0}
+        raise FileNotFoundError(
+            f"no shipped model description at {SHIPPED}: give a checkpoint (RUN/checkpoints/best.pt)"
+        )
     try:
         value = json.loads(SHIPPED.read_text())
         names = [str(name) for name in value["checkpoints"]]

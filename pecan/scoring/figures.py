@@ -49,19 +49,20 @@ def metrics(scores: pd.DataFrame) -> dict[str, Any]:
         return out
     labels = labeled["label"].to_numpy().astype(int)
     complexes = labeled["complex_id"].to_numpy()
+    score = labeled["pecan_score"].to_numpy()
+    # Ranked by the consensus (--docking-weight), the ranking figures follow pecan_rank; the AUC stays the score's.
+    by_rank = CONSENSUS in labeled
+    ranking = -labeled["pecan_rank"].to_numpy(dtype=float) if by_rank else score
     out.update(
         {
             "labeled": True,
             "positives": int(labels.sum()),
             "accuracy": accuracy(labeled["logit"].to_numpy(), labels),
-            **_ranking(labeled["pecan_score"].to_numpy(), labels, complexes, ""),
+            **_ranking(ranking, labels, complexes, ""),
         }
     )
-    if CONSENSUS in labeled:  # ranked by the consensus (--docking-weight): the ranking figures follow pecan_rank
-        ranking = -labeled["pecan_rank"].to_numpy(dtype=float)
-        out.update({k: v for k, v in _ranking(ranking, labels, complexes, "").items() if k != "auc"})
-    else:
-        ranking = labeled["pecan_score"].to_numpy()
+    if by_rank:
+        out["auc"] = roc_auc(score, labels)
     ranks = first_native_rank(ranking, labels, complexes)
     out["first_native_rank"] = {str(k): int(v) for k, v in ranks.items()}
     docked = labeled[np.isfinite(labeled["docking_score"].to_numpy(dtype=float))]

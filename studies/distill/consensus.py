@@ -16,7 +16,6 @@ its ``model_auc`` is the ensemble's probability's (the consensus is a within-lig
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -29,17 +28,10 @@ sys.path.insert(0, str(ROOT))
 
 from pecan.redock.ranking import complex_table, roc_auc, summarize  # noqa: E402 - after the sys.path line (run as a script)
 from pecan.scoring.consensus import consensus_column  # noqa: E402 - after the sys.path line (run as a script)
+from studies.distill.ensemble import load_script, member_scores, teacher_agreement  # noqa: E402 - after the sys.path line (run as a script)
 from studies.realdock.peers import DEFAULT_PEER_COLUMNS, peer_table, with_peers  # noqa: E402 - after the sys.path line (run as a script)
 
 DEFAULT_WEIGHTS = "0,0.25,0.5,1,2"
-
-
-def _script(path: Path, name: str):
-    """A study script loaded from its file (scripts, not package modules)."""
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def consensus(scores: pd.DataFrame, weight: float) -> pd.DataFrame:
@@ -97,12 +89,10 @@ def main(argv=None) -> int:
         weights = [args.weight]
     if not weights or any(not np.isfinite(w) or w < 0 for w in weights):
         parser.error(f"--weights {args.weights!r}: finite weights >= 0 expected")
-    helpers = _script(Path(__file__).with_name("ensemble.py"), "distill_ensemble")
-    mean_of = _script(ROOT / "studies" / "realdock" / "run.py", "realdock_run").ensemble
-    first_agreement = _script(Path(__file__).with_name("fit.py"), "distill_fit").first_agreement
+    mean_of = load_script(ROOT / "studies" / "realdock" / "run.py", "realdock_run").ensemble
+    first_agreement = load_script(Path(__file__).with_name("fit.py"), "distill_fit").first_agreement
     peers, names = peer_table(args)
-    runs = helpers.member_scores(args.work, args.members)
-    means = {fold: mean_of(tables) if len(tables) > 1 else tables[0] for fold, tables in runs.items()}
+    means = {fold: mean_of(tables) for fold, tables in member_scores(args.work, args.members).items()}
     if args.score_from is not None:
         if args.score_from not in names:
             parser.error(f"--score-from {args.score_from!r}: not a peer of --peer-columns ({', '.join(names)})")
@@ -110,7 +100,7 @@ def main(argv=None) -> int:
             fold: with_peers(table, peers).assign(pecan_score=lambda t: t[args.score_from]).drop(columns=list(names))
             for fold, table in means.items()
         }
-    chosen = choose_weights(means, weights) if len(weights) > 1 else {fold: weights[0] for fold in means}
+    chosen = choose_weights(means, weights)
     folds, pooled, probabilities = {}, [], []
     for fold, scores in means.items():
         fused = with_peers(consensus(scores, chosen[fold]), peers)
@@ -132,7 +122,7 @@ def main(argv=None) -> int:
         "folds": folds,
         "pooled": summary,
         "peers": list(names),
-        "held_out": helpers.teacher_agreement(pd.concat(pooled, ignore_index=True), first_agreement),
+        "held_out": teacher_agreement(pd.concat(pooled, ignore_index=True), first_agreement),
     }
     out = args.results / f"{args.tag}.json"
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -27,7 +27,7 @@ from pecan.scoring.scores_csv import read_scores  # noqa: E402 - after the sys.p
 from studies.realdock.peers import DEFAULT_PEER_COLUMNS, peer_table, with_peers  # noqa: E402 - after the sys.path line (run as a script)
 
 
-def _script(path: Path, name: str):
+def load_script(path: Path, name: str):
     """A study script loaded from its file (scripts, not package modules): run.py's ensemble, fit.py's
     first_agreement."""
     spec = importlib.util.spec_from_file_location(name, path)
@@ -81,8 +81,8 @@ def main(argv=None) -> int:
         parser.error("an ensemble needs two or more distinct members")
     if args.tag in args.members:
         parser.error(f"the ensemble's tag {args.tag!r} is also a member's: its JSON would replace the member's")
-    ensemble = _script(ROOT / "studies" / "realdock" / "run.py", "realdock_run").ensemble
-    first_agreement = _script(Path(__file__).with_name("fit.py"), "distill_fit").first_agreement
+    ensemble = load_script(ROOT / "studies" / "realdock" / "run.py", "realdock_run").ensemble
+    first_agreement = load_script(Path(__file__).with_name("fit.py"), "distill_fit").first_agreement
     peers, names = peer_table(args)  # run.py's peers, checked as run.py checks them
     folds, pooled, alone = {}, [], {member: [] for member in args.members}
     for fold, runs in member_scores(args.work, args.members).items():

@@ -86,10 +86,10 @@ def test_the_ranking_figures_follow_the_consensus_rank_and_the_auc_the_score():
 def test_the_shipped_description_names_checkpoints_and_a_weight(tmp_path, monkeypatch):
     monkeypatch.setattr(pretrained, "HERE", tmp_path)
     monkeypatch.setattr(pretrained, "SHIPPED", tmp_path / "shipped.json")
-    monkeypatch.setattr(pretrained, "CHECKPOINT", tmp_path / "corpus_egnn.pt")
-    with pytest.raises(FileNotFoundError, match="corpus_egnn.pt"):  # no description, no checkpoint
+    with pytest.raises(FileNotFoundError, match="shipped.json"):  # never a checkpoint ranked without its weight
         pretrained.default_checkpoints()
-    assert pretrained.default_docking_weight() == 0.0
+    with pytest.raises(FileNotFoundError, match="shipped.json"):
+        pretrained.default_docking_weight()
     (tmp_path / "a.pt").write_bytes(b"a")
     (tmp_path / "b.pt").write_bytes(b"b")
     pretrained.SHIPPED.write_text(json.dumps({"checkpoints": ["a.pt", "b.pt"], "docking_weight": 1.5}))
