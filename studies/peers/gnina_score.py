@@ -28,6 +28,13 @@ order: complex_id, record (0-based), pose_id (the record's title), poses_sha256 
 cnn_score_<set>, cnn_affinity_<set> (and cnn_variance_default, the ensemble's affinity variance). Timings go to
 ``<out stem>.timing.json``. Finished complexes are kept in ``<out>.parts/`` and skipped when the command is run
 again, unless their poses file has changed since (its digest differs): those are scored again.
+
+Across a cluster's ranks: started under torchrun, ``srun`` or ``flux run``, every rank reads the same manifest and
+scores the complexes at positions ``k % world_size == rank``; the last rank to finish writes ``<out>`` from every
+complex's part, the same file one process writes (``gnina_parts.py``)::
+
+    srun -n 64 studies/peers/.venv-gnina/bin/python studies/peers/gnina_score.py --threads 1 \
+        --manifest docked/manifest.csv --out teacher.csv
 """
 
 from __future__ import annotations
@@ -48,6 +55,15 @@ import molgrid  # noqa: I001
 import torch
 from gninatorch import gnina
 from gninatorch.dataloaders import GriddedExamplesLoader
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))  # pecan's launcher and share helpers (stdlib and python-hostlist only)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import gnina_parts  # noqa: E402
+
+from pecan.engine.launchers import discover  # noqa: E402
+from pecan.runtime import shares  # noqa: E402
+from pecan.runtime.fileio import write_text  # noqa: E402
 
 DEFAULT_ENSEMBLE = (
     "dense",
@@ -207,10 +223,59 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def summary_of(args, sets, members_needed, timings, failures, load_seconds, wall) -> dict:
+    """The timing JSON: per-complex scoring seconds of every joined complex (whichever rank or run scored it)."""
+    poses = sum(t["poses"] for t in timings.values())
+    scoring = sum(t["seconds"] for t in timings.values())
+    grid = sum(t.get("seconds_grid", 0.0) for t in timings.values())
+    per_member = {m: sum(t.get(f"seconds_{m}", 0.0) for t in timings.values()) for m in members_needed}
+    per_set = {
+        name: {
+            "seconds": round(grid + sum(per_member[m] for m in SETS[name]), 3),
+            "seconds_per_pose": round((grid + sum(per_member[m] for m in SETS[name])) / poses, 4) if poses else None,
+        }
+        for name in sets
+    }
+    summary = {
+        "complexes": len(timings),
+        "poses": poses,
+        "failures": failures,
+        "seconds_total": round(scoring + load_seconds, 3),
+        "seconds_per_pose": round(scoring / poses, 4) if poses else None,
+        "seconds_model_load": round(load_seconds, 3),
+        "seconds_grid": round(grid, 3),
+        "seconds_per_model": {m: round(s, 3) for m, s in per_member.items()},
+        "per_set": per_set,
+        "wall_seconds_this_run": round(time.perf_counter() - wall, 3),
+        "note": "seconds_* sum per-complex scoring time, including complexes kept from earlier runs or scored by "
+        "other ranks; seconds_model_load and wall_seconds_this_run are the joining process's own",
+        "torch_threads": torch.get_num_threads(),
+        "cpu": platform.processor() or platform.machine(),
+        "cpu_count": os.cpu_count(),
+        "versions": {"torch": torch.__version__, "molgrid": getattr(molgrid, "__version__", "0.5.5")},
+        "models": {name: list(SETS[name]) for name in sets},
+        "limit": args.limit,
+        "per_complex": timings,
+    }
+    try:
+        import importlib.metadata as metadata
+
+        summary["versions"].update({p: metadata.version(p) for p in ("molgrid", "gninatorch", "numpy")})
+    except Exception:  # noqa: BLE001 - versions are informative only
+        pass
+    return summary
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
+    try:
+        env = discover()
+    except ValueError as error:  # a malformed launcher environment, named
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    place = shares.Place(env.rank, env.world_size, env.launcher)
     sets = [name for name in SETS if name in args.models]
     members_needed = list(dict.fromkeys(member for name in sets for member in SETS[name]))
     columns = columns_for(sets)
@@ -223,36 +288,30 @@ def main(argv: list[str] | None = None) -> int:
             print(f"not in the manifest: {', '.join(sorted(missing))}", file=sys.stderr)
             return 2
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    parts = args.out.with_name(args.out.name + ".parts")
+    parts = gnina_parts.parts_dir(args.out)
     parts.mkdir(exist_ok=True)
-    tag = "-".join(sets) + (f".limit{args.limit}" if args.limit is not None else "")
+    tag = gnina_parts.set_tag(sets, args.limit)
+    key = gnina_parts.plan_key([row["complex_id"] for row in rows], tag)
+    mine = shares.share(rows, place.rank, place.world_size)
+    if place.is_distributed:
+        shares.clear_rank_file(parts, place)
+        print(f"{place.describe()}: {len(mine)} of {len(rows)} complexes", flush=True)
 
     wall = time.perf_counter()
     members: dict[str, torch.nn.Module] | None = None
     load_seconds = 0.0
-    timing_per_complex: dict[str, dict] = {}
-    all_rows: list[dict] = []
-    failures: dict[str, str] = {}
-    for position, row in enumerate(rows, 1):
+    digests: dict[str, str] = {}
+    kept: list[str] = []
+    for position, row in enumerate(mine, 1):
         complex_id = row["complex_id"]
-        part_csv = parts / f"{complex_id}.{tag}.csv"
-        part_json = parts / f"{complex_id}.{tag}.json"
-        digest = poses_digest(Path(row["poses"]))
-        if part_csv.exists() and part_json.exists() and not args.no_resume:
-            with open(part_csv, newline="") as handle:
-                # a part written before the column was named pose_id calls it pose
-                done = [{"pose_id" if k == "pose" else k: v for k, v in r.items()} for r in csv.DictReader(handle)]
-            if not done or any(r.get("poses_sha256") != digest for r in done):
-                # the poses file changed since (or the part predates the digest): its scores are of other poses
-                print(f"[{position}/{len(rows)}] {complex_id}: {row['poses']} changed since {part_csv}; rescoring")
-                done = None
-        else:
-            done = None
+        digests[complex_id] = digest = poses_digest(Path(row["poses"]))
+        done, _, note = (None, None, "") if args.no_resume else gnina_parts.read_part(parts, complex_id, tag, digest)
         if done is not None:
-            all_rows += done
-            timing_per_complex[complex_id] = json.loads(part_json.read_text())
-            print(f"[{position}/{len(rows)}] {complex_id}: {len(done)} poses kept from {part_csv}", flush=True)
+            kept.append(complex_id)
+            print(f"[{position}/{len(mine)}] {complex_id}: {len(done)} poses kept from {parts}", flush=True)
             continue
+        if "another version" in note:
+            print(f"[{position}/{len(mine)}] {complex_id}: {row['poses']} changed since {note.split()[0]}; rescoring")
         if members is None:
             started = time.perf_counter()
             members = load_members(members_needed)
@@ -262,80 +321,48 @@ def main(argv: list[str] | None = None) -> int:
         if args.limit is not None:
             records = records[: args.limit]
         if not records:
-            failures[complex_id] = "no records"
-            print(f"[{position}/{len(rows)}] {complex_id}: no records, skipped", flush=True)
+            gnina_parts.write_failure(parts, complex_id, tag, "no records")
+            print(f"[{position}/{len(mine)}] {complex_id}: no records, skipped", flush=True)
             continue
         started = time.perf_counter()
         try:
             results, seconds = score_complex(row["receptor"], records, members, args.batch_size)
         except Exception as error:  # noqa: BLE001 - one unreadable complex must not stop the benchmark
-            failures[complex_id] = f"{type(error).__name__}: {error}"
-            print(f"[{position}/{len(rows)}] {complex_id}: failed: {failures[complex_id]}", flush=True)
+            reason = f"{type(error).__name__}: {error}"
+            gnina_parts.write_failure(parts, complex_id, tag, reason)
+            print(f"[{position}/{len(mine)}] {complex_id}: failed: {reason}", flush=True)
             continue
         total = time.perf_counter() - started
         done = rows_for(complex_id, records, results, sets, digest)
         timing = {"poses": len(records), "seconds": round(total, 4)}
-        timing.update({f"seconds_{key}": round(value, 4) for key, value in seconds.items()})
-        with open(part_csv, "w", newline="") as handle:
-            writer = csv.DictWriter(handle, fieldnames=columns)
-            writer.writeheader()
-            writer.writerows(done)
-        part_json.write_text(json.dumps(timing, indent=1) + "\n")
-        all_rows += done
-        timing_per_complex[complex_id] = timing
+        timing.update({f"seconds_{key_}": round(value, 4) for key_, value in seconds.items()})
+        gnina_parts.write_part(parts, complex_id, tag, columns, done, timing)
         best = max(done, key=lambda r: float(r[f"cnn_score_{sets[0]}"]))
         print(
-            f"[{position}/{len(rows)}] {complex_id}: {len(records)} poses in {total:.1f} s "
+            f"[{position}/{len(mine)}] {complex_id}: {len(records)} poses in {total:.1f} s "
             f"({total / len(records):.2f} s/pose); best {sets[0]} {best[f'cnn_score_{sets[0]}']} ({best['pose_id']})",
             flush=True,
         )
 
-    with open(args.out, "w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=columns)
-        writer.writeheader()
-        writer.writerows(all_rows)
-
-    poses = sum(t["poses"] for t in timing_per_complex.values())
-    scoring = sum(t["seconds"] for t in timing_per_complex.values())
-    grid = sum(t.get("seconds_grid", 0.0) for t in timing_per_complex.values())
-    per_member = {m: sum(t.get(f"seconds_{m}", 0.0) for t in timing_per_complex.values()) for m in members_needed}
-    per_set = {
-        name: {
-            "seconds": round(grid + sum(per_member[m] for m in SETS[name]), 3),
-            "seconds_per_pose": round((grid + sum(per_member[m] for m in SETS[name])) / poses, 4) if poses else None,
-        }
-        for name in sets
-    }
-    summary = {
-        "complexes": len(timing_per_complex),
-        "poses": poses,
-        "failures": failures,
-        "seconds_total": round(scoring + load_seconds, 3),
-        "seconds_per_pose": round(scoring / poses, 4) if poses else None,
-        "seconds_model_load": round(load_seconds, 3),
-        "seconds_grid": round(grid, 3),
-        "seconds_per_model": {m: round(s, 3) for m, s in per_member.items()},
-        "per_set": per_set,
-        "wall_seconds_this_run": round(time.perf_counter() - wall, 3),
-        "note": "seconds_* sum per-complex scoring time, including complexes kept from earlier runs",
-        "torch_threads": torch.get_num_threads(),
-        "cpu": platform.processor() or platform.machine(),
-        "cpu_count": os.cpu_count(),
-        "versions": {"torch": torch.__version__, "molgrid": getattr(molgrid, "__version__", "0.5.5")},
-        "models": {name: list(SETS[name]) for name in sets},
-        "limit": args.limit,
-        "per_complex": timing_per_complex,
-    }
-    try:
-        import importlib.metadata as metadata
-
-        summary["versions"].update({p: metadata.version(p) for p in ("molgrid", "gninatorch", "numpy")})
-    except Exception:  # noqa: BLE001 - versions are informative only
-        pass
+    if place.is_distributed:
+        shares.write_rank_file(parts, place, key, kept)
+        finished = shares.finished_ranks(parts, place.world_size, key)
+        if len(finished) < place.world_size:
+            print(
+                f"{place.describe()}: share done ({len(mine)} complexes); {args.out} is written by the last rank "
+                f"to finish ({len(finished)} of {place.world_size} done)",
+                flush=True,
+            )
+            return 0
+    # One process, or the last rank to finish: every complex of the plan from its part, in manifest order.
+    plan = [(row["complex_id"], digests.get(row["complex_id"]) or poses_digest(Path(row["poses"]))) for row in rows]
+    all_rows, timings, failures = gnina_parts.join(plan, parts, tag)
+    gnina_parts.write_scores(args.out, columns, all_rows)
+    summary = summary_of(args, sets, members_needed, timings, failures, load_seconds, wall)
     timing_path = args.out.with_suffix(".timing.json")
-    timing_path.write_text(json.dumps(summary, indent=1) + "\n")
+    write_text(timing_path, json.dumps(summary, indent=1) + "\n")
     print(
-        f"wrote {len(all_rows)} rows to {args.out}; {poses} poses, {summary['seconds_per_pose']} s/pose; "
+        f"wrote {len(all_rows)} rows to {args.out}; {summary['poses']} poses, {summary['seconds_per_pose']} s/pose; "
         f"timings in {timing_path}",
         flush=True,
     )

@@ -35,12 +35,12 @@ PIP=("$VENV/bin/python" -m pip install --no-input)
 # CPU-only torch first, pinned, so that gninatorch's unpinned "torch" requirement is already
 # satisfied and pip never pulls a CUDA build.
 "${PIP[@]}" "torch==${GNINA_TORCH_VERSION:-2.13.0}"
-"${PIP[@]}" "numpy<2" "molgrid==0.5.5" "gninatorch==0.0.2"
+"${PIP[@]}" "numpy<2" "molgrid==0.5.5" "gninatorch==0.0.2" "python-hostlist>=1.23"
 
 "$VENV/bin/python" - <<'PY'
 import importlib.metadata as md
-import molgrid, torch, gninatorch  # noqa: F401  (import check)
-for name in ("torch", "numpy", "molgrid", "gninatorch"):
+import molgrid, torch, gninatorch, hostlist  # noqa: F401  (import check)
+for name in ("torch", "numpy", "molgrid", "gninatorch", "python-hostlist"):
     print(f"{name}=={md.version(name)}")
 PY
 echo "GNINA environment ready: $LINK -> $VENV"

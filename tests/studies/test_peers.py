@@ -29,6 +29,78 @@ def _evaluate_module():
 evaluate = _evaluate_module()
 
 
+def _parts_module():
+    spec = importlib.util.spec_from_file_location("peers_gnina_parts", PEERS / "gnina_parts.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+parts_lib = _parts_module()
+COLUMNS = ["complex_id", "record", "pose_id", "poses_sha256", "cnn_score_default2018", "cnn_affinity_default2018"]
+
+
+def _rows(complex_id, digest, scores):
+    return [
+        {
+            "complex_id": complex_id,
+            "record": k,
+            "pose_id": f"{complex_id}_{k}",
+            "poses_sha256": digest,
+            "cnn_score_default2018": f"{s:.6f}",
+            "cnn_affinity_default2018": "5.000000",
+        }
+        for k, s in enumerate(scores)
+    ]
+
+
+def test_parts_round_trip_and_a_changed_poses_file(tmp_path):
+    parts = parts_lib.parts_dir(tmp_path / "scores.csv")
+    assert parts == tmp_path / "scores.csv.parts"
+    parts.mkdir()
+    tag = parts_lib.set_tag(["default2018"], 3)
+    assert tag == "default2018.limit3"
+    parts_lib.write_part(parts, "a", tag, COLUMNS, _rows("a", "d1", [0.9, 0.2]), {"poses": 2, "seconds": 1.0})
+    rows, timing, note = parts_lib.read_part(parts, "a", tag, "d1")
+    assert [r["cnn_score_default2018"] for r in rows] == ["0.900000", "0.200000"] and timing["poses"] == 2
+    assert note == ""
+    # the poses were redocked since: the part scored other poses and is not taken
+    rows, timing, note = parts_lib.read_part(parts, "a", tag, "d2")
+    assert rows is None and timing is None and "another version" in note
+    # another tag (other score sets or limit) is another part
+    assert parts_lib.read_part(parts, "a", parts_lib.set_tag(["default2018"], None), "d1")[2] == "not scored"
+    # a part without its timing file (a rank killed between the two writes) is not finished
+    parts_lib.part_paths(parts, "a", tag)[1].unlink()
+    assert parts_lib.read_part(parts, "a", tag, "d1")[0] is None
+    assert not list(parts.glob(".*.tmp"))  # atomic writes leave no temp behind
+
+
+def test_join_keeps_plan_order_and_names_what_is_missing(tmp_path):
+    parts = tmp_path / "p"
+    parts.mkdir()
+    tag = "default2018"
+    parts_lib.write_part(parts, "b", tag, COLUMNS, _rows("b", "db", [0.1]), {"poses": 1, "seconds": 0.5})
+    parts_lib.write_part(parts, "a", tag, COLUMNS, _rows("a", "da", [0.7, 0.3]), {"poses": 2, "seconds": 1.5})
+    parts_lib.write_failure(parts, "c", tag, "RuntimeError: molgrid read 0 examples")
+    rows, timings, failures = parts_lib.join([("a", "da"), ("b", "db"), ("c", "dc"), ("d", "dd")], parts, tag)
+    assert [(r["complex_id"], r["record"]) for r in rows] == [("a", "0"), ("a", "1"), ("b", "0")]
+    assert set(timings) == {"a", "b"}
+    assert failures == {"c": "RuntimeError: molgrid read 0 examples", "d": "not scored"}
+    # scoring it later clears the recorded failure
+    parts_lib.write_part(parts, "c", tag, COLUMNS, _rows("c", "dc", [0.5]), {"poses": 1, "seconds": 0.1})
+    assert parts_lib.failure_reason(parts, "c", tag) == ""
+    out = tmp_path / "scores.csv"
+    parts_lib.write_scores(out, COLUMNS, rows)
+    assert list(csv.DictReader(out.read_text().splitlines())) == [{k: str(v) for k, v in r.items()} for r in rows]
+
+
+def test_plan_key_changes_with_the_complexes_their_order_and_the_tag():
+    key = parts_lib.plan_key(["a", "b"], "default")
+    assert key == parts_lib.plan_key(["a", "b"], "default")
+    assert len({key, parts_lib.plan_key(["b", "a"], "default"), parts_lib.plan_key(["a", "b"], "default2018")}) == 3
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(
     not GNINA_PYTHON.exists(),
@@ -101,6 +173,68 @@ def test_gnina_score_on_three_poses(tmp_path):
     assert "changed since" in third.stdout and "[1/1] 1uw6: 3 poses in" in third.stdout
     rescored = list(csv.DictReader(out.read_text().splitlines()))
     assert {row["poses_sha256"] for row in rescored} == {hashlib.sha256(poses.read_bytes()).hexdigest()[:16]}
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    not GNINA_PYTHON.exists(),
+    reason="GNINA peer environment absent: run studies/peers/setup.sh to create studies/peers/.venv-gnina",
+)
+def test_gnina_score_on_two_ranks_writes_what_one_process_writes(tmp_path):
+    from studies import archive
+
+    study = tmp_path / "realdock"
+    wanted = ("1ac8", "1uw6", "1p2y")
+    for name, folders in archive.ARCHIVES["realdock"].items():
+        archive.extract(
+            archive.archive_path("realdock", name), study, folders, keep=lambda m: any(c in m for c in wanted)
+        )
+    source = pd.read_csv(REALDOCK_MANIFEST, dtype=str, keep_default_na=False)
+    rows = source[source["complex_id"].isin(wanted)].copy()
+    rows["receptor"] = [str((study / "docked" / r).resolve()) for r in rows["receptor"]]
+    rows["poses"] = [str((study / "docked" / r).resolve()) for r in rows["poses"]]
+    manifest = tmp_path / "manifest.csv"
+    rows[["complex_id", "receptor", "poses"]].to_csv(manifest, index=False)
+    options = ["--manifest", str(manifest), "--limit", "2", "--models", "default2018", "--threads", "1"]
+    one = tmp_path / "one.csv"
+    done = subprocess.run(
+        [str(GNINA_PYTHON), str(PEERS / "gnina_score.py"), *options, "--out", str(one)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    two = tmp_path / "two.csv"
+    torchrun = GNINA_PYTHON.parent / "torchrun"
+    launched = subprocess.run(
+        [
+            str(torchrun),
+            "--standalone",
+            "--nproc-per-node",
+            "2",
+            str(PEERS / "gnina_score.py"),
+            *options,
+            "--out",
+            str(two),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert launched.returncode == 0, launched.stdout + launched.stderr
+    assert "rank 0 of 2 (torchrun): 2 of 3 complexes" in launched.stdout
+    assert "rank 1 of 2 (torchrun): 1 of 3 complexes" in launched.stdout
+    # the first rank to finish leaves the join to the other (both join, to the same bytes, only when they finish
+    # at the same moment)
+    joined = launched.stdout.count("wrote 6 rows to")
+    assert joined == 2 or (joined == 1 and "is written by the last rank to finish" in launched.stdout)
+    assert two.read_text() == one.read_text()  # same rows, same order, same scores
+    assert sorted(p.name for p in (tmp_path / "two.csv.parts" / ".ranks").iterdir()) == [
+        "rank0-of-2.json",
+        "rank1-of-2.json",
+    ]
+    timing = json.loads(two.with_suffix(".timing.json").read_text())
+    assert timing["complexes"] == 3 and timing["poses"] == 6 and timing["failures"] == {}
 
 
 # complex a: the CNN's best pose (0.9) is near-native, the docking score's best (-9) is not.
