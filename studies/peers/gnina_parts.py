@@ -20,6 +20,8 @@ from pathlib import Path
 
 from pecan.runtime.fileio import json_text, write_text
 
+NOT_SCORED = "not scored"
+
 
 def parts_dir(out: Path) -> Path:
     """Where the per-complex files of ``out`` live."""
@@ -64,7 +66,7 @@ def read_part(parts: Path, complex_id: str, tag: str, digest: str) -> tuple[list
     note) when there is none, or when its rows scored another version of the poses (note says which)."""
     rows_path, timing_path, _ = part_paths(parts, complex_id, tag)
     if not (rows_path.exists() and timing_path.exists()):
-        return None, None, "not scored"
+        return None, None, NOT_SCORED
     with open(rows_path, newline="") as handle:
         # a part written before the column was named pose_id calls it pose
         rows = [{"pose_id" if k == "pose" else k: v for k, v in r.items()} for r in csv.DictReader(handle)]

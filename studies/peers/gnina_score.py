@@ -310,8 +310,8 @@ def main(argv: list[str] | None = None) -> int:
             kept.append(complex_id)
             print(f"[{position}/{len(mine)}] {complex_id}: {len(done)} poses kept from {parts}", flush=True)
             continue
-        if "another version" in note:
-            print(f"[{position}/{len(mine)}] {complex_id}: {row['poses']} changed since {note.split()[0]}; rescoring")
+        if note and note != gnina_parts.NOT_SCORED:  # the poses changed since they were scored
+            print(f"[{position}/{len(mine)}] {complex_id}: {row['poses']} changed since: {note}; rescoring")
         if members is None:
             started = time.perf_counter()
             members = load_members(members_needed)
