@@ -18,26 +18,21 @@ GNINA_PYTHON = PEERS / ".venv-gnina" / "bin" / "python"
 REALDOCK_MANIFEST = ROOT / "studies" / "realdock" / "docked" / "manifest.csv"
 
 
-def _evaluate_module():
-    spec = importlib.util.spec_from_file_location("peers_evaluate", PEERS / "evaluate.py")
+def _peers_module(name: str):
+    """A studies/peers script as a module (the folder is not a package)."""
+    spec = importlib.util.spec_from_file_location(f"peers_{name}", PEERS / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     return module
 
 
-evaluate = _evaluate_module()
-
-
-def _parts_module():
-    spec = importlib.util.spec_from_file_location("peers_gnina_parts", PEERS / "gnina_parts.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-parts_lib = _parts_module()
+evaluate = _peers_module("evaluate")
+needs_gnina = pytest.mark.skipif(
+    not GNINA_PYTHON.exists(),
+    reason="GNINA peer environment absent: run studies/peers/setup.sh to create studies/peers/.venv-gnina",
+)
+parts_lib = _peers_module("gnina_parts")
 COLUMNS = ["complex_id", "record", "pose_id", "poses_sha256", "cnn_score_default2018", "cnn_affinity_default2018"]
 
 
@@ -102,10 +97,7 @@ def test_plan_key_changes_with_the_complexes_their_order_and_the_tag():
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(
-    not GNINA_PYTHON.exists(),
-    reason="GNINA peer environment absent: run studies/peers/setup.sh to create studies/peers/.venv-gnina",
-)
+@needs_gnina
 def test_gnina_score_on_three_poses(tmp_path):
     out = tmp_path / "scores.csv"
     # 1uw6 of the realdock benchmark, its poses file copied (the test changes it below)
@@ -176,10 +168,7 @@ def test_gnina_score_on_three_poses(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(
-    not GNINA_PYTHON.exists(),
-    reason="GNINA peer environment absent: run studies/peers/setup.sh to create studies/peers/.venv-gnina",
-)
+@needs_gnina
 def test_gnina_score_on_two_ranks_writes_what_one_process_writes(tmp_path):
     from studies import archive
 
