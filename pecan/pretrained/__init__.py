@@ -36,14 +36,16 @@ def shipped() -> dict[str, Any]:
         raise FileNotFoundError(
             f"no shipped model description at {SHIPPED}: give a checkpoint (RUN/checkpoints/best.pt)"
         )
+    from pecan.scoring.consensus import check_weight
+
     try:
         value = json.loads(SHIPPED.read_text())
         names = [str(name) for name in value["checkpoints"]]
-        weight = float(value.get("docking_weight", 0.0))
-    except (ValueError, KeyError, TypeError) as err:
+        weight = check_weight(value.get("docking_weight", 0.0), f"{SHIPPED}: docking_weight")
+    except (ValueError, KeyError, TypeError) as err:  # ConfigError, the weight's, is a ValueError
         raise ValueError(f"{SHIPPED}: not a shipped-model description ({err})") from err
-    if not names or weight < 0 or weight != weight:
-        raise ValueError(f"{SHIPPED}: needs one or more checkpoints and a docking_weight >= 0")
+    if not names:
+        raise ValueError(f"{SHIPPED}: needs one or more checkpoints")
     return {**value, "checkpoints": names, "docking_weight": weight}
 
 
