@@ -11,6 +11,7 @@ checkpoint.
 from __future__ import annotations
 
 import json
+import math
 import re
 import textwrap
 from pathlib import Path
@@ -36,16 +37,15 @@ def shipped() -> dict[str, Any]:
         raise FileNotFoundError(
             f"no shipped model description at {SHIPPED}: give a checkpoint (RUN/checkpoints/best.pt)"
         )
-    from pecan.scoring.consensus import check_weight
-
     try:
         value = json.loads(SHIPPED.read_text())
         names = [str(name) for name in value["checkpoints"]]
-        weight = check_weight(value.get("docking_weight", 0.0), f"{SHIPPED}: docking_weight")
-    except (ValueError, KeyError, TypeError) as err:  # ConfigError, the weight's, is a ValueError
+        weight = float(value.get("docking_weight", 0.0))
+    except (ValueError, KeyError, TypeError) as err:
         raise ValueError(f"{SHIPPED}: not a shipped-model description ({err})") from err
-    if not names:
-        raise ValueError(f"{SHIPPED}: needs one or more checkpoints")
+    # pecan.scoring.consensus.check_weight's rule, restated: this floor sits below pecan.scoring
+    if not names or not math.isfinite(weight) or weight < 0:
+        raise ValueError(f"{SHIPPED}: needs one or more checkpoints and a docking_weight that is a finite number >= 0")
     return {**value, "checkpoints": names, "docking_weight": weight}
 
 

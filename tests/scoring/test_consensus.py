@@ -102,7 +102,7 @@ def test_the_shipped_description_names_checkpoints_and_a_weight(tmp_path, monkey
         pretrained.SHIPPED.write_text(bad)
         with pytest.raises(ValueError, match="shipped.json"):
             pretrained.shipped()
-    for weight in (-1, "Infinity", "NaN"):  # the option's own check (consensus.check_weight)
+    for weight in (-1, "Infinity", "NaN"):  # as the option's check (consensus.check_weight)
         pretrained.SHIPPED.write_text('{"checkpoints": ["a.pt"], "docking_weight": %s}' % weight)
-        with pytest.raises(ValueError, match="docking_weight must be a finite number >= 0"):
+        with pytest.raises(ValueError, match="docking_weight that is a finite number >= 0"):
             pretrained.shipped()
