@@ -82,6 +82,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--config", default=str(ROOT / "configs" / "demo.yaml"), help="demo model (CUDA stage)")
     parser.add_argument("--demo-batches", type=int, nargs="+", default=[8, 32, 128])
     parser.add_argument("--demo", action="store_true", help="run the demo-model stage (always on with CUDA)")
+    parser.add_argument(
+        "--largest-up-to", type=int, default=65536, help="CUDA: stop doubling the batch at this many graphs"
+    )
     parser.add_argument("--out", default="")
     return parser.parse_args(argv)
 
@@ -385,7 +388,7 @@ def largest_batch(args, factory, device: torch.device) -> dict:
     for mode in ("fp32", "bf16"):
         model, optimizer, amp = prepare(factory, False, mode, device)
         graphs, fits = args.demo_batches[-1], 0
-        while graphs <= 65536:
+        while graphs <= args.largest_up_to:
             try:
                 batch = radius_graph_batch(graphs, args.atoms, args.edges_per_atom).to(device)
                 train_step(model, optimizer, batch, amp, device)
