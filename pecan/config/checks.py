@@ -68,8 +68,8 @@ def _range_checks(config: Config) -> list[tuple[bool, str, str]]:
         (t.ranking_rmsd_margin >= 0, "train.ranking_rmsd_margin", "must be >= 0"),
         (
             t.ranking_loss != "listwise" or t.ranking_target == "label",
-            "train.ranking_loss",
-            "listwise needs train.ranking_target: label (its near-native set is the labels')",
+            "train.ranking_target",
+            "must be label under train.ranking_loss: listwise (its near-native set is the labels')",
         ),
         (
             bool(d.target_column) or (t.ranking_loss != "teacher_kl" and t.ranking_target != "teacher"),

@@ -104,8 +104,10 @@ class DataConfig:
         "env PECAN_DECODE_CACHE=0|1 overrides.",
         True,
     )
-    shuffle: Literal["global", "block", "complex", "balanced"] = _doc(
-        "Training order: global uniform shuffle; block (shuffled shards, shuffled within each shard); complex "
+    shuffle: Literal["global", "block", "window", "complex", "balanced"] = _doc(
+        "Training order: global uniform shuffle; block (shuffled shards, shuffled within each shard); window "
+        "(shuffled shards, samples shuffled within each window of 8 consecutive shards: a rank reads about 8 packs "
+        "at a time, so data larger than memory are read from disk about once per epoch); complex "
         "(shuffled complexes, shuffled poses within each: batches hold whole complexes, for "
         "train.ranking_loss_weight); balanced (complex order with the same number of poses drawn from every "
         "complex per epoch: the mean per complex, subsampled or repeated).",
@@ -162,6 +164,14 @@ class TrainConfig:
         "fresh (never, or auto without a checkpoint) in an out_dir holding an earlier run's epochs.jsonl moves that "
         "file to epochs.before-<UTC time>.jsonl (one warning), so epochs.jsonl holds this run's epochs only.",
         "auto",
+    )
+    schedule_on_resume: Literal["continue", "restart"] = _doc(
+        "When a resumed run is longer or shorter than its checkpoint's (train.epochs changed, or another world "
+        "size or batch size changed the steps per epoch): continue (the learning rate goes on from the value the "
+        "checkpoint's schedule had reached and anneals to its floor over the steps left; after a finished run it "
+        "stays at the floor) or restart (a warm restart: train.warmup_steps of warm-up, then cosine decay from "
+        "train.lr over the steps left). A resume of the same length continues the schedule exactly either way.",
+        "continue",
     )
     init_from: str = _doc(
         "A checkpoint whose model weights start training (pre-training, e.g. on synthetic data, then fine-tuning): "

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import copy
 import math
-from typing import Iterator, Optional
+from typing import Iterable, Iterator, Optional
 
 import numpy as np
 import torch
 
-MODES = ("global", "block", "complex", "balanced")
+MODES = ("global", "block", "window", "complex", "balanced")
 GROUPED = ("complex", "balanced")  # modes that order by complex (complex_codes)
+# Shards per window of ``mode="window"``: the pages a rank touches at once are about this many packs.
+WINDOW_BLOCKS = 8
 
 
 class ShardAwareSampler(torch.utils.data.Sampler[int]):
@@ -38,15 +41,18 @@ class ShardAwareSampler(torch.utils.data.Sampler[int]):
         mode: str = "global",
         seed: int = 0,
         pad: bool = True,
+        window: int = WINDOW_BLOCKS,
     ) -> None:
         if mode not in MODES:
             raise ValueError(f"shuffle mode must be one of {', '.join(MODES)}, got {mode!r}")
         if mode in GROUPED and complex_codes is None:
             raise ValueError(f"shuffle mode {mode!r} needs complex_codes (the complex of every sample)")
+        if window < 1:
+            raise ValueError(f"shuffle window must be at least 1 shard, got {window}")
         self.num_samples, self.rank, self.world_size = num_samples, rank, world_size
         blocks = complex_codes if mode in GROUPED else shard_ids
         self.block_ids = np.zeros(num_samples, dtype=np.int64) if blocks is None else np.asarray(blocks)
-        self.shuffle, self.mode, self.seed, self.pad = shuffle, mode, seed, pad
+        self.shuffle, self.mode, self.seed, self.pad, self.window = shuffle, mode, seed, pad, window
         self.epoch = 0
         self.skip = 0
         # Parts of this epoch seen under another world size or batch size: [(world_size, per_rank)] each.
@@ -87,7 +93,10 @@ class ShardAwareSampler(torch.utils.data.Sampler[int]):
         groups = np.split(order, starts[1:])
         if self.draws:
             groups = [self._draw(rng, group) for group in groups]
-        return np.concatenate([rng.permutation(groups[g]) for g in rng.permutation(len(groups))])
+        groups = [groups[g] for g in rng.permutation(len(groups))]
+        if self.mode == "window":  # the shuffled shards, W at a time, become the groups
+            groups = [np.concatenate(groups[w : w + self.window]) for w in range(0, len(groups), self.window)]
+        return np.concatenate([rng.permutation(group) for group in groups])
 
     def _draw(self, rng: np.random.Generator, group: np.ndarray) -> np.ndarray:
         """``self.draws`` samples of one group: a subset when it has enough, else all of it plus repeats."""
@@ -130,6 +139,16 @@ class ShardAwareSampler(torch.utils.data.Sampler[int]):
         if not self._strided():
             return order[self.rank * per_rank : (self.rank + 1) * per_rank]
         return order[self.rank : total : self.world_size]
+
+    def blocks_read(self, ranks: Iterable[int]) -> np.ndarray:
+        """The shard ids (complex codes in the grouped modes) that ``ranks`` read in this epoch's remaining
+        order, sorted: what one node must have at hand for the epoch (pecan.data.staging.stage_subset)."""
+        sampler = copy.copy(self)
+        read = []
+        for rank in ranks:
+            sampler.rank = rank
+            read.append(self.block_ids[sampler.indices()])
+        return np.unique(np.concatenate(read)) if read else np.zeros(0, dtype=np.int64)
 
     def __iter__(self) -> Iterator[int]:
         skip, self.skip = self.skip, 0

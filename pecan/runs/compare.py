@@ -287,7 +287,7 @@ def parse_groups(specs: list[str]) -> dict[str, list[Path]]:
         paths = [Path(d) for d in dirs.split(",") if d]
         for path in paths:
             if not (path / "epochs.jsonl").exists():
-                raise SystemExit(f"error: {path} has no epochs.jsonl (not a PECAN run directory?)")
+                raise ConfigError(f"{path} has no epochs.jsonl (not a PECAN run directory?)")
         groups[name] = paths
     return groups
 

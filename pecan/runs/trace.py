@@ -21,7 +21,9 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Iterator
 
+from pecan import report
 from pecan.report import PHASE_EVENTS  # epochs.jsonl phase -> (category, name) of the main process's events
+from pecan.runtime.errors import DataError
 from pecan.runtime.fileio import json_text
 
 _FILE_RANK = re.compile(r"pecan-rank(\d+)")
@@ -53,7 +55,7 @@ def trace_files(run_dir: Path) -> list[Path]:
         directory = configured if configured.is_absolute() else run_dir / configured
     files = sorted(directory.glob("*.pfw.gz")) + sorted(directory.glob("*.pfw"))
     if not files:
-        raise SystemExit(f"error: no trace files (*.pfw.gz) in {directory}; was trace.enabled true?")
+        raise DataError(f"no trace files (*.pfw.gz) in {directory}; was trace.enabled true?")
     return files
 
 
@@ -70,7 +72,7 @@ def read_events(path: Path) -> Iterator[dict[str, Any]]:
             try:
                 event = json.loads(line)
             except json.JSONDecodeError as err:
-                raise SystemExit(f"error: {path}:{number} is not a JSON event ({err})") from None
+                raise DataError(f"{path}:{number} is not a JSON event ({err})") from None
             if "dur" not in event:
                 continue  # metadata events
             args = event.setdefault("args", {})
@@ -79,8 +81,35 @@ def read_events(path: Path) -> Iterator[dict[str, Any]]:
 
 
 def load(run_dir: Path) -> list[dict[str, Any]]:
-    """Every complete event of the run."""
-    return [event for path in trace_files(run_dir) for event in read_events(path)]
+    """Every complete event of the run, each with the number of the trace file (one per process) it came from."""
+    events = []
+    for number, path in enumerate(trace_files(run_dir)):
+        for event in read_events(path):
+            event["process"] = number
+            events.append(event)
+    return events
+
+
+def last_parts(events: list[dict[str, Any]], epochs: set[int]) -> list[dict[str, Any]]:
+    """``events`` with, for each of ``epochs`` (those a stop split across processes), only the events of the
+    process that finished the epoch on each rank: the one whose events of that epoch end last. Its
+    epochs.jsonl record covers that part alone (the phases before the stop were timed by a process that wrote
+    no record of the epoch)."""
+    ends: dict[tuple[int, Any], tuple[float, Any]] = {}
+    for event in events:
+        epoch = event["args"].get("epoch")
+        if epoch is None or int(epoch) not in epochs:
+            continue
+        key, end = (int(epoch), event["rank"]), event.get("ts", 0) + event["dur"]
+        if key not in ends or end > ends[key][0]:
+            ends[key] = (end, event.get("process"))
+    return [
+        event
+        for event in events
+        if event["args"].get("epoch") is None
+        or (int(event["args"]["epoch"]), event["rank"]) not in ends
+        or ends[(int(event["args"]["epoch"]), event["rank"])][1] == event.get("process")
+    ]
 
 
 def phase_totals(events: list[dict[str, Any]], scale: float = 1e-6) -> dict[tuple[int, int], dict[str, float]]:
@@ -140,7 +169,7 @@ def check_against_records(
     the phase clock are read a few microseconds apart, and one preemption between them is a scheduler
     quantum)."""
     problems = []
-    for record in (json.loads(line) for line in (run_dir / "epochs.jsonl").read_text().splitlines() if line):
+    for record in report.read_records(run_dir / "epochs.jsonl"):  # stop markers are no epochs
         ranks = record.get("ranks") or {}
         for rank in range(record.get("world_size", 1)):
             traced = totals.get((record["epoch"], rank))
@@ -155,6 +184,12 @@ def check_against_records(
                         f"epoch {record['epoch']} rank {rank} {phase}: trace {got:.4f}s, epochs.jsonl {reported:.4f}s"
                     )
     return problems
+
+
+def stopped_epochs(run_dir: Path) -> set[int]:
+    """The epochs a stop marker of epochs.jsonl says were split across processes (a stop inside the epoch)."""
+    markers = [r for r in report.read_records(run_dir / "epochs.jsonl", events=True) if r.get("event") == "stopped"]
+    return {int(r["epoch"]) for r in markers if "resumes at epoch" not in r.get("message", "")}
 
 
 def to_perfetto(events: list[dict[str, Any]]) -> dict[str, Any]:
@@ -196,7 +231,7 @@ def check_outputs(args: argparse.Namespace) -> None:
     inputs = [("the run directory", args.run_dir), ("its epochs.jsonl", args.run_dir / "epochs.jsonl")]
     try:
         inputs += [("a trace file of the run", p) for p in trace_files(args.run_dir)]
-    except SystemExit:  # no trace files: reported when they are read
+    except DataError:  # no trace files: reported when they are read
         pass
     outputs.check_outputs("pecan runs trace", written, inputs)
 
@@ -235,7 +270,7 @@ def show_traces(args: argparse.Namespace) -> int:
         args.perfetto.write_text(json_text(to_perfetto(events)))
         print(f"\nwrote {args.perfetto} (open in https://ui.perfetto.dev)")
     if args.check:
-        problems = check_against_records(totals, args.run_dir)
+        problems = check_against_records(phase_totals(last_parts(events, stopped_epochs(args.run_dir))), args.run_dir)
         for problem in problems:
             print(f"disagrees: {problem}")
         print("trace totals agree with epochs.jsonl" if not problems else f"{len(problems)} disagreement(s)")

@@ -140,7 +140,23 @@ def log_data(config, data: TrainData, workers: int) -> None:
     )
     if data.skipped_at_start:
         log.warning("%d bad sample(s) skipped before training (on_bad_sample: skip)", data.skipped_at_start)
+    warn_small_validation(config, data.val_index)
     log.info("loss: positive-class weight %.4g (train.pos_weight %s)", data.pos_weight, config.train.pos_weight)
+
+
+def warn_small_validation(config, val_index) -> None:
+    """One warning when the validation set cannot tell epochs apart: a single complex has one top-1 (0 or 1)
+    and its AUC ranks the poses of one pocket only, so train.select_on picks best.pt on noise."""
+    complexes = val_index["complex_id"].nunique() if len(val_index) else 0
+    if complexes == 0 or complexes >= 2:
+        return
+    log.warning(
+        "the validation set holds 1 complex (%d samples): its top-1 is 0 or 1 and its AUC ranks one pocket's poses, "
+        "so train.select_on (%s) chooses best.pt on noise; raise data.val_fraction or list more complexes in "
+        "data.val_csvs",
+        len(val_index),
+        config.train.select_on,
+    )
 
 
 def build_model(config, env: DistEnv, device: torch.device) -> ModelParts:

@@ -3,6 +3,7 @@ DDP wrapping, seeding and the learning-rate schedule. The model knows none of th
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import random
@@ -47,16 +48,55 @@ def seed_everything(seed: int, deterministic: bool) -> None:
         torch.use_deterministic_algorithms(True, warn_only=True)
 
 
-def cosine_schedule(total_steps: int, warmup_steps: int, floor: float = 0.05):
+@dataclasses.dataclass
+class CosineSchedule:
+    """Linear warm-up, then cosine decay to ``floor`` times the peak learning rate, over ``total_steps``.
+
+    A resumed run whose length differs from the checkpoint's (``extended``) keeps the steps before
+    ``anchor_step`` as they were and, from there, either anneals from the factor it had reached
+    (``anchor_factor``) to the floor over the steps left, or (``restart``) warms up and decays again from
+    the peak: a warm restart. A callable object, so LambdaLR's state_dict carries these fields into the
+    checkpoint and a later resume knows the schedule it continues."""
+
+    total_steps: int
+    warmup_steps: int
+    floor: float = 0.05
+    anchor_step: int = -1  # -1: the plain schedule
+    anchor_factor: float = 1.0
+    restart: bool = False
+    first_total: int = -1  # the length of the first schedule, for the steps before the anchor
+
+    def __call__(self, step: int) -> float:
+        if self.anchor_step < 0 or step < self.anchor_step:
+            first_total = self.total_steps if self.first_total < 0 else self.first_total
+            return self._cosine(step, first_total, 1.0, self.warmup_steps)
+        into, span = step - self.anchor_step, self.total_steps - self.anchor_step
+        if self.restart:
+            return self._cosine(into, span, 1.0, self.warmup_steps)
+        return self._cosine(into, span, self.anchor_factor, 0)
+
+    def _cosine(self, step: int, total: int, start: float, warmup: int) -> float:
+        if warmup and step < warmup:
+            return start * (step + 1) / warmup
+        progress = min((step - warmup) / max(total - warmup, 1), 1.0)
+        return self.floor + (start - self.floor) * 0.5 * (1 + math.cos(math.pi * progress))
+
+    def extended(self, step: int, total_steps: int, restart: bool) -> "CosineSchedule":
+        """This schedule resumed at ``step`` in a run that now ends after ``total_steps`` steps."""
+        first_total = self.total_steps if self.anchor_step < 0 else self.first_total
+        return dataclasses.replace(
+            self,
+            total_steps=total_steps,
+            anchor_step=step,
+            anchor_factor=self(step),
+            restart=restart,
+            first_total=first_total,
+        )
+
+
+def cosine_schedule(total_steps: int, warmup_steps: int, floor: float = 0.05) -> CosineSchedule:
     """Linear warm-up, then cosine decay to ``floor`` times the peak learning rate."""
-
-    def factor(step: int) -> float:
-        if warmup_steps and step < warmup_steps:
-            return (step + 1) / warmup_steps
-        progress = min((step - warmup_steps) / max(total_steps - warmup_steps, 1), 1.0)
-        return floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * progress))
-
-    return factor
+    return CosineSchedule(total_steps, warmup_steps, floor)
 
 
 @torch.no_grad()

@@ -40,14 +40,88 @@ def maybe_resume(trainer) -> Optional[str]:
         trainer.load_state_dict(state)
     except (RuntimeError, KeyError, ValueError) as err:
         raise config_module.ConfigError(f"train.resume: checkpoint {path} does not fit this run: {err}") from err
+    schedule_note = fit_schedule(trainer, state)
     main = trainer.env.is_main
     if main:
         ckpt.warn_changed_settings(state, trainer.config, path)
         warn_changed_data(state, trainer.data.train_index, path)
+        warn_global_batch(state, trainer, path)
         at = f", step {trainer.position.done} of epoch {trainer.position.epoch + 1}" if trainer.position else ""
-        log.info("resumed from %s after epoch %d%s", path, trainer.start_epoch, at)
+        log.info("resumed from %s after epoch %d%s; learning rate: %s", path, trainer.start_epoch, at, schedule_note)
         trainer.files.restore_missing(trainer.records, trainer.start_epoch)
     return str(path)
+
+
+def steps_left(trainer) -> int:
+    """Optimizer steps this run still takes: the epochs left, less the part of a mid-epoch checkpoint's epoch
+    already trained (in this run's steps, when the checkpoint's ranks or batch differ)."""
+    steps = trainer.steps_per_epoch()
+    done = 0.0
+    position = trainer.position
+    if position is not None and position.epoch == trainer.start_epoch:
+        written = position.done * position.batch_size * position.world_size
+        done = min(written / (trainer.config.data.batch_size * trainer.env.world_size), steps)
+    return max((trainer.config.train.epochs - trainer.start_epoch) * steps - round(done), 0)
+
+
+def fit_schedule(trainer, state: CheckpointState) -> str:
+    """Fit the restored learning-rate schedule to this run's length; returns what the resume line says.
+
+    The same length: the checkpoint's schedule, step for step. Another length (train.epochs changed, or the
+    steps per epoch under another world size or batch): train.schedule_on_resume decides, continue (from the
+    factor reached, annealed to the floor over the steps left) or restart (a warm restart). A checkpoint
+    written before its schedule travelled with it is taken to have run train.epochs of its saved config."""
+    scheduler = trainer.scheduler
+    schedule, step = scheduler.lr_lambdas[0], int(scheduler.last_epoch)
+    saved = (state.require("scheduler").get("lr_lambdas") or [None])[0]
+    if saved is None:
+        saved_epochs = int(state.saved_section("train").get("epochs", trainer.config.train.epochs))
+        schedule = dataclasses.replace(schedule, total_steps=saved_epochs * trainer.steps_per_epoch())
+        scheduler.lr_lambdas[0] = schedule
+    total = step + steps_left(trainer)
+    if schedule.total_steps == total:
+        return f"the checkpoint's schedule continues ({scheduler.get_last_lr()[0]:.3g} now)"
+    restart = trainer.config.train.schedule_on_resume == "restart"
+    fitted = schedule.extended(step, total, restart)
+    scheduler.lr_lambdas[0] = fitted
+    rates = [base * fitted(step) for base in scheduler.base_lrs]
+    for group, rate in zip(trainer.optimizer.param_groups, rates):
+        group["lr"] = rate
+    scheduler._last_lr = rates
+    length = f"the run now ends after {total} steps, not {schedule.total_steps}"
+    if restart:
+        return (
+            f"{length}: warm restart (train.schedule_on_resume: restart), {rates[0]:.3g} now, up to "
+            f"{scheduler.base_lrs[0]:.3g} and down to the floor over the {total - step} steps left"
+        )
+    return (
+        f"{length}: continued from {rates[0]:.3g} (train.schedule_on_resume: continue), annealed to "
+        f"{fitted.floor * scheduler.base_lrs[0]:.3g} over the {total - step} steps left"
+    )
+
+
+def warn_global_batch(state: CheckpointState, trainer, path) -> None:
+    """One warning when the global batch (ranks x batch per rank) differs from the checkpoint's run: the
+    steps per epoch change with it, and train.lr is not scaled."""
+    ranks_then = int(state.world_size or 1)
+    batch_then = int(state.saved_section("data").get("batch_size", trainer.config.data.batch_size))
+    ranks_now, batch_now = trainer.env.world_size, trainer.config.data.batch_size
+    if ranks_then * batch_then == ranks_now * batch_now:
+        return
+    log.warning(
+        "checkpoint %s was trained with a global batch of %d (%d rank(s) x batch %d); this run's is %d (%d "
+        "rank(s) x batch %d): each optimizer step now averages over %s samples, the steps per epoch change with "
+        "it, and train.lr (%g) is not scaled",
+        path,
+        ranks_then * batch_then,
+        ranks_then,
+        batch_then,
+        ranks_now * batch_now,
+        ranks_now,
+        batch_now,
+        "more" if ranks_now * batch_now > ranks_then * batch_then else "fewer",
+        trainer.config.train.lr,
+    )
 
 
 def warn_changed_data(state: CheckpointState, train_index, path) -> None:

@@ -68,3 +68,14 @@ def test_yaml_float_strings_are_still_checked(tmp_path):
     path.write_text("train: {lr: 1e-x}\ndata: {data_dir: d}")
     with pytest.raises(cfgmod.ConfigError, match="train.lr"):
         cfgmod.load(path)
+
+
+def test_listwise_with_rmsd_target_names_the_target_as_the_bad_value(tmp_path):
+    from pecan import config as config_module
+
+    path = tmp_path / "c.yaml"
+    path.write_text("data: {data_dir: d}\ntrain: {ranking_loss: listwise, ranking_target: rmsd}\n")
+    with pytest.raises(config_module.ConfigError) as err:
+        config_module.load(str(path))
+    message = str(err.value)
+    assert "'train.ranking_target'" in message and "got 'rmsd'" in message and "listwise" in message

@@ -20,7 +20,7 @@ def seen_by(samplers, per_rank):
     return np.concatenate([s.indices()[:per_rank] for s in samplers])
 
 
-@pytest.mark.parametrize("mode", ["global", "block", "complex", "balanced"])
+@pytest.mark.parametrize("mode", ["global", "block", "window", "complex", "balanced"])
 @pytest.mark.parametrize("before, after", [(2, 1), (1, 3), (4, 2)])
 def test_the_rest_of_an_epoch_is_every_unseen_sample_once(mode, before, after):
     kwargs = {"mode": mode, "shard_ids": COMPLEXES % 3, "complex_codes": COMPLEXES}

@@ -44,5 +44,6 @@ def test_plot_and_trace_dispatch(tmp_path, capsys):
     a, b = run_dir(tmp_path / "a", 48), run_dir(tmp_path / "b", 96)
     assert cli.main(["runs", "plot", str(a), str(b), "--out", str(tmp_path)]) == 0
     assert (tmp_path / "overlay.png").exists()
-    with pytest.raises(SystemExit, match="no trace files"):
-        cli.main(["runs", "trace", str(a)])
+    capsys.readouterr()
+    assert cli.main(["runs", "trace", str(a)]) == 1
+    assert "error: no trace files" in capsys.readouterr().err
