@@ -256,3 +256,37 @@ def test_a_derived_index_from_before_checksums_is_derived_again(shards, caplog):
     derive(data_dir)
     assert "has no checksum (an older PECAN wrote it); deriving it again" in caplog.text
     assert "csv_blake2b" in json.loads(sidecar.read_text())
+
+
+def flip_last_byte(pack: Path, name: str) -> None:
+    """The last byte of array ``name`` inverted in place (same size, same header)."""
+    header = packed.read_header(pack)
+    spec = header["arrays"][name]
+    nbytes = int(np.prod(spec["shape"], dtype=np.int64)) * np.dtype(spec["dtype"]).itemsize
+    at = header["data_start"] + spec["offset"] + nbytes - 1
+    with open(pack, "r+b") as handle:
+        handle.seek(at)
+        byte = handle.read(1)
+        handle.seek(at)
+        handle.write(bytes([byte[0] ^ 0xFF]))
+
+
+def test_every_array_changed_in_place_is_caught_and_named(tmp_path, shards):
+    """Each array of a pack, the last one and its last byte included, fails its own checksum by name."""
+    _, paths = shards
+    pack = packing.pack_shard(paths[0], PARAMS, str(tmp_path / "cache"))
+    header = packed.read_header(pack)
+    names = [name for name, spec in header["arrays"].items() if int(np.prod(spec["shape"], dtype=np.int64)) > 0]
+    last = max(names, key=lambda name: header["arrays"][name]["offset"])
+    assert header["data_start"] + header["payload_bytes"] == pack.stat().st_size
+    pristine = pack.read_bytes()
+    for name in names:
+        pack.write_bytes(pristine)
+        flip_last_byte(pack, name)
+        assert pack.stat().st_size == len(pristine)
+        assert not packed.pack_is_intact(pack), name
+        with pytest.raises(integrity.CorruptFile, match=f"array '{name}' fails its checksum"):
+            integrity.verify(pack, packed.read_header(pack))
+    spec = header["arrays"][last]
+    end = header["data_start"] + spec["offset"] + int(np.prod(spec["shape"])) * np.dtype(spec["dtype"]).itemsize
+    assert end == len(pristine)  # the last array's last byte is the file's last byte: it was covered above
