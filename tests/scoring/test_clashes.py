@@ -115,3 +115,38 @@ def test_figures_rank_a_clashing_pose_last_and_never_call_it_near_native():
     assert values["accuracy"] == pytest.approx(1 / 3)  # a (near-native, clashing) and b (0.6) are wrong
     assert metrics_line(values).endswith("| 1 with a clash (ranked last)")
     assert "clashes" not in metrics(scores.drop(columns="pecan_clash"))  # pecan predict: no clash check
+
+
+ELEMENT_SLOT = {"B": 0, "C": 1, "N": 2, "O": 3, "P": 4, "S": 5, "Se": 6, "Cl": 7, "Br": 7, "I": 7, "F": 7, "Zn": 8}
+
+
+def two_atoms(ligand_element: str, receptor_element: str, distance: float) -> np.ndarray:
+    """One ligand atom and one receptor atom ``distance`` apart, each with its element bit set as the
+    converter sets it (B, C, N, O, P, S, Se, halogen, metal)."""
+    pose = rows([(0, 0, 0)], [(distance, 0, 0)])
+    for row, element in enumerate((ligand_element, receptor_element)):
+        pose[row, layout.FEATURE_COLUMNS.start + ELEMENT_SLOT[element]] = 1.0
+    return pose
+
+
+@pytest.mark.parametrize(
+    "ligand, receptor, distance, clash",
+    [
+        ("N", "Zn", 1.9, False),  # coordination
+        ("O", "Zn", 2.0, False),
+        ("S", "Zn", 1.6, False),  # short for thiolate-zinc, yet above the metal limit
+        ("N", "Zn", 1.4, True),  # a covalent-bond length to a metal: no real contact
+        ("Zn", "O", 1.4, True),  # a metal on the ligand side counts the same
+        ("Cl", "C", 1.7, True),  # a halogen 1.7 A from a carbon
+        ("Br", "O", 1.95, True),
+        ("I", "C", 2.05, False),
+        ("O", "O", 1.9, True),  # shorter than the shortest hydrogen bond
+        ("O", "N", 2.5, False),  # a hydrogen bond
+        ("C", "C", 1.99, True),
+        ("C", "S", 2.0, False),  # at the limit: not closer than it
+    ],
+)
+def test_the_clash_flag_per_element_class(ligand, receptor, distance, clash):
+    found, flagged = closest_contact(two_atoms(ligand, receptor, distance))
+    assert found == pytest.approx(distance, abs=1e-6)
+    assert flagged is clash, (ligand, receptor, distance)
