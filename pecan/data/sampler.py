@@ -50,6 +50,7 @@ class ShardAwareSampler(torch.utils.data.Sampler[int]):
         if window < 1:
             raise ValueError(f"shuffle window must be at least 1 shard, got {window}")
         self.num_samples, self.rank, self.world_size = num_samples, rank, world_size
+        self.shard_ids = None if shard_ids is None else np.asarray(shard_ids)
         blocks = complex_codes if mode in GROUPED else shard_ids
         self.block_ids = np.zeros(num_samples, dtype=np.int64) if blocks is None else np.asarray(blocks)
         self.shuffle, self.mode, self.seed, self.pad, self.window = shuffle, mode, seed, pad, window
@@ -140,15 +141,17 @@ class ShardAwareSampler(torch.utils.data.Sampler[int]):
             return order[self.rank * per_rank : (self.rank + 1) * per_rank]
         return order[self.rank : total : self.world_size]
 
-    def blocks_read(self, ranks: Iterable[int]) -> np.ndarray:
-        """The shard ids (complex codes in the grouped modes) that ``ranks`` read in this epoch's remaining
-        order, sorted: what one node must have at hand for the epoch (pecan.data.staging.stage_subset)."""
+    def shards_read(self, ranks: Iterable[int]) -> np.ndarray:
+        """The shard ids that ``ranks`` read in the rest of this epoch, sorted: what one node must have at
+        hand for the epoch (pecan.data.staging.stage_subset)."""
+        if self.shard_ids is None:
+            raise ValueError("shards_read needs shard_ids (the shard of every sample)")
         sampler = copy.copy(self)
-        read = []
+        read = [np.zeros(0, dtype=np.int64)]
         for rank in ranks:
             sampler.rank = rank
-            read.append(self.block_ids[sampler.indices()])
-        return np.unique(np.concatenate(read)) if read else np.zeros(0, dtype=np.int64)
+            read.append(self.shard_ids[sampler.indices()])
+        return np.unique(np.concatenate(read))
 
     def __iter__(self) -> Iterator[int]:
         skip, self.skip = self.skip, 0

@@ -7,6 +7,9 @@ copy changed in place is copied again), and a ``check`` of each copy's content (
 on every copy used, fresh or reused: a reused copy that fails it is copied again. Any
 failure (a copy error, a full disk) falls back to reading every file in place, with a warning: a job
 never reads a half-staged set.
+
+``stage_subset`` stages only the files one node reads in an epoch (under ``data.shuffle: block`` or
+``window`` a node's ranks read a contiguous share of the epoch's shards), for data larger than the local disk.
 """
 
 from __future__ import annotations
@@ -115,6 +118,27 @@ def stage(sources: list[Path], stage_dir: str | Path, check: Optional[Callable[[
             report.seconds,
             report.files_reused,
         )
+    return report
+
+
+def stage_subset(
+    sources: list[Path], needed: set, stage_dir: str | Path, check: Optional[Callable[[Path], bool]] = None
+) -> StageReport:
+    """Stage only the ``needed`` sources (the packs a node's ranks read this epoch:
+    ``ShardAwareSampler.shards_read``), so a data set larger than the local disk can be staged one share at a
+    time; the others are read in place. Staged copies of the other sources (an earlier epoch's share) are
+    removed first, so their space is free for this share's copies."""
+    needed = {str(s) for s in needed}
+    unknown = needed - {str(s) for s in sources}
+    if unknown:
+        raise ValueError(f"staging: {len(unknown)} needed file(s) are not sources of this job, e.g. {min(unknown)}")
+    stage_dir = absolute(stage_dir)
+    for source in (Path(s) for s in sources if str(s) not in needed):
+        staged = staged_path(source, stage_dir)
+        _marker(staged).unlink(missing_ok=True)
+        staged.unlink(missing_ok=True)
+    report = stage([Path(s) for s in sources if str(s) in needed], stage_dir, check)
+    report.mapping.update({str(s): str(s) for s in sources if str(s) not in needed})
     return report
 
 
