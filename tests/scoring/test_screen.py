@@ -25,7 +25,9 @@ def vina(trained_run, tmp_path_factory):
 
 
 def screen_file(source, out, titles, corrupt_after=None):
-    """``source``'s records retitled; with ``corrupt_after`` a record RDKit cannot parse follows that one."""
+    """``source``'s records retitled; with ``corrupt_after`` (an index, or several) a record RDKit cannot parse
+    follows each of those."""
+    corrupt = {corrupt_after} if isinstance(corrupt_after, int) else set(corrupt_after or ())
     mols = list(Chem.SDMolSupplier(str(source), removeHs=False))
     with open(out, "w") as handle:
         for k, title in enumerate(titles):
@@ -35,7 +37,7 @@ def screen_file(source, out, titles, corrupt_after=None):
                 Chem.MolToMolBlock(mol) + "".join(f">  <{p}>\n{mol.GetProp(p)}\n\n" for p in mol.GetPropNames())
             )
             handle.write("$$$$\n")
-            if corrupt_after == k:
+            if k in corrupt:
                 handle.write(f"{title}\n  broken\n\n  2  1  0  0  0  0  0  0  0  0999 V2000\nnonsense\nM  END\n$$$$\n")
     return out
 
@@ -126,14 +128,16 @@ def test_two_ranks_write_what_one_process_writes(vina):
     """Under a launcher each rank scores every other ligand; rank 0 joins the parts in input order, the
     ligands' numbers compared as numbers (ligand 10 after ligand 9, not after 1): the outputs are those of one
     process (the scores to float rounding: the batches differ), and the ranks' folder is gone. The ligands are
-    found by the default grouping (a molecule per title run) on every rank."""
+    found by the default grouping (a molecule per title run) on every rank. A broken record after each of 12
+    ligands: the failures of both ranks are joined in input order (ligand 10 after 9, not after 1)."""
     import sys
 
     from tests.ddp import run_ranks_ok
 
     tmp, checkpoint, receptor, poses = vina
     titles = [f"lig{k:02d}" for k in range(12) for _ in range(1 + k % 3)]  # 12 ligands (numbers 0..11), 24 poses
-    sdf = screen_file(poses, tmp / "ranks.sdf", titles, corrupt_after=4)
+    last_of_each = [len(titles) - 1 - titles[::-1].index(title) for title in dict.fromkeys(titles)]
+    sdf = screen_file(poses, tmp / "ranks.sdf", titles, corrupt_after=last_of_each)
     assert run(vina, sdf, tmp / "one.sdf") == 0
     argv = [sys.executable, "-m", "pecan", "score", str(checkpoint), "--receptor", str(receptor), "--poses", str(sdf)]
     argv += ["--out", str(tmp / "two.sdf"), "--score-property", "vina_score", "--device", "cpu"]
@@ -148,4 +152,5 @@ def test_two_ranks_write_what_one_process_writes(vina):
         [line for line in (tmp / name).read_text().splitlines() if "." not in line] for name in ("one.sdf", "two.sdf")
     ]
     assert lines[0] == lines[1]  # every line but the numbers with decimals (coordinates, scores) is the same
-    assert pd.read_csv(tmp / "two.failures.csv").shape[0] == 1
+    failures = pd.read_csv(tmp / "two.failures.csv", dtype=str, keep_default_na=False)
+    assert failures.shape[0] == 12 and failures["complex_id"].tolist() == list(dict.fromkeys(titles))
