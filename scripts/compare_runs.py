@@ -1,5 +1,5 @@
-"""`pecan runs compare` (pecan/runs/compare.py, with the full description), kept so that existing command
-lines keep working.
+"""`pecan runs compare` (pecan/runs/compare.py, with the full description): deprecated, a warning
+on every run, removed in the next release.
 
     python scripts/compare_runs.py baseline=runs/reopen-1,runs/reopen-2 packed=runs/packed-1,runs/packed-2
     python scripts/compare_runs.py --strict --allow model.hidden small=runs/h48 large=runs/h96
@@ -13,4 +13,10 @@ from pecan.runs.compare import *  # noqa: E402,F403  (the script's names, for ca
 from pecan.runs.compare import main  # noqa: E402
 
 if __name__ == "__main__":
+    print(
+        "warning: scripts/compare_runs.py is deprecated (removed in the next release): use "
+        "`pecan runs compare` "
+        "(the same options)",
+        file=sys.stderr,
+    )
     sys.exit(main(prog="python scripts/compare_runs.py"))

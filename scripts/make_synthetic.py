@@ -1,4 +1,4 @@
-"""`pecan synth` (pecan/commands/synth.py), kept so that existing command lines keep working."""
+"""`pecan synth` (pecan/commands/synth.py), deprecated (a warning on every run; removed in the next release)."""
 
 import pathlib
 import sys
@@ -7,4 +7,10 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # run from
 from pecan.commands.synth import main  # noqa: E402
 
 if __name__ == "__main__":
+    print(
+        "warning: scripts/make_synthetic.py is deprecated (removed in the next release): use "
+        "`pecan synth` "
+        "(the same options)",
+        file=sys.stderr,
+    )
     sys.exit(main(prog="python scripts/make_synthetic.py"))

@@ -1,4 +1,4 @@
-"""`pecan runs trace` (pecan/runs/trace.py), kept so that existing command lines keep working.
+"""`pecan runs trace` (pecan/runs/trace.py), deprecated (a warning on every run; removed in the next release).
 
 Usage: python scripts/trace_report.py RUN_DIR [--perfetto out.json] [--json totals.json] [--check]
 """
@@ -11,4 +11,10 @@ from pecan.runs.trace import *  # noqa: E402,F403  (the script's names, for call
 from pecan.runs.trace import main  # noqa: E402
 
 if __name__ == "__main__":
+    print(
+        "warning: scripts/trace_report.py is deprecated (removed in the next release): use "
+        "`pecan runs trace` "
+        "(the same options)",
+        file=sys.stderr,
+    )
     sys.exit(main(prog="python scripts/trace_report.py"))

@@ -47,3 +47,27 @@ def test_plot_and_trace_dispatch(tmp_path, capsys):
     capsys.readouterr()
     assert cli.main(["runs", "trace", str(a)]) == 1
     assert "error: no trace files" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "script, command",
+    [
+        ("compare_runs", "pecan runs compare"),
+        ("convert_structures", "pecan convert"),
+        ("make_synthetic", "pecan synth"),
+        ("pack_shards", "pecan pack"),
+        ("plot_run", "pecan runs plot"),
+        ("trace_report", "pecan runs trace"),
+    ],
+)
+def test_every_script_shim_is_deprecated_naming_its_command(script, command):
+    import subprocess
+    import sys
+
+    from tests.procs import ROOT, clean_env
+
+    done = subprocess.run(
+        [sys.executable, f"scripts/{script}.py", "--help"], cwd=ROOT, env=clean_env(), capture_output=True, text=True
+    )
+    assert f"warning: scripts/{script}.py is deprecated (removed in the next release): use `{command}`" in done.stderr
+    assert done.returncode == 0 and "usage:" in done.stdout
