@@ -22,7 +22,8 @@ except ImportError as err:  # pragma: no cover - exercised only without the extr
 RDLogger.DisableLog("rdApp.*")
 
 
-from pecan.runtime.errors import ConversionError  # noqa: E402,F401  (re-exported)
+from pecan.runtime.errors import ConversionError, NotANumber  # noqa: E402,F401  (ConversionError re-exported)
+from pecan.runtime.numbers import read_docking_score  # noqa: E402
 
 WATER_RESIDUES = {"HOH", "WAT", "DOD", "H2O", "TIP", "TIP3", "SOL"}
 ELEMENT_SLOTS = {5: 0, 6: 1, 7: 2, 8: 3, 15: 4, 16: 5, 34: 6, 9: 7, 17: 7, 35: 7, 53: 7}
@@ -97,12 +98,15 @@ def _mol2_blocks(path: Path) -> list[str]:
     return [text[a:b] for a, b in zip(starts, starts[1:] + [len(text)])]
 
 
-def docking_score(mol: Chem.Mol, prop: str) -> float:
-    """The pose's docking score from SD property ``prop`` (its first number, e.g. 'VINA RESULT: -9.1 ...')."""
+def docking_score(mol: Chem.Mol, prop: str, source: str = "") -> float:
+    """The pose's docking score from SD property ``prop`` (NaN when the pose has none): the whole property is one
+    number, or Vina's result remark (``pecan.runtime.numbers``); ConversionError naming the property otherwise."""
     if not prop or not mol.HasProp(prop):
         return float("nan")
-    match = re.search(r"[-+]?\d*\.?\d+(?:[eE][-+]?\d+)?", mol.GetProp(prop))
-    return float(match.group()) if match else float("nan")
+    try:
+        return read_docking_score(mol.GetProp(prop), f"{source}{', ' if source else ''}SD property {prop!r}")
+    except NotANumber as err:
+        raise ConversionError(f"docking score: {err}") from None
 
 
 # ---------------------------------------------------------------------------- features

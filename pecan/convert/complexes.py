@@ -188,10 +188,9 @@ class ComplexConverter:
         what = "the crystal ligand" if is_crystal else "this pose"
         if len(protein) == 0:
             raise ConversionError(f"no receptor atoms within {self.options.pocket_radius} A of {what}")
-        attrs = {
-            "rmsd": float(rmsd),
-            "score": float("nan") if is_crystal else chem.docking_score(mol, self.entry.score_property),
-        }
+        entry = self.entry
+        score = float("nan") if is_crystal else chem.docking_score(mol, entry.score_property, str(entry.poses))
+        attrs = {"rmsd": float(rmsd), "score": score}
         if not np.isnan(rmsd):
             attrs["label"] = int(rmsd < self.options.rmsd_threshold)
         attrs.update(counter.counts(_with_hydrogens(mol)))

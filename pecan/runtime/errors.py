@@ -15,6 +15,11 @@ class DataError(ValueError):
     """Bad input data: the message names the file, group or pose."""
 
 
+class NotANumber(DataError):
+    """A text field that should hold one number does not (``pecan.runtime.numbers``): the message names the
+    file, the record or line, the field and the text as written."""
+
+
 class IndexUnreadable(DataError):
     """An index CSV that cannot be read at all (missing, no permission, not a file): the one case in which
     the index is derived from the shard list instead."""

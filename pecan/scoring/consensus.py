@@ -20,7 +20,7 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
-from pecan.runtime.errors import ConfigError
+from pecan.runtime.errors import ConfigError, DataError
 
 COLUMN = "pecan_consensus"
 
@@ -59,6 +59,11 @@ def consensus_column(scores: pd.DataFrame, weight: float) -> np.ndarray:
     out = np.empty(len(scores))
     logits = scores["logit"].to_numpy(dtype=np.float64)
     docking = scores["docking_score"].to_numpy(dtype=np.float64)
-    for rows in scores.groupby("complex_id", sort=False).indices.values():
+    for complex_id, rows in scores.groupby("complex_id", sort=False).indices.items():
+        if weight and not np.isfinite(docking[rows]).all():
+            raise DataError(
+                f"the consensus (docking weight {weight:g}) needs a finite docking score for every pose: "
+                f"{int((~np.isfinite(docking[rows])).sum())} of ligand {complex_id}'s {len(rows)} poses have none"
+            )
         out[rows] = consensus(logits[rows], docking[rows], weight)
     return out

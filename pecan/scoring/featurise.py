@@ -317,6 +317,8 @@ class GroupConverter:
                 problem = chem.ligand_problem(mol)
                 if problem:
                     raise ConversionError(f"{group.source}: {problem}")
+                # a docking score that is not a number fails this pose (pecan.runtime.numbers)
+                chem.docking_score(mol, group.score_property, group.source)
                 rmsd = chem.symmetric_rmsd(mol, crystal) if crystal is not None else float("nan")
                 ready.append((pose_id, mol, rmsd, *self._rows(*prepared[id(mol)], pocket)))
             except ConversionError as err:

@@ -25,7 +25,8 @@ import torch
 from pecan.data.sample import SampleTable
 from pecan.engine.pins import assign_splits
 from pecan.engine.state import CheckpointState
-from pecan.runtime.errors import ConfigError, DataError
+from pecan.runtime.errors import ConfigError, DataError, NotANumber
+from pecan.runtime.numbers import read_docking_score
 from pecan.scoring.clashes import receptor_contacts
 from pecan.scoring.consensus import COLUMN as CONSENSUS
 from pecan.scoring.consensus import consensus
@@ -206,6 +207,14 @@ class ScreenRun:
                 f"--score-property, or give the scores in a CSV with --scores-csv FILE --score-column NAME (the "
                 f"way for mol2 and PDB poses, which have no SD properties)"
             )
+        for number, mol in enumerate(group.records, start=1):
+            title = mol.GetProp("_Name") if mol is not None and mol.HasProp("_Name") else ""
+            where = f"{group.source}, ligand {group.complex_id} pose {number} (title {title!r}), SD property {prop!r}"
+            try:
+                if mol is not None:
+                    read_docking_score(mol.GetProp(prop), where)
+            except NotANumber as err:
+                raise ConfigError(f"pecan score: {err}") from None
 
     def _fail(self, group: LigandGroup, pose_id: str, reason: str, complex_id: Optional[str] = None) -> None:
         complex_id = group.complex_id if complex_id is None else complex_id

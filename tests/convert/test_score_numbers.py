@@ -1,0 +1,89 @@
+"""A docking score is read as written (pecan.runtime.numbers), in `pecan convert` and `pecan score` alike: a
+property that is not one number fails that pose (convert, score with the model alone) or stops `pecan score`
+under a consensus (exit 2 naming file, pose and property); a Unicode minus is a minus."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+pytest.importorskip("rdkit", reason="needs the convert extra: pip install -e '.[convert]'")
+pytest.importorskip("prolif", reason="needs the convert extra: pip install -e '.[convert]'")
+
+from rdkit import Chem  # noqa: E402
+
+from pecan.commands import score as score_command  # noqa: E402
+from pecan.convert import chemistry as chem  # noqa: E402
+from pecan.convert.examples import prolif_data, vina_poses_with_scores  # noqa: E402
+from pecan.runtime.errors import DataError  # noqa: E402
+from pecan.scoring.consensus import consensus_column  # noqa: E402
+
+VINA = prolif_data() / "vina"
+
+
+def molecule(score: str):
+    mol = Chem.MolFromSmiles("CCO")
+    mol.SetProp("score", score)
+    return mol
+
+
+@pytest.mark.parametrize(
+    "text, value",
+    [("-9.1", -9.1), ("\u221210.6", -10.6), ("\u201310.6", -10.6), (" VINA RESULT:  -9.1  0.000  0.000", -9.1)],
+)
+def test_docking_score_as_written(text, value):
+    assert chem.docking_score(molecule(text), "score") == value
+
+
+@pytest.mark.parametrize("text", ["failed (code 2)", "nan", "inf", "-9.1 kcal/mol", "score: -7"])
+def test_a_docking_score_that_is_not_a_number_fails_naming_file_and_property(text):
+    with pytest.raises(chem.ConversionError, match=r"poses\.sdf, SD property 'score': .* is not a number"):
+        chem.docking_score(molecule(text), "score", "poses.sdf")
+
+
+def test_no_property_is_no_score():
+    assert np.isnan(chem.docking_score(molecule("-1"), "other"))
+
+
+def test_consensus_without_a_finite_score_is_a_data_error_naming_the_ligand():
+    scores = pd.DataFrame({"complex_id": ["a", "a"], "logit": [0.1, 0.2], "docking_score": [-7.0, np.nan]})
+    with pytest.raises(DataError, match="1 of ligand a's 2 poses"):
+        consensus_column(scores, 1.0)
+    assert len(consensus_column(scores, 0.0)) == 2
+
+
+def poses_with(tmp_path, pose: int, text: str):
+    """ProLIF's Vina poses with their scores, pose ``pose`` (from 0) scored ``text``."""
+    mols = list(Chem.SDMolSupplier(str(vina_poses_with_scores(tmp_path / "scored.sdf")), removeHs=False))
+    mols[pose].SetProp("vina_score", text)
+    path = tmp_path / "poses.sdf"
+    with Chem.SDWriter(str(path)) as writer:
+        for mol in mols:
+            writer.write(mol)
+    return path
+
+
+def score(checkpoint, poses, out, *extra):
+    argv = [str(checkpoint), "--receptor", str(VINA / "rec.pdb"), "--poses", str(poses), "--complex-id", "vina"]
+    argv += ["--score-property", "vina_score", "--receptor-hydrogens", "keep", "--device", "cpu"]
+    return score_command.main([*argv, "--out", str(out), *extra])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("text", ["failed (code 2)", "nan"])
+def test_pecan_score_refuses_a_score_that_is_not_a_number_under_a_consensus(trained_run, tmp_path, capsys, text):
+    poses = poses_with(tmp_path, 1, text)
+    assert score(trained_run.checkpoint, poses, tmp_path / "out.sdf", "--docking-weight", "1") == 2
+    err = capsys.readouterr().err
+    assert "poses.sdf, ligand vina pose 2" in err and "SD property 'vina_score'" in err and repr(text) in err
+    assert "Traceback" not in err and not (tmp_path / "out.sdf").exists()
+    assert score(trained_run.checkpoint, poses, tmp_path / "alone.sdf") == 0  # the model alone: that pose fails
+    failures = pd.read_csv(tmp_path / "alone.failures.csv", dtype=str, keep_default_na=False)
+    assert failures["reason"].str.contains("is not a number").sum() == 1
+
+
+@pytest.mark.slow
+def test_pecan_score_reads_a_unicode_minus_as_a_minus(trained_run, tmp_path):
+    poses = poses_with(tmp_path, 0, "\u221212.345")
+    assert score(trained_run.checkpoint, poses, tmp_path / "out.sdf", "--docking-weight", "1") == 0
+    scores = pd.read_csv(tmp_path / "out.csv")
+    assert (scores["docking_score"] == -12.345).sum() == 1 and (scores["docking_score"] > 0).sum() == 0
