@@ -21,7 +21,7 @@ from pecan.runtime.errors import NotANumber
 
 DASHES = "\u2212\u2010\u2011\u2012\u2013\u2014\u2015\ufe63\uff0d"
 _AS_MINUS = str.maketrans({dash: "-" for dash in DASHES})
-_NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
+_NUMBER = r"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?"  # ASCII digits only
 NUMBER = re.compile(_NUMBER)
 VINA_RESULT = re.compile(rf"VINA RESULT:\s*({_NUMBER})\s+{_NUMBER}\s+{_NUMBER}")
 

@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pecan.runtime.numbers import number_or_none
 from pecan.sources.reserved import reserved_reason
 from pecan.sources.selection import Selection
 from pecan.sources.types_file import TypesLine, fold_of, forget_files, ligand_record, receptor_file
@@ -145,12 +146,12 @@ def read_records(path: Path) -> list:
 
 
 def _score(pose: Pose, mol) -> str:
+    """The Vina score: the comment's first field when it is one number (``pecan.runtime.numbers``), else the
+    record's ``minimizedAffinity`` as written (`pecan convert` reads it by the same rule)."""
     comment = pose.line.comment.split()
-    if comment:
-        try:
-            return str(float(comment[0]))
-        except ValueError:
-            pass
+    value = number_or_none(comment[0]) if comment else None
+    if value is not None:
+        return repr(value)
     return mol.GetProp("minimizedAffinity") if mol.HasProp("minimizedAffinity") else ""
 
 

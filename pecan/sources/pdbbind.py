@@ -14,6 +14,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from pecan.runtime.errors import DataError
+from pecan.runtime.numbers import number_or_none
 from pecan.sources.reserved import reserved_reason
 from pecan.sources.selection import Selection, relative
 
@@ -41,33 +43,43 @@ def _name_line(fields: list[str]) -> dict:
     return {"uniprot": uniprot, "protein": " ".join(fields[3:])}
 
 
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
+def _affinity(fields: list[str], line: str, where: str) -> str:
+    """The -logKd/Ki column as written: one finite number > 0 (a Kd/Ki below 1 M; ``pecan.runtime.numbers``)."""
+    if len(fields) < 4:
+        raise DataError(f"{where}: expected resolution, release year and -logKd/Ki (a number): {line!r}")
+    value = number_or_none(fields[3])
+    if value is None or value <= 0:
+        raise DataError(
+            f"{where}: -logKd/Ki {fields[3]!r} is not a number > 0 (a finite -logKd/Ki of a Kd/Ki below 1 M): {line!r}"
+        )
+    return fields[3]
 
 
 def read_index(path: Path) -> dict[str, dict]:
     """PDB code -> the columns of one INDEX file: a name index (UniProt ID, protein name) when its lines have no
     '//' reference, else a data index (resolution, year, -logKd/Ki as affinity, ...). A line the format does not
-    fit is a ValueError naming the file and line."""
+    fit, or a PDB code on two lines, is a DataError naming the file and line(s)."""
     index: dict[str, dict] = {}
+    lines: dict[str, int] = {}
     for number, line in enumerate(path.read_text(errors="replace").splitlines(), start=1):
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         fields = line.split()
+        where = f"index {path}, line {number}"
         if not PDB_CODE.match(fields[0]) or len(fields) < 3:
-            raise ValueError(f"index {path}, line {number}: expected a PDB code and its columns, got {line!r}")
+            raise DataError(f"{where}: expected a PDB code and its columns, got {line!r}")
+        code = fields[0].lower()
+        if code in lines:
+            raise DataError(
+                f"index {path}: PDB code {fields[0]} on lines {lines[code]} and {number}: one line per complex "
+                f"(remove the one that is wrong)"
+            )
+        lines[code] = number
         if "//" in line:
-            if len(fields) < 4 or not _is_number(fields[3]):
-                raise ValueError(
-                    f"index {path}, line {number}: expected resolution, release year and -logKd/Ki (a number): {line!r}"
-                )
-            index[fields[0].lower()] = _data_line(fields, line)
+            _affinity(fields, line, where)
+            index[code] = _data_line(fields, line)
         else:
-            index[fields[0].lower()] = _name_line(fields)
+            index[code] = _name_line(fields)
     return index
 
 

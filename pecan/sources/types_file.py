@@ -11,16 +11,19 @@ from __future__ import annotations
 
 import functools
 import gzip
-import math
 import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from pecan.runtime.errors import DataError
+from pecan.runtime.numbers import number_or_none
+
 DEFAULT_COLUMNS = ("label", "affinity", "rmsd")
 POSE_SUFFIX = re.compile(r"^(?P<stem>.+)_(?P<index>\d+)$")
 FOLD_FILE = re.compile(r"(?P<part>train|test)(?P<fold>\d+)\.types$")
 LIGAND_FORMATS = (".sdf.gz", ".sdf")
+FILE_NAME = re.compile(r"\.[A-Za-z]\w*$")  # a suffix: what a receptor or ligand name ends with
 
 
 @dataclass(frozen=True)
@@ -35,32 +38,37 @@ class TypesLine:
     comment: str
 
 
-def _number(text: str) -> float | None:
-    try:
-        value = float(text)
-    except ValueError:
-        return None
-    return value if math.isfinite(value) else None
+def _wrong_field(fields: list[str], values: list[float], columns: tuple[str, ...]) -> str:
+    """Which field of a line that does not fit is wrong, in words."""
+    names, k = fields[len(values) :], len(values)
+    if k > len(columns):
+        return f"field {len(columns) + 1} {fields[len(columns)]!r} is a number past the {len(columns)} columns"
+    misread = any(number_or_none(name) is not None for name in names[1:]) or not FILE_NAME.search(names[0])
+    if k == 0 or (len(names) > 2 and misread):
+        column = f" ({columns[k]})" if k < len(columns) else ""
+        return f"field {k + 1}{column} {names[0]!r} is not a number"
+    return f"{len(names)} file name(s) after the numbers, expected a receptor and a ligand"
 
 
 def parse_line(text: str, path: Path, number: int, columns: tuple[str, ...]) -> TypesLine | None:
     """One line (None for a blank or comment-only line); a line without a label and two file names, or with more
-    numbers than ``columns`` names, is a ValueError naming the file and line."""
+    numbers than ``columns`` names, is a ValueError quoting the whole line and naming the file, line and field."""
     body, _, comment = text.partition("#")
     fields = body.split()
     if not fields:
         return None
     values = []
-    for text in fields:
-        value = _number(text)
+    for field in fields:
+        value = number_or_none(field)
         if value is None:
             break
         values.append(value)
     names = fields[len(values) :]
     if not values or len(names) != 2 or len(values) > len(columns):
-        raise ValueError(
-            f"types file {path}, line {number}: expected {' '.join(columns)} (the first {len(columns)} at most) "
-            f"then a receptor and a ligand file, got {text.strip()!r}"
+        raise DataError(
+            f"types file {path}, line {number}: {_wrong_field(fields, values, columns)}; expected "
+            f"{' '.join(columns)} (the first {len(columns)} at most) then a receptor and a ligand file, "
+            f"got {text.strip()!r}"
         )
     return TypesLine(path, number, dict(zip(columns, values)), names[0], names[1], comment.strip())
 

@@ -10,6 +10,7 @@ pytest.importorskip("rdkit", reason="needs the convert extra: pip install -e '.[
 from pecan.commands.sources import main  # noqa: E402
 from pecan.convert.complexes import read_manifest as read_convert_manifest  # noqa: E402
 from pecan.redock.run import read_manifest as read_redock_manifest  # noqa: E402
+from pecan.runtime.errors import DataError  # noqa: E402
 from pecan.sources.pdbbind import default_indexes, read_index  # noqa: E402
 
 DATA_INDEX = """# ==============================================================================
@@ -103,6 +104,34 @@ def test_a_bad_index_line_names_the_file_and_line(tmp_path, line):
     index.write_text(f"# header\n{line}\n")
     with pytest.raises(ValueError, match=r"INDEX_general_PL_data.2020, line 2"):
         read_index(index)
+
+
+@pytest.mark.parametrize("affinity", ["nan", "inf", "-3.0", "0", "4,31", "4.31x"])
+def test_an_affinity_that_is_not_a_number_above_zero_stops_naming_file_and_line(tmp_path, affinity):
+    index = tmp_path / "INDEX_general_PL_data.2020"
+    index.write_text(
+        f"# header\n2tpi  2.10  1982   4.31  Kd=49uM  // 2tpi.pdf (2-mer)\n"
+        f"1h36  1.80  2003   {affinity}  Ki=0.63uM  // 1h36.pdf (R88)\n"
+    )
+    with pytest.raises(DataError, match=rf"INDEX_general_PL_data.2020, line 3: -logKd/Ki '{affinity}' is not a number"):
+        read_index(index)
+
+
+@pytest.mark.parametrize("name", ["INDEX_general_PL_data.2020", "INDEX_general_PL_name.2020"])
+def test_a_pdb_code_on_two_lines_of_one_index_names_both_lines(tmp_path, name):
+    index = tmp_path / name
+    lines = (DATA_INDEX if "data" in name else NAME_INDEX).splitlines()
+    index.write_text("\n".join([*lines, lines[4].replace("2tpi", "2TPI")]) + "\n")
+    with pytest.raises(DataError, match=rf"{name}: PDB code 2TPI on lines 5 and {len(lines) + 1}"):
+        read_index(index)
+
+
+def test_a_duplicate_index_line_stops_the_command_with_exit_2(pdbbind, tmp_path, capsys):
+    index = tmp_path / "INDEX_general_PL_data.2020"
+    index.write_text(DATA_INDEX + "2tpi  2.10  1982   5.00  Kd=10uM  // 2tpi.pdf (2-mer)\n")
+    assert main(["pdbbind", str(pdbbind), "--index", str(index), "--out", str(tmp_path / "m.csv")]) == 2
+    err = capsys.readouterr().err
+    assert "PDB code 2tpi on lines 5 and 9" in err and "Traceback" not in err
 
 
 def test_only_the_protein_ligand_indexes_are_found(tmp_path):

@@ -64,3 +64,26 @@ def test_fold_files(tmp_path):
     assert fold_of(tmp_path / "it2_tt_v1.1_0_train0.types") == ("train", 0)
     assert fold_of(tmp_path / "it2_tt_v1.1_completeset_test2.types") == ("test", 2)
     assert fold_of(tmp_path / "small.types") is None
+
+
+@pytest.mark.parametrize(
+    "text, field",
+    [
+        ("1 nan 0.2 rec_0.gninatypes lig_0.gninatypes", "field 2 (affinity) 'nan' is not a number"),
+        ("1 6.0 1,5 rec_0.gninatypes lig_0.gninatypes", "field 3 (rmsd) '1,5' is not a number"),
+        ("yes 6.0 0.2 rec_0.gninatypes lig_0.gninatypes", "field 1 (label) 'yes' is not a number"),
+        ("1 6.0 0.2 0.3 rec_0.gninatypes lig_0.gninatypes", "field 4 '0.3' is a number past the 3 columns"),
+        ("1 6.0 0.2 rec_0.gninatypes", "1 file name(s) after the numbers"),
+        ("1 6.0 0.2 rec_0.gninatypes a_0.gninatypes b_0.gninatypes", "3 file name(s) after the numbers"),
+    ],
+)
+def test_a_bad_line_is_quoted_whole_and_the_wrong_field_named(tmp_path, text, field):
+    with pytest.raises(ValueError) as raised:
+        parse_line(text + "  # -7.1", tmp_path / "x.types", 7, ("label", "affinity", "rmsd"))
+    message = str(raised.value)
+    assert field in message and repr(text + "  # -7.1") in message
+
+
+def test_numbers_are_read_as_written(tmp_path):
+    line = parse_line("1 \u22126.7 0.5 r_0.gninatypes l_0.gninatypes", tmp_path, 1, ("label", "affinity", "rmsd"))
+    assert line.numbers["affinity"] == -6.7
