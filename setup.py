@@ -35,6 +35,8 @@ setup(
         # Redocking crystal complexes (pecan redock); PDB receptors also need Open Babel's obabel command.
         "dock": ["vina>=1.2.5", "meeko>=0.5", "rdkit>=2023.9"],
         "mutation": ["mutmut>=3.3,<4"],
+        # The parallel-file-system stand-in of benchmarks/slowfs.py (also needs libfuse3: Debian fuse3).
+        "bench": ["mfusepy>=3.1"],
     },
     entry_points={"console_scripts": ["pecan=pecan.cli:run"]},
 )
