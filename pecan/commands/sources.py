@@ -73,7 +73,7 @@ def parse_args(argv=None, prog: str | None = None) -> argparse.Namespace:
 
 def run_pdbbind(args: argparse.Namespace) -> int:
     """Read the folders, write the manifest and excluded.csv, print the summary."""
-    from pecan.sources.pdbbind import PdbbindOptions, default_indexes, merged_indexes, read_pdbbind
+    from pecan.sources.pdbbind import PdbbindOptions, default_indexes, merged_indexes, names_known, read_pdbbind
     from pecan.sources.selection import summary_line, write_selection
 
     missing = [str(root) for root in args.roots if not root.is_dir()]
@@ -81,19 +81,25 @@ def run_pdbbind(args: argparse.Namespace) -> int:
         raise ConfigError(f"not a folder: {', '.join(missing)}")
     indexes = args.index or [p for root in args.roots for p in default_indexes(root)]
     options = PdbbindOptions(args.receptor, args.poses, args.score_property)
-    selection = read_pdbbind(args.roots, merged_indexes(indexes), options, args.out.parent)
+    merged = merged_indexes(indexes)
+    selection = read_pdbbind(args.roots, merged, options, args.out.parent)
     columns = ("complex_id", "receptor", *(("poses", "score_property") if args.poses else ()), "crystal_ligand")
     excluded = write_selection(selection, args.out, columns)
     print(summary_line("pdbbind", selection, args.out, excluded))
     if not indexes:
         print("note: no INDEX file: no affinities, and the reserved filter matched by PDB entry only")
+    elif not names_known(merged):
+        print(
+            "note: no name index (INDEX_general_PL_name.*, --index): the reserved filter matched by PDB entry only, "
+            "not by UniProt ID or protein name"
+        )
     return 0 if selection.rows else 1
 
 
 def run_crossdocked(args: argparse.Namespace) -> int:
     """Read the types files, write the poses, manifest, splits and excluded.csv, print the summary."""
     from pecan.sources.crossdocked_run import CrossDockedOptions, read_crossdocked
-    from pecan.sources.pdbbind import merged_indexes
+    from pecan.sources.pdbbind import merged_indexes, names_known
     from pecan.sources.selection import summary_line
 
     missing = [str(path) for path in args.types if not path.is_file()]
@@ -107,6 +113,11 @@ def run_crossdocked(args: argparse.Namespace) -> int:
     selection, _, notes = read_crossdocked(args.types, root, args.out, options)
     print(summary_line("crossdocked", selection, args.out / "manifest.csv", args.out / "excluded.csv"))
     print("\n".join(notes))
+    if not names_known(options.names):
+        print(
+            "note: no PDBbind name index (--index INDEX_general_PL_name.*): the reserved filter matched by PDB "
+            "entry and pocket folder (UniProt entry name) only, not by UniProt ID or protein name"
+        )
     return 0 if selection.rows else 1
 
 

@@ -104,6 +104,11 @@ def merged_indexes(paths: list[Path]) -> dict[str, dict]:
     return merged
 
 
+def names_known(indexes: dict[str, dict]) -> bool:
+    """Whether the INDEX files read include a name index (UniProt IDs and protein names for the reserved filter)."""
+    return any("uniprot" in columns for columns in indexes.values())
+
+
 def complex_dirs(root: Path) -> list[Path]:
     """The complex folders under ROOT: named as a PDB code, or holding a ``<name>_protein.pdb`` or ligand file."""
     found = []

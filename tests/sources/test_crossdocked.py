@@ -111,6 +111,7 @@ def test_types_files_become_a_convert_manifest_with_poses_labels_and_split(cross
     printed = capsys.readouterr().out
     assert "reserved test proteins removed: thrombin 1" in printed
     assert "RMSD check: 4/4 poses agree within 0.5 A" in printed
+    assert "note: no PDBbind name index" in printed and "not by UniProt ID or protein name" in printed
 
 
 def test_the_test_file_of_a_fold_sets_the_fold_column(crossdocked, tmp_path):
@@ -257,3 +258,21 @@ def test_a_pdbbind_name_index_lets_the_filter_see_proteins_by_uniprot_and_name(t
     reasons = pd.read_csv(out / "excluded.csv").set_index("complex_id")["reason"]
     assert reasons["2qbq"] == "reserved test protein: PTP1B"
     assert "reserved test proteins removed: PTP1B 2, thrombin 3" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "columns, protein",
+    [
+        ({"uniprot": "P12345,P18031", "protein": "SOME CHAIN"}, "PTP1B"),
+        ({"uniprot": "", "protein": "MYELOID CELL LEUKAEMIA 1"}, "MCL1"),
+        ({"uniprot": "", "protein": "HIF 2 ALPHA"}, "HIF-2alpha"),
+        ({"uniprot": "", "protein": "BROMODOMAIN-CONTAINING PROTEIN 4"}, ""),
+    ],
+)
+def test_the_reserved_rule_of_the_name_index_is_pdbbinds(tmp_path, columns, protein):
+    """A cross-docked complex's entries looked up in a name index: the same rule as the PDBbind reader's."""
+    from pecan.sources.crossdocked import Complex, reserved
+
+    entry = Complex((str(tmp_path / "BRD4_HUMAN_42_168_0"), "5abc_A_rec_6def_x_lig"), tmp_path / "5abc_A_rec.pdb")
+    expected = f"reserved test protein: {protein}" if protein else ""
+    assert reserved(entry, {"6def": columns}) == expected

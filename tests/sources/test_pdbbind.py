@@ -196,6 +196,32 @@ def test_nothing_usable_is_exit_1_and_a_missing_folder_exit_2(tmp_path, capsys):
     assert "not a folder" in capsys.readouterr().err
 
 
+def test_reserved_proteins_under_other_spellings_and_ids_are_left_out(pdbbind, tmp_path, capsys):
+    names = pdbbind / "index" / "INDEX_general_PL_name.2020"
+    names.write_text(
+        "1h36  2003  ------  MYELOID CELL LEUKAEMIA 1\n"
+        "2tpi  1982  P12345,P00734  SOME CHAIN\n"
+        "5nmr  2009  ------  cGMP-dependent 3\u2019,5\u2019-cyclic phosphodiesterase\n"
+        "9pde  2011  ------  NON-RECEPTOR TYPE 1B\n"
+        "7thr  2010  ------  HIF 2 ALPHA\n"
+    )
+    assert main(["pdbbind", str(pdbbind), "--out", str(tmp_path / "m.csv")]) == 1
+    reasons = excluded_reasons(tmp_path)
+    assert reasons["1h36"] == "reserved test protein: MCL1" and reasons["2tpi"] == "reserved test protein: thrombin"
+    assert reasons["5nmr"] == "reserved test protein: PDE2A" and reasons["9pde"] == "reserved test protein: PTP1B"
+    assert reasons["7thr"] == "reserved test protein: HIF-2alpha"
+    assert "note: no name index" not in capsys.readouterr().out
+
+
+def test_a_data_index_alone_says_the_reserved_filter_matched_by_pdb_entry_only(pdbbind, tmp_path, capsys):
+    data = pdbbind / "index" / "INDEX_general_PL_data.2020"
+    assert main(["pdbbind", str(pdbbind), "--index", str(data), "--out", str(tmp_path / "m.csv")]) == 0
+    out = capsys.readouterr().out
+    assert "note: no name index" in out and "matched by PDB entry only" in out
+    assert excluded_reasons(tmp_path)["1oyt"] == "reserved test protein: thrombin"  # the entry the corpus names
+    assert "7thr" not in excluded_reasons(tmp_path)  # its name index says thrombin: unseen without it
+
+
 def test_a_readable_mol2_stands_in_for_an_unreadable_sdf(tmp_path, real_pocket_text):
     folder = add_complex(tmp_path / "root", "8ben", real_pocket_text, "not a molecule\n$$$$\n")
     (folder / "8ben_ligand.mol2").write_text(benzene_mol2())
