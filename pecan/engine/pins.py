@@ -120,14 +120,32 @@ def split_record(train_index: pd.DataFrame, val_index: pd.DataFrame) -> dict[str
 
 def assign_splits(complexes: pd.Series, record: dict | None, from_test: Iterable[str]) -> np.ndarray:
     """The split of each scored complex: train/val by the checkpoint's record, else test when it came from
-    the test inputs, else unseen; 'unknown' for every complex when the checkpoint has no record."""
+    the test inputs, else unseen; 'unknown' for every complex when the checkpoint has no record. A complex id is
+    the same complex whatever its case (``1GPK_HUP`` is ``1gpk_hup``, as PDB codes are): one warning counts the
+    ids that matched the record only so."""
     if not isinstance(record, dict):
         return np.full(len(complexes), "unknown", dtype=object)
-    train, val, test = set(record.get("train", ())), set(record.get("val", ())), set(from_test)
-    return np.array(
-        ["train" if c in train else "val" if c in val else "test" if c in test else "unseen" for c in complexes],
-        dtype=object,
-    )
+    known = {str(c): "val" for c in record.get("val", ())}
+    known.update({str(c): "train" for c in record.get("train", ())})  # a complex in both is a training one
+    folded = {c.strip().casefold(): "val" for c, split in known.items() if split == "val"}
+    folded.update({c.strip().casefold(): "train" for c, split in known.items() if split == "train"})
+    test = {str(c).strip().casefold() for c in from_test}
+    found, by_case = [], []
+    for complex_id in map(str, complexes):
+        key = complex_id.strip().casefold()
+        split = known.get(complex_id)
+        if split is None and key in folded:
+            split = folded[key]
+            by_case.append(complex_id)
+        found.append(split or ("test" if key in test else "unseen"))
+    if by_case:
+        log.warning(
+            "%d scored complex id(s) match the checkpoint's train/val record only when case is ignored (first: "
+            "%r); counted in the split of the id they match",
+            len(by_case),
+            by_case[0],
+        )
+    return np.array(found, dtype=object)
 
 
 SYNTHETIC_MARKER = ".synthetic.json"
