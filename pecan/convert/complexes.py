@@ -12,6 +12,7 @@ from pecan.convert import chemistry as chem
 from pecan.convert.chemistry import ConversionError
 from pecan.data import layout
 from pecan.runtime.manifest import check_unique_ids, read_manifest_frame
+from pecan.runtime.numbers import read_number
 
 REQUIRED_COLUMNS = ("complex_id", "receptor", "poses")
 OPTIONAL_COLUMNS = ("crystal_ligand", "affinity", "score_property")
@@ -67,11 +68,12 @@ def read_manifest(path: Path) -> list[ComplexEntry]:
     """Manifest rows with relative paths resolved against the manifest's directory."""
     frame = read_manifest_frame(path, REQUIRED_COLUMNS, OPTIONAL_COLUMNS)
     check_unique_ids(frame, path)
-    return manifest_entries(frame, path.parent)
+    return manifest_entries(frame, path.parent, path)
 
 
-def manifest_entries(frame, base: Path) -> list[ComplexEntry]:
-    """A manifest frame's rows as entries, relative paths resolved against ``base``."""
+def manifest_entries(frame, base: Path, source: Optional[Path] = None) -> list[ComplexEntry]:
+    """A manifest frame's rows as entries, relative paths resolved against ``base``; an ``affinity`` that is not
+    one number (``pecan.runtime.numbers``) is a NotANumber naming the manifest (``source``), complex and column."""
 
     def resolve(value):
         return None if _blank(value) else (Path(value) if Path(value).is_absolute() else base / value)
@@ -85,7 +87,9 @@ def manifest_entries(frame, base: Path) -> list[ComplexEntry]:
                 receptor=resolve(row["receptor"]),
                 poses=resolve(row["poses"]),
                 crystal_ligand=resolve(row.get("crystal_ligand", "")),
-                affinity=float(affinity) if not _blank(affinity) else float("nan"),
+                affinity=float("nan")
+                if _blank(affinity)
+                else read_number(affinity, f"manifest {source or base}, complex {row['complex_id'].strip()}, affinity"),
                 score_property=row.get("score_property", "").strip(),
             )
         )

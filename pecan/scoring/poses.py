@@ -13,6 +13,7 @@ joins the ranks' outputs in input order (``pecan.scoring.ranks``).
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
@@ -22,8 +23,9 @@ import pandas as pd
 from pecan import config as config_module
 from pecan.engine.pins import DEFAULT_SCORE_PROPERTY, score_property_default
 from pecan.engine.state import CheckpointState
-from pecan.runtime.errors import ConfigError
+from pecan.runtime.errors import ConfigError, NotANumber
 from pecan.runtime.manifest import check_unique_ids, read_manifest_frame
+from pecan.runtime.numbers import read_number
 from pecan.scoring.consensus import check_weight
 from pecan.scoring.inputs import GROUP_BY, PosesFile, poses_in
 from pecan.scoring.invocation import checkpoint_paths
@@ -87,7 +89,9 @@ def poses_files(args: ScoreRequest, rows: pd.DataFrame) -> list["PosesFile"]:
             "receptor": Path(row["receptor"]),
             "crystal": Path(crystal) if isinstance(crystal, str) and crystal.strip() else None,
             "score_property": row["score_property"],
-            "affinity": _affinity(row.get("affinity", "")),
+            "affinity": _affinity(
+                row.get("affinity", ""), f"pecan score: --manifest {args.manifest}, complex {row['complex_id']}"
+            ),
             "scores": scores,
         }
         path = Path(row["poses"])
@@ -104,11 +108,14 @@ def poses_files(args: ScoreRequest, rows: pd.DataFrame) -> list["PosesFile"]:
     return files
 
 
-def _affinity(value) -> float:
-    try:
-        return float(value) if str(value).strip() else float("nan")
-    except ValueError:
+def _affinity(value, where: str) -> float:
+    """A manifest row's affinity: blank is none, else one number (``pecan.runtime.numbers``), or ConfigError."""
+    if value is None or not str(value).strip() or (isinstance(value, float) and math.isnan(value)):
         return float("nan")
+    try:
+        return read_number(value, f"{where}, affinity")
+    except NotANumber as err:
+        raise ConfigError(str(err)) from None
 
 
 def _given_rows(args: ScoreRequest) -> pd.DataFrame:

@@ -87,3 +87,44 @@ def test_pecan_score_reads_a_unicode_minus_as_a_minus(trained_run, tmp_path):
     assert score(trained_run.checkpoint, poses, tmp_path / "out.sdf", "--docking-weight", "1") == 0
     scores = pd.read_csv(tmp_path / "out.csv")
     assert (scores["docking_score"] == -12.345).sum() == 1 and (scores["docking_score"] > 0).sum() == 0
+
+
+def write_manifest(path, affinity):
+    path.write_text(f"complex_id,receptor,poses,affinity\nc1,rec.pdb,poses.sdf,{affinity}\n", encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("text, value", [("7.2", 7.2), (" 7.2 ", 7.2), ("\u22127.2", -7.2)])
+def test_a_manifest_affinity_is_read_as_written(tmp_path, text, value):
+    from pecan.convert.complexes import read_manifest
+
+    (entry,) = read_manifest(write_manifest(tmp_path / "m.csv", text))
+    assert entry.affinity == value
+
+
+def test_a_blank_manifest_affinity_is_none(tmp_path):
+    from pecan.convert.complexes import read_manifest
+
+    (entry,) = read_manifest(write_manifest(tmp_path / "m.csv", ""))
+    assert np.isnan(entry.affinity)
+
+
+@pytest.mark.parametrize("text", ["nan", "inf", "7.2 nM", "n/a"])
+def test_a_manifest_affinity_that_is_not_a_number_names_manifest_complex_and_column(tmp_path, text):
+    from pecan.convert.complexes import read_manifest
+    from pecan.runtime.errors import NotANumber
+
+    with pytest.raises(NotANumber, match=rf"m\.csv, complex c1, affinity: '{text}' is not a number"):
+        read_manifest(write_manifest(tmp_path / "m.csv", text))
+
+
+@pytest.mark.slow
+def test_pecan_score_refuses_a_manifest_affinity_that_is_not_a_number(trained_run, tmp_path, capsys):
+    poses = vina_poses_with_scores(tmp_path / "scored.sdf")
+    manifest = tmp_path / "m.csv"
+    manifest.write_text(f"complex_id,receptor,poses,affinity\nvina,{VINA / 'rec.pdb'},{poses},n/a\n")
+    argv = [str(trained_run.checkpoint), "--manifest", str(manifest), "--receptor-hydrogens", "keep"]
+    assert score_command.main([*argv, "--device", "cpu", "--out", str(tmp_path / "out.sdf")]) == 2
+    err = capsys.readouterr().err
+    assert "m.csv, complex vina, affinity: 'n/a' is not a number" in err and "Traceback" not in err
+    assert not (tmp_path / "out.sdf").exists()
