@@ -128,3 +128,12 @@ def test_pecan_score_refuses_a_manifest_affinity_that_is_not_a_number(trained_ru
     err = capsys.readouterr().err
     assert "m.csv, complex vina, affinity: 'n/a' is not a number" in err and "Traceback" not in err
     assert not (tmp_path / "out.sdf").exists()
+
+
+def test_pecan_convert_stops_on_a_manifest_affinity_that_is_not_a_number(tmp_path, capsys):
+    from pecan.commands import convert as convert_command
+
+    manifest = write_manifest(tmp_path / "m.csv", "n/a")
+    assert convert_command.main([str(manifest), "--out", str(tmp_path / "out")]) == 2
+    assert "m.csv, complex c1, affinity: 'n/a' is not a number" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
