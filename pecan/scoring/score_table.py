@@ -12,12 +12,12 @@ replacing one its record has; a pose without a row stops the run (exit 2) naming
 from __future__ import annotations
 
 import csv
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
 from pecan.runtime.errors import ConfigError
+from pecan.runtime.numbers import number_or_none
 
 DEFAULT_COLUMN = "docking_score"
 KEYS = ("record", "title")
@@ -91,10 +91,8 @@ def _key_value(text: str, key: str, path: Path, line: int):
 
 
 def _score_value(text: str, column: str, path: Path, line: int) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not math.isfinite(value):
+    """A score cell read as a docking score is (``pecan.runtime.numbers``: one finite number, any dash a minus)."""
+    value = number_or_none(text)
+    if value is None:
         raise ConfigError(f"pecan score: --scores-csv {path} line {line}: {column} {text!r} is not a number")
     return value

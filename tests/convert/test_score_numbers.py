@@ -137,3 +137,23 @@ def test_pecan_convert_stops_on_a_manifest_affinity_that_is_not_a_number(tmp_pat
     assert convert_command.main([str(manifest), "--out", str(tmp_path / "out")]) == 2
     assert "m.csv, complex c1, affinity: 'n/a' is not a number" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("text, value", [("\u22127.2", -7.2), (" -7.2 ", -7.2), ("\u20137.2", -7.2)])
+def test_a_scores_csv_cell_is_read_as_a_docking_score(tmp_path, text, value):
+    from pecan.scoring.score_table import ScoreTable
+
+    path = tmp_path / "scores.csv"
+    path.write_text(f"record,score\n1,{text}\n", encoding="utf-8")
+    assert ScoreTable.read(path, "score").scores[("", 1)] == value
+
+
+@pytest.mark.parametrize("text", ["1_000", "nan", "Infinity", "-7.2 kcal/mol"])
+def test_a_scores_csv_cell_that_is_not_one_number_is_refused(tmp_path, text):
+    from pecan.runtime.errors import ConfigError
+    from pecan.scoring.score_table import ScoreTable
+
+    path = tmp_path / "scores.csv"
+    path.write_text(f"record,score\n1,{text}\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"scores\.csv line 2: score .* is not a number"):
+        ScoreTable.read(path, "score")
