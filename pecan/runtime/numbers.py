@@ -9,7 +9,8 @@ as a word processor or a PDF copy writes it. Anything else is not a number: ``na
 would take the first four and read ``−10.6`` as an error, and a first-number search takes ``2`` from the text.
 
 The one structured text taken as a docking score is AutoDock Vina's result remark as Open Babel copies it into
-an SD property (``VINA RESULT:    -9.1      0.000      0.000``: the energy, then two RMSDs): its energy is read.
+an SD property (``VINA RESULT:    -9.1      0.000      0.000``: the energy, then two RMSDs), alone or as one line
+among Vina's other remarks (``INTER + INTRA:``, ``NAME:``, ...): its energy is read.
 """
 
 from __future__ import annotations
@@ -54,9 +55,10 @@ def read_docking_score(text, where: str) -> float:
     value = number_or_none(text)
     if value is not None:
         return value
-    remark = VINA_RESULT.fullmatch(as_written(text))
-    if remark:
-        return read_number(remark.group(1), where)
+    remarks = [VINA_RESULT.fullmatch(as_written(line)) for line in str(text).splitlines()]
+    remarks = [remark for remark in remarks if remark]
+    if len(remarks) == 1:
+        return read_number(remarks[0].group(1), where)
     raise NotANumber(
         f"{where}: {str(text).strip()!r} is not a number (a docking score is the whole field, one number; name "
         f"the SD property that holds only the score, or give the scores with --scores-csv)"

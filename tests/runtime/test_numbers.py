@@ -47,3 +47,10 @@ def test_vina_result_remark_is_its_energy():
 def test_free_text_is_not_a_docking_score(text):
     with pytest.raises(NotANumber, match="--scores-csv"):
         read_docking_score(text, "f.sdf record 1, SD property 'REMARK'")
+
+
+def test_vina_result_among_vinas_other_remarks_is_its_energy():
+    remarks = " VINA RESULT:    -7.3      0.000      0.000\n INTER + INTRA:  -9.5\n INTER:  -9.2\n NAME: lig"
+    assert read_docking_score(remarks, "x") == -7.3
+    with pytest.raises(NotANumber):  # two results: which one is meant is a guess
+        read_docking_score(" VINA RESULT: -7.3 0 0\n VINA RESULT: -6.1 1 2", "x")
