@@ -50,10 +50,11 @@ def merged_record(records: Sequence[Optional[dict[str, Any]]]) -> Optional[dict[
 def ensemble_state(states: Sequence[CheckpointState], paths: Sequence[Path]) -> CheckpointState:
     """What `pecan score` reads of the checkpoint for an ensemble: the first member's state with every member's
     split record (``merged_record``). The members must read the same docking-score input (the same SD property,
-    or none): ConfigError naming the first that does not."""
-    first = score_property_default(states[0])
+    or none): ConfigError naming the first that does not. A member that takes no docking score reads none,
+    whatever property its training data recorded: two structure-only members agree."""
+    first = docking_input(states[0])
     for state, path in zip(states[1:], paths[1:]):
-        other = score_property_default(state)
+        other = docking_input(state)
         if other != first:
             raise ConfigError(
                 f"pecan score: the ensemble's members read different docking-score inputs: {paths[0]} "
@@ -62,6 +63,13 @@ def ensemble_state(states: Sequence[CheckpointState], paths: Sequence[Path]) -> 
     if len(states) == 1:
         return states[0]
     return dataclasses.replace(states[0], complexes=merged_record([state.complexes for state in states]))
+
+
+def docking_input(state: CheckpointState) -> tuple[str, bool]:
+    """(the SD property the model reads its docking score from, True), or ('', False) for a model that takes
+    none (its training data's recorded property is then never read)."""
+    prop, needed = score_property_default(state)
+    return (prop, True) if needed else ("", False)
 
 
 def _describe(default: tuple[str, bool]) -> str:

@@ -12,7 +12,8 @@ import torch
 from pecan import config as cfgmod
 from pecan.config import ConfigError
 from pecan.engine.distributed import discover
-from pecan.scoring.ensemble import MeanProbability, merged_record
+from pecan.engine.state import CheckpointState
+from pecan.scoring.ensemble import MeanProbability, ensemble_state, merged_record
 from pecan.scoring.shards import metrics_path, run_predict
 from pecan.train import checkpoint as ckpt
 from tests.procs import run_checked
@@ -108,3 +109,26 @@ def test_merged_record_counts_a_complex_any_member_trained_on_as_train():
     merged = merged_record([{"train": ["a", "b"], "val": ["c"]}, {"train": ["c"], "val": ["d", "a"]}])
     assert merged == {"train": ["a", "b", "c"], "val": ["d"]}
     assert merged_record([{"train": ["a"], "val": []}, None]) is None  # a member without one: unknown
+
+
+def structure_only(prop: str) -> CheckpointState:
+    """A checkpoint state of a model that takes no docking score, trained on data recording ``prop``."""
+    return CheckpointState(
+        model={},
+        model_config={"use_docking_score": False},
+        training_data={"docking_score": {"property": prop}},
+    )
+
+
+def test_two_structure_only_members_are_one_ensemble_whatever_property_their_data_recorded(tmp_path):
+    states = [structure_only("minimizedAffinity"), structure_only("docking_score")]
+    merged = ensemble_state(states, [tmp_path / "a.pt", tmp_path / "b.pt"])
+    assert merged.model_config == {"use_docking_score": False}
+
+
+def test_members_reading_different_docking_scores_are_refused_naming_both(tmp_path):
+    reads = CheckpointState(
+        model={}, model_config={"use_docking_score": True}, training_data={"docking_score": {"property": "vina"}}
+    )
+    with pytest.raises(ConfigError, match=r"a\.pt reads SD property 'vina', .*b\.pt takes no docking score"):
+        ensemble_state([reads, structure_only("vina")], [tmp_path / "a.pt", tmp_path / "b.pt"])
