@@ -93,6 +93,15 @@ def run_pdbbind(args: argparse.Namespace) -> int:
             "note: no name index (INDEX_general_PL_name.*, --index): the reserved filter matched by PDB entry only, "
             "not by UniProt ID or protein name"
         )
+    else:
+        unnamed = [
+            row["complex_id"] for row in selection.rows if "uniprot" not in merged.get(row["complex_id"].lower(), {})
+        ]
+        if unnamed:
+            print(
+                f"note: {len(unnamed)} complex(es) kept have no line in the name index (first: {unnamed[0]}): the "
+                f"reserved filter matched them by PDB entry only"
+            )
     return 0 if selection.rows else 1
 
 

@@ -222,6 +222,18 @@ def test_a_data_index_alone_says_the_reserved_filter_matched_by_pdb_entry_only(p
     assert "7thr" not in excluded_reasons(tmp_path)  # its name index says thrombin: unseen without it
 
 
+def test_complexes_the_name_index_does_not_list_are_named_in_a_note(pdbbind, tmp_path, capsys):
+    names = pdbbind / "index" / "INDEX_general_PL_name.2020"
+    names.write_text("\n".join(line for line in NAME_INDEX.splitlines() if not line.startswith("1h36")) + "\n")
+    assert main(["pdbbind", str(pdbbind), "--out", str(tmp_path / "m.csv")]) == 0
+    out = capsys.readouterr().out
+    assert "note: 1 complex(es) kept have no line in the name index (first: 1h36)" in out
+    assert "matched them by PDB entry only" in out
+    names.write_text(NAME_INDEX)
+    assert main(["pdbbind", str(pdbbind), "--out", str(tmp_path / "m.csv")]) == 0
+    assert "note:" not in capsys.readouterr().out
+
+
 def test_a_readable_mol2_stands_in_for_an_unreadable_sdf(tmp_path, real_pocket_text):
     folder = add_complex(tmp_path / "root", "8ben", real_pocket_text, "not a molecule\n$$$$\n")
     (folder / "8ben_ligand.mol2").write_text(benzene_mol2())
