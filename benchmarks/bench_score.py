@@ -20,14 +20,13 @@ its peak RSS (``ru_maxrss``) is its own. Stages:
 - ``model``: batching and the model's forward passes;
 - ``write``: scores CSV, failures, metrics JSON and the scored SDF.
 
-With ``--gnina-python`` (the interpreter of ``studies/peers/.venv-gnina``) and ``--gnina-script``
-(``studies/peers/gnina_score.py``) GNINA's ``default2018`` single model and its ``default`` ensemble
-score the same poses in the same run, interleaved with PECAN round by round; the ensemble scores the first
-``--gnina-ensemble-poses`` of them (it costs ~10x the single model).
+With ``--gnina-python`` (the interpreter of ``studies/peers/.venv-gnina``, which runs
+``python -m studies.peers.gnina_score`` from the repository root) GNINA's ``default2018`` single model and its
+``default`` ensemble score the same poses in the same run, interleaved with PECAN round by round; the ensemble
+scores the first ``--gnina-ensemble-poses`` of them (it costs ~10x the single model).
 
     python -m benchmarks.bench_score --checkpoint best.pt --poses 1000 10000 --rounds 2 \
-        --gnina-python studies/peers/.venv-gnina/bin/python --gnina-script studies/peers/gnina_score.py \
-        --threads 2 --out benchmarks/bench_score.json
+        --gnina-python studies/peers/.venv-gnina/bin/python --threads 2 --out benchmarks/bench_score.json
 """
 
 from __future__ import annotations
@@ -42,6 +41,8 @@ import sys
 import time
 from pathlib import Path
 
+ROOT = Path(__file__).resolve().parents[1]
+GNINA_SCORE = "studies.peers.gnina_score"  # a module run from ROOT: pecan is not installed in the GNINA environment
 STAGES = ("startup", "parse", "load", "receptor", "interactions", "features", "graph", "model", "write")
 
 
@@ -75,7 +76,6 @@ def parse_args(argv=None) -> argparse.Namespace:
     )
     parser.add_argument("--gnina-threads", type=int, default=2, help="torch threads of GNINA (its fastest: all cores)")
     parser.add_argument("--gnina-python", default="", help="interpreter of the GNINA environment")
-    parser.add_argument("--gnina-script", default="", help="studies/peers/gnina_score.py")
     parser.add_argument("--gnina-ensemble-poses", type=int, default=100, help="poses the ensemble scores")
     parser.add_argument("--gnina-max-poses", type=int, default=1000, help="largest case GNINA scores")
     parser.add_argument("--out", default="", help="results JSON")
@@ -213,12 +213,12 @@ def run_pecan_ranks(args: argparse.Namespace, count: int) -> dict:
 def run_gnina(args: argparse.Namespace, manifest: Path, models: str, limit: int | None, tag: str) -> dict:
     """GNINA's score set ``models`` on the manifest's poses (the first ``limit``); its timing JSON and wall."""
     out = Path(args.work) / f"gnina_{tag}.csv"
-    argv = [args.gnina_python, args.gnina_script, "--manifest", str(manifest), "--out", str(out)]
+    argv = [args.gnina_python, "-m", GNINA_SCORE, "--manifest", str(manifest), "--out", str(out)]
     argv += ["--models", models, "--threads", str(args.gnina_threads), "--no-resume"]
     argv += ["--limit", str(limit)] if limit else []
     env = {**os.environ, "OMP_NUM_THREADS": str(args.gnina_threads)}
     started = time.perf_counter()
-    done = subprocess.run(argv, capture_output=True, text=True, env=env)
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=ROOT)
     wall = time.perf_counter() - started
     if done.returncode != 0:
         raise RuntimeError(f"GNINA {models} failed ({done.returncode}): {done.stderr[-2000:]}")
@@ -263,7 +263,7 @@ def main(argv=None) -> int:
     receptor = work / "receptor.pdb"
     receptor.write_bytes((prolif_data() / "vina" / "rec.pdb").read_bytes())
     manifests = {count: write_poses(work, count, args.layout)[1] for count in args.poses}
-    gnina = bool(args.gnina_python and args.gnina_script and Path(args.gnina_python).exists())
+    gnina = bool(args.gnina_python and Path(args.gnina_python).exists())
     runs: dict[str, list[dict]] = {}
     for round_ in range(args.rounds):
         for count in args.poses:

@@ -1,6 +1,6 @@
 """Extra training poses for the corpus: the crystal pose's neighbourhood, perturbed and minimised by Vina.
 
-    python studies/corpus/augment.py [--docked studies/corpus/docked] [--out studies/corpus/augmented]
+    python -m studies.corpus.augment [--docked studies/corpus/docked] [--out studies/corpus/augmented]
                                         [--poses 30] [--seed 0] [--limit N]
 
 Vina's own poses give each complex about 17 poses, one or two of them near-native, and they are where Vina's
@@ -35,13 +35,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from pecan.redock import prepare
+from pecan.redock.dock import pose_molecules, write_poses
+from pecan.runtime.errors import RedockError
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-sys.path.insert(0, str(ROOT))
-
-from pecan.redock import prepare  # noqa: E402 - after the sys.path line (run as a script)
-from pecan.redock.dock import pose_molecules, write_poses  # noqa: E402 - after the sys.path line (run as a script)
-from pecan.runtime.errors import RedockError  # noqa: E402 - after the sys.path line (run as a script)
 
 # (share of the poses, translation sd (A), rotation sd (degrees), torsion change sd (degrees)); None: anywhere.
 SCALES = ((0.4, 0.7, 15.0, 20.0), (0.3, 2.0, 45.0, 60.0), (0.3, None, None, None))

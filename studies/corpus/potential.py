@@ -1,6 +1,6 @@
 """Can a low-capacity learner beside Vina's score beat Vina on the corpus? A control for the EGNN's result.
 
-    python studies/corpus/potential.py [--only studies/corpus/c479.csv] [--l2 0,0.01,0.1,1,10]
+    python -m studies.corpus.potential [--only studies/corpus/c479.csv] [--l2 0,0.01,0.1,1,10]
                                           [--out studies/corpus/results/potential_c479.json]
 
 The EGNN ranks poses as Vina's score does on held-out protein clusters (BENCHMARKS.md "Corpus"). This script
@@ -34,13 +34,12 @@ import numpy as np
 import pandas as pd
 import torch
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parents[1]
-sys.path.insert(0, str(ROOT))
-
 from pecan.data import layout  # noqa: E402
 from pecan.redock.ranking import bootstrap_interval, top_k_hits  # noqa: E402
-from studies.realdock.conversion import convert  # noqa: E402 - after the sys.path line (run as a script)
+from studies.realdock.conversion import convert
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
 
 POSE_GROUP = "pybel/processed/docking"
 BIN_EDGES = np.array([0.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0, 6.0, 7.0, 8.0])

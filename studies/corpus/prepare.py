@@ -1,7 +1,7 @@
 """Rebuild studies/corpus/ (inputs, provenance, exclusions, protein clusters, folds, the redocking manifest)
 from clones of two public repositories of crystal complexes.
 
-    python studies/corpus/prepare.py DOCKING_GIT_DIR CORESET_GIT_DIR [--crop 16] [--folds 5] [--limit N]
+    python -m studies.corpus.prepare DOCKING_GIT_DIR CORESET_GIT_DIR [--crop 16] [--folds 5] [--limit N]
 
 Sources (every file's repository, commit and path go to sources.csv):
 - rgCarmen/docking, ``data_sets/posebusters_benchmark_set/<ID_LIG>/`` and ``data_sets/astex_diverse_set/<ID_LIG>/``:
@@ -31,13 +31,12 @@ from pathlib import Path
 
 import numpy as np
 
+from pecan.sources import reserved
+from studies.corpus import clusters
+from studies.realdock.prepare import git_show, pdb_lines, perceive, resolve, xyz  # noqa: E402
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-sys.path.insert(0, str(ROOT))
-
-from pecan.sources import reserved  # noqa: E402 - after the sys.path line (run as a script)
-from studies.corpus import clusters  # noqa: E402 - after the sys.path line (run as a script)
-from studies.realdock.prepare import git_show, pdb_lines, perceive, resolve, xyz  # noqa: E402
 
 DOCKING_REPOSITORY = "rgCarmen/docking"
 CORESET_REPOSITORY = "caiocrocha/pdbbind-coreset-2013"

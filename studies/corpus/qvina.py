@@ -1,6 +1,6 @@
 """A second, independent pose source: the CASF-2013 core set's QuickVina 2 poses, as the converter's input.
 
-    python studies/corpus/qvina.py CORESET_GIT_DIR [--runs qvina_ex8_1,qvina_ex8_2,qvina_ex8_3] [--out DIR]
+    python -m studies.corpus.qvina CORESET_GIT_DIR [--runs qvina_ex8_1,qvina_ex8_2,qvina_ex8_3] [--out DIR]
 
 caiocrocha/pdbbind-coreset-2013 ships, per core-set complex, QuickVina 2 docking runs
 (``pdbbind-2019.chemflow/DockFlow/<run>/<pdbid>/out.pdbqt``, 10 modes each, exhaustiveness 8 or 32, three
@@ -26,12 +26,11 @@ import sys
 import tempfile
 from pathlib import Path
 
+from pecan.convert.chemistry import heavy_graph
+from studies.realdock.prepare import git_show, resolve
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-sys.path.insert(0, str(ROOT))
-
-from pecan.convert.chemistry import heavy_graph  # noqa: E402 - after the sys.path line (run as a script)
-from studies.realdock.prepare import git_show, resolve  # noqa: E402 - after the sys.path line (run as a script)
 
 RUN_DIR = "pdbbind-2019.chemflow/DockFlow"
 SCORE = re.compile(r"REMARK VINA RESULT:\s+(-?\d+\.?\d*)")

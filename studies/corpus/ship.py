@@ -1,9 +1,9 @@
 """Train the shipped model on the redocked complexes of the corpus and write it, with its model card, into
 pecan/pretrained/ (what `pecan score` uses when no checkpoint is given).
 
-    python studies/corpus/ship.py [--config configs/redock.yaml] [--set KEY=VALUE ...] [--results RESULTS.json]
-    python studies/corpus/ship.py --card-only --results RESULTS.json   # rewrite the card of the shipped model
-    python studies/corpus/ship.py --only studies/corpus/c608.csv --peer-scores studies/peers/results/corpus_gnina.csv \
+    python -m studies.corpus.ship [--config configs/redock.yaml] [--set KEY=VALUE ...] [--results RESULTS.json]
+    python -m studies.corpus.ship --card-only --results RESULTS.json   # rewrite the card of the shipped model
+    python -m studies.corpus.ship --only studies/corpus/c608.csv --peer-scores studies/peers/results/corpus_gnina.csv \
         --teacher cnn_score_default --docking-weight 1 --set ...          # a student of GNINA's scores (BENCHMARKS)
 
 Converts every docked complex (studies/corpus/docked, once; shared with run.py's work/shards), trains the
@@ -25,14 +25,13 @@ from pathlib import Path
 
 import pandas as pd
 
+from pecan.data.layout import write_index_csv
+from pecan.pretrained import CARD, CHECKPOINT, SHIPPED, card_text, slim_checkpoint  # noqa: E402
+from studies.realdock.conversion import convert
+from studies.realdock.teacher import with_teacher
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-sys.path.insert(0, str(ROOT))
-
-from pecan.data.layout import write_index_csv  # noqa: E402 - after the sys.path line (run as a script)
-from pecan.pretrained import CARD, CHECKPOINT, SHIPPED, card_text, slim_checkpoint  # noqa: E402
-from studies.realdock.conversion import convert  # noqa: E402 - after the sys.path line (run as a script)
-from studies.realdock.teacher import with_teacher  # noqa: E402 - after the sys.path line (run as a script)
 
 
 def parse_args(argv=None) -> argparse.Namespace:

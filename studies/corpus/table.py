@@ -1,8 +1,8 @@
 """One Markdown row per results JSON of the corpus benchmark: the model, the docking score and each peer on
 the same poses, with the paired top-1 intervals.
 
-    python studies/corpus/table.py studies/corpus/results/c93_recipe.json [...]
-    python studies/corpus/table.py --by-source studies/corpus/results/c608_base.json [...]
+    python -m studies.corpus.table studies/corpus/results/c93_recipe.json [...]
+    python -m studies.corpus.table --by-source studies/corpus/results/c608_base.json [...]
 
 ``--by-source``: per source of the corpus manifest (posebusters, astex, coreset2013), the top-1 of the model,
 the docking score and each peer, and the ceiling; and on how many complexes the model's first pose and the

@@ -10,7 +10,7 @@ lower is better), and a pose's consensus is ``z_model + w * z_docking``. The wei
 fold's own labels choose its weight; ``--weight W`` fixes it instead. The results JSON has run.py's format;
 its ``model_auc`` is the ensemble's probability's (the consensus is a within-ligand ranking, not a probability).
 
-    python studies/distill/consensus.py d_klns20_x5v d_klns20 d_klns20_s1 d_klns20_s2 d_klns20_s3 d_klns20_s4
+    python -m studies.distill.consensus d_klns20_x5v d_klns20 d_klns20_s1 d_klns20_s2 d_klns20_s3 d_klns20_s4
 """
 
 from __future__ import annotations
@@ -23,13 +23,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
+from pecan.redock.ranking import complex_table, roc_auc, summarize
+from pecan.scoring.consensus import consensus_column
+from studies.distill.ensemble import member_scores, teacher_agreement
+from studies.distill.fit import first_agreement
+from studies.realdock.peers import DEFAULT_PEER_COLUMNS, peer_table, with_peers
+from studies.realdock.run import ensemble as mean_of
 
-from pecan.redock.ranking import complex_table, roc_auc, summarize  # noqa: E402 - after the sys.path line (run as a script)
-from pecan.scoring.consensus import consensus_column  # noqa: E402 - after the sys.path line (run as a script)
-from studies.distill.ensemble import load_script, member_scores, teacher_agreement  # noqa: E402 - after the sys.path line (run as a script)
-from studies.realdock.peers import DEFAULT_PEER_COLUMNS, peer_table, with_peers  # noqa: E402 - after the sys.path line (run as a script)
+ROOT = Path(__file__).resolve().parents[2]
 
 DEFAULT_WEIGHTS = "0,0.25,0.5,1,2"
 
@@ -89,8 +90,6 @@ def main(argv=None) -> int:
         weights = [args.weight]
     if not weights or any(not np.isfinite(w) or w < 0 for w in weights):
         parser.error(f"--weights {args.weights!r}: finite weights >= 0 expected")
-    mean_of = load_script(ROOT / "studies" / "realdock" / "run.py", "realdock_run").ensemble
-    first_agreement = load_script(Path(__file__).with_name("fit.py"), "distill_fit").first_agreement
     peers, names = peer_table(args)
     means = {fold: mean_of(tables) for fold, tables in member_scores(args.work, args.members).items()}
     if args.score_from is not None:

@@ -6,34 +6,25 @@ one student, or different students) whose folds have finished on the same held-o
 each pose by the mean of the members' scores (run.py's own seed ensemble) and writes a results JSON in run.py's
 format (``<out-tag>.json``, with every member's pooled top-1), which transfer.py and fit.py's tables read.
 
-    python studies/distill/ensemble.py d_klns20_x3 d_klns20 d_klns20_s1 d_klns20_s2
+    python -m studies.distill.ensemble d_klns20_x3 d_klns20 d_klns20_s1 d_klns20_s2
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import sys
 from pathlib import Path
 
 import pandas as pd
 
+from pecan.redock.ranking import complex_table, summarize
+from pecan.scoring.scores_csv import read_scores
+from studies.distill.fit import first_agreement
+from studies.realdock.peers import DEFAULT_PEER_COLUMNS, peer_table, with_peers
+from studies.realdock.run import ensemble
+
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
-
-from pecan.redock.ranking import complex_table, summarize  # noqa: E402 - after the sys.path line (run as a script)
-from pecan.scoring.scores_csv import read_scores  # noqa: E402 - after the sys.path line (run as a script)
-from studies.realdock.peers import DEFAULT_PEER_COLUMNS, peer_table, with_peers  # noqa: E402 - after the sys.path line (run as a script)
-
-
-def load_script(path: Path, name: str):
-    """A study script loaded from its file (scripts, not package modules): run.py's ensemble, fit.py's
-    first_agreement."""
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def teacher_agreement(scores: pd.DataFrame, first_agreement) -> dict:
@@ -81,8 +72,6 @@ def main(argv=None) -> int:
         parser.error("an ensemble needs two or more distinct members")
     if args.tag in args.members:
         parser.error(f"the ensemble's tag {args.tag!r} is also a member's: its JSON would replace the member's")
-    ensemble = load_script(ROOT / "studies" / "realdock" / "run.py", "realdock_run").ensemble
-    first_agreement = load_script(Path(__file__).with_name("fit.py"), "distill_fit").first_agreement
     peers, names = peer_table(args)  # run.py's peers, checked as run.py checks them
     folds, pooled, alone = {}, [], {member: [] for member in args.members}
     for fold, runs in member_scores(args.work, args.members).items():

@@ -5,7 +5,7 @@ epoch best.pt was written at, read from the checkpoint, and at the last epoch) a
 poses, how often the student's first pose is the teacher's first pose, the median per-complex Spearman with the
 teacher, and the student's and Vina's top-1 against the labels. Writes one JSON per call and prints a table.
 
-    python studies/distill/fit.py --work studies/corpus/work --peer-scores studies/peers/results/corpus_gnina.csv \
+    python -m studies.distill.fit --work studies/corpus/work --peer-scores studies/peers/results/corpus_gnina.csv \
         --out studies/distill/results/fit.json TAG [TAG ...]
 """
 
@@ -19,12 +19,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
+from pecan import report
+from pecan.engine.state import CheckpointState
+from pecan.scoring.scores_csv import read_scores
 
-from pecan import report  # noqa: E402 - after the sys.path line (run as a script)
-from pecan.engine.state import CheckpointState  # noqa: E402 - after the sys.path line (run as a script)
-from pecan.scoring.scores_csv import read_scores  # noqa: E402 - after the sys.path line (run as a script)
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def epoch_records(run_dir: Path) -> list[dict]:

@@ -5,7 +5,7 @@ teacher is an early epoch that fits less. This scores the same held-out poses wi
 from each fold run's own resolved config, and writes a results JSON in run.py's format (``<tag>_last.json``),
 which transfer.py and studies/corpus/table.py read.
 
-    python studies/distill/last_epoch.py d_klnp40
+    python -m studies.distill.last_epoch d_klnp40
 """
 
 from __future__ import annotations
@@ -18,12 +18,11 @@ from pathlib import Path
 
 import pandas as pd
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
+from pecan.redock.ranking import complex_table, summarize
+from pecan.scoring.scores_csv import read_scores
+from studies.realdock.peers import DEFAULT_PEER_COLUMNS, peer_columns, with_peers
 
-from pecan.redock.ranking import complex_table, summarize  # noqa: E402 - after the sys.path line (run as a script)
-from pecan.scoring.scores_csv import read_scores  # noqa: E402 - after the sys.path line (run as a script)
-from studies.realdock.peers import DEFAULT_PEER_COLUMNS, peer_columns, with_peers  # noqa: E402 - after the sys.path line (run as a script)
+ROOT = Path(__file__).resolve().parents[2]
 
 PEERS = peer_columns(DEFAULT_PEER_COLUMNS)  # the peers run.py compares by default
 

@@ -7,9 +7,9 @@ and its fit-check sample, so every epoch records how well the model has fitted w
 the teacher's first pose, the Spearman correlation with the teacher, and top-1 against Vina's (epochs.jsonl's
 ``fit_*``). The levers change one thing each.
 
-    python studies/distill/memorise.py                       # every lever (about 10 minutes each on one core)
-    python studies/distill/memorise.py --levers recipe,no_prior
-    python studies/distill/memorise.py --collect             # the JSON from finished runs only
+    python -m studies.distill.memorise                       # every lever (about 10 minutes each on one core)
+    python -m studies.distill.memorise --levers recipe,no_prior
+    python -m studies.distill.memorise --collect             # the JSON from finished runs only
 """
 
 from __future__ import annotations
@@ -22,10 +22,9 @@ from pathlib import Path
 
 import pandas as pd
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
+from pecan import report
 
-from pecan import report  # noqa: E402 - after the sys.path line (run as a script)
+ROOT = Path(__file__).resolve().parents[2]
 
 WORK = ROOT / "studies" / "corpus" / "work"
 TEACHER = ["data.target_column=teacher", "train.target_mix=1", "train.ranking_loss=teacher_kl"]

@@ -3,7 +3,7 @@ results (run.py's, ensemble.py's or consensus.py's JSON, on the same complexes) 
 that transfer.py pairs "a seed of this recipe" with Vina and the recipe over complexes (a hit is then the share
 of seeds that ranked the complex right).
 
-    python studies/distill/seed_mean.py d_klns20_v1 /tmp/consensus/d_klns20{,_s1,_s2}_v.json
+    python -m studies.distill.seed_mean d_klns20_v1 /tmp/consensus/d_klns20{,_s1,_s2}_v.json
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Transfer of a student to held-out protein clusters: top-1 on all complexes and on the PoseBusters part, each
 against Vina and against the recipe with paired bootstrap intervals over complexes.
 
-    python studies/distill/transfer.py studies/distill/results/TAG.json [...] \
+    python -m studies.distill.transfer studies/distill/results/TAG.json [...] \
         --baseline studies/corpus/results/c608_base.json
 
 The PoseBusters part (complexes whose source is posebusters in studies/corpus/sources.csv) was released after
@@ -18,10 +18,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
+from pecan.redock.ranking import bootstrap_interval
 
-from pecan.redock.ranking import bootstrap_interval  # noqa: E402 - after the sys.path line (run as a script)
+ROOT = Path(__file__).resolve().parents[2]
 
 SOURCES = ROOT / "studies" / "corpus" / "sources.csv"
 PEERS = ("docking_top1", "gnina_top1", "gnina2018_top1")

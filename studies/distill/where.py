@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """The complexes where the teacher teaches most: its first pose is near-native and Vina's is not.
 
-    python studies/distill/where.py [--shards studies/corpus/work/shards] \
+    python -m studies.distill.where [--shards studies/corpus/work/shards] \
         [--peer-scores studies/peers/results/corpus_gnina.csv] [--teacher cnn_score_default] \
         [--only studies/corpus/c608.csv] [--out studies/distill/where.csv]
 
@@ -21,13 +21,12 @@ from pathlib import Path
 
 import pandas as pd
 
+from pecan.data.index_rows import read_index_rows
+from studies.realdock.teacher import COLUMN as TEACHER
+from studies.realdock.teacher import with_teacher
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-sys.path.insert(0, str(ROOT))
-
-from pecan.data.index_rows import read_index_rows  # noqa: E402 - after the sys.path line (run as a script)
-from studies.realdock.teacher import COLUMN as TEACHER  # noqa: E402 - after the sys.path line (run as a script)
-from studies.realdock.teacher import with_teacher  # noqa: E402 - after the sys.path line (run as a script)
 
 NEAR_NATIVE = 2.0  # A, the corpus's label threshold
 

@@ -3,7 +3,7 @@
 
 Run with the main project environment (RDKit, pandas, numpy)::
 
-    .venv/bin/python studies/peers/evaluate.py \
+    .venv/bin/python -m studies.peers.evaluate \
         --manifest studies/realdock/docked/manifest.csv --scores studies/peers/results/realdock_gnina.csv
 
 Labels: every pose record of the manifest's ``poses`` SDF gets its symmetry-aware heavy-atom RMSD to the
@@ -27,9 +27,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from pecan.convert.chemistry import ConversionError, symmetric_rmsd  # noqa: E402 - the converter's own labels
-from pecan.train.metrics import roc_auc  # noqa: E402,F401 - the project's AUC (also evaluate.roc_auc for tests)
+from pecan.convert.chemistry import ConversionError, symmetric_rmsd  # the converter's own labels
+from pecan.train.metrics import roc_auc  # noqa: F401 - the project's AUC (also evaluate.roc_auc for tests)
 
 NEAR_NATIVE = 2.0
 # (column, higher is better); columns absent from the table are skipped.

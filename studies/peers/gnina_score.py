@@ -3,7 +3,7 @@
 
 Run with the interpreter of the peer environment made by ``studies/peers/setup.sh``::
 
-    studies/peers/.venv-gnina/bin/python studies/peers/gnina_score.py \
+    studies/peers/.venv-gnina/bin/python -m studies.peers.gnina_score \
         --manifest studies/realdock/docked/manifest.csv --out studies/peers/out/scores.csv
 
 The manifest is the ``manifest.csv`` written by ``pecan redock``: columns complex_id, receptor (PDB),
@@ -33,7 +33,7 @@ Across a cluster's ranks: started under torchrun, ``srun`` or ``flux run``, ever
 scores the complexes at positions ``k % world_size == rank``; the last rank to finish writes ``<out>`` from every
 complex's part, the same file one process writes (``gnina_parts.py``)::
 
-    srun -n 64 studies/peers/.venv-gnina/bin/python studies/peers/gnina_score.py --threads 1 \
+    srun -n 64 studies/peers/.venv-gnina/bin/python -m studies.peers.gnina_score --threads 1 \
         --manifest docked/manifest.csv --out teacher.csv
 """
 
@@ -56,14 +56,12 @@ import torch
 from gninatorch import gnina
 from gninatorch.dataloaders import GriddedExamplesLoader
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))  # pecan's launcher and share helpers (stdlib and python-hostlist only)
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import gnina_parts  # noqa: E402
-
-from pecan.engine.launchers import discover  # noqa: E402
-from pecan.runtime import shares  # noqa: E402
-from pecan.runtime.fileio import write_text  # noqa: E402
+# pecan is not installed in the GNINA environment: run from the repository root (``python -m``), whose folder is
+# then on sys.path; these modules need only the standard library and python-hostlist.
+from pecan.engine.launchers import discover
+from pecan.runtime import shares
+from pecan.runtime.fileio import write_text
+from studies.peers import gnina_parts
 
 DEFAULT_ENSEMBLE = (
     "dense",

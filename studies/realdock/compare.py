@@ -1,6 +1,6 @@
 """Is recipe B's top-1 better than recipe A's beyond noise? Paired bootstrap over the complexes both scored.
 
-    python studies/realdock/compare.py results/A.json results/B.json [--n-boot 5000]
+    python -m studies.realdock.compare results/A.json results/B.json [--n-boot 5000]
 
 Prints B - A for model top-1 and top-3 with 95% percentile intervals (resampling complexes, the same
 resample for both recipes). A lever is kept when the interval of its top-1 difference lies above 0.
@@ -14,8 +14,6 @@ import sys
 from pathlib import Path
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from pecan.redock.ranking import bootstrap_interval
 

@@ -1,6 +1,6 @@
 """Rebuild studies/realdock/inputs/ from clones of the two source repositories of the crystal complexes.
 
-    python studies/realdock/prepare.py SET_OF_42_GIT_DIR VINA_GIT_DIR [--crop 16]
+    python -m studies.realdock.prepare SET_OF_42_GIT_DIR VINA_GIT_DIR [--crop 16]
 
 Source 1, the AD-GPU "set of 42" (diogomart/AD-GPU_set_of_42):
 The set ships each PDB complex as AutoDock PDBQT (``data/<pdbid>/protein.pdbqt`` and the crystal ligand

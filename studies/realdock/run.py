@@ -1,6 +1,6 @@
 """Leave-one-family-out rescoring benchmark on the redocked crystal complexes of studies/realdock.
 
-    python studies/realdock/run.py [--config configs/redock.yaml] [--set KEY=VALUE ...] [--tag NAME] [--seeds 0,1,2]
+    python -m studies.realdock.run [--config configs/redock.yaml] [--set KEY=VALUE ...] [--tag NAME] [--seeds 0,1,2]
                                       [--families kinase,protease] [--work WORK_DIR]
 
 Converts each complex of docked/manifest.csv into shards (once; reused), then for each family: trains the
@@ -22,17 +22,13 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parents[1]
-sys.path.insert(0, str(ROOT))
-
-from pecan.config import load as load_config  # noqa: E402 - after the sys.path line (run as a script)
-from pecan.data.index import split_by_complex  # noqa: E402 - after the sys.path line (run as a script)
-from pecan.data.layout import write_index_csv  # noqa: E402 - after the sys.path line (run as a script)
-from pecan.redock.ranking import complex_table, summarize  # noqa: E402 - after the sys.path line (run as a script)
-from pecan.scoring.scores_csv import read_scores  # noqa: E402 - after the sys.path line (run as a script)
-from studies.realdock.conversion import convert  # noqa: E402 - after the sys.path line (run as a script)
-from studies.realdock.peers import (  # noqa: E402 - after the sys.path line (run as a script)
+from pecan.config import load as load_config
+from pecan.data.index import split_by_complex
+from pecan.data.layout import write_index_csv
+from pecan.redock.ranking import complex_table, summarize
+from pecan.scoring.scores_csv import read_scores
+from studies.realdock.conversion import convert
+from studies.realdock.peers import (
     DEFAULT_PEER_COLUMNS,
     PEER_HEADER,
     check_peer_poses,
@@ -41,7 +37,10 @@ from studies.realdock.peers import (  # noqa: E402 - after the sys.path line (ru
     peer_table,
     with_peers,
 )
-from studies.realdock.teacher import with_teacher  # noqa: E402 - after the sys.path line (run as a script)
+from studies.realdock.teacher import with_teacher
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
 
 
 def parse_args(argv=None) -> argparse.Namespace:

@@ -1,6 +1,6 @@
 """Markdown tables of studies/realdock results: one per recipe (folds + pooled) and a pooled summary.
 
-python studies/realdock/table.py results/prc40_seeds.json [results/baseline40.json ...]
+python -m studies.realdock.table results/prc40_seeds.json [results/baseline40.json ...]
 """
 
 from __future__ import annotations
@@ -9,9 +9,7 @@ import json
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from run import TABLE_HEADER, row
+from studies.realdock.run import TABLE_HEADER, row
 
 
 def main(argv=None) -> int:

@@ -1,29 +1,13 @@
 """The distillation study's pieces: the teacher column of run.py --teacher and the fit/transfer summary."""
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
-
-from studies.realdock.teacher import COLUMN, with_teacher  # noqa: E402 - after the sys.path line
-
-
-def _study(name):
-    """studies/distill/<name>.py, loaded from its file (the study's scripts are run as scripts, not imported)."""
-    spec = importlib.util.spec_from_file_location(f"distill_{name}", ROOT / "studies" / "distill" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-fit = _study("fit")
+from studies.distill import consensus, ensemble, fit, last_epoch, memorise, seed_mean, transfer, where
+from studies.realdock.teacher import COLUMN, with_teacher
 
 
 def _index():
@@ -97,9 +81,6 @@ def test_the_best_record_is_the_epoch_best_pt_was_written_at(tmp_path):
         fit.best_record(tmp_path, read)
 
 
-memorise = _study("memorise")
-
-
 def test_subset_keeps_every_row_of_the_chosen_complexes_and_is_seeded(tmp_path):
     rows = pd.DataFrame({"pdbid": [f"c{i // 3}" for i in range(30)], "poseid": [f"p{i}" for i in range(30)]})
     rows.to_csv(tmp_path / "train.csv", index=False)
@@ -128,9 +109,6 @@ def test_an_unknown_lever_is_refused_naming_the_known_ones(capsys):
     assert "unknown lever(s) bigger" in capsys.readouterr().err
 
 
-transfer = _study("transfer")
-
-
 def _hits(model, docking, gnina=0, gnina2018=0):
     return {"model_top1": model, "docking_top1": docking, "gnina_top1": gnina, "gnina2018_top1": gnina2018}
 
@@ -147,7 +125,6 @@ def test_transfer_counts_hits_and_pairs_the_student_with_vina_and_the_recipe():
 
 
 def test_last_epoch_scores_only_folds_that_run_py_finished(tmp_path):
-    last_epoch = _study("last_epoch")
     still_training = tmp_path / "folds" / "0" / "tag" / "checkpoints"
     still_training.mkdir(parents=True)
     (still_training / "last.pt").write_bytes(b"")  # a run mid-way has a last.pt but no scores stamp yet
@@ -156,9 +133,6 @@ def test_last_epoch_scores_only_folds_that_run_py_finished(tmp_path):
     frame.to_csv(peers, index=False)
     with pytest.raises(SystemExit, match="no fold of tag .* has finished"):
         last_epoch.main(["tag", "--work", str(tmp_path), "--peer-scores", str(peers), "--results", str(tmp_path)])
-
-
-where = _study("where")
 
 
 def _converted(tmp_path, complexes):
@@ -226,7 +200,6 @@ def _fold_scores(work, fold, tag, scores):
 
 
 def test_ensemble_averages_the_members_probabilities_per_pose(tmp_path):
-    ensemble = _study("ensemble")
     # member x ranks a right and b wrong, y the other way; their mean ranks both right
     _fold_scores(tmp_path, "0", "x", [0.9, 0.1, 0.40, 0.45])
     _fold_scores(tmp_path, "0", "y", [0.45, 0.50, 0.9, 0.1])
@@ -265,7 +238,6 @@ def _two_pose_fold(model_right: bool, docking_right: bool, name: str) -> pd.Data
 
 
 def test_consensus_weights_are_chosen_on_the_other_folds_only():
-    consensus = _study("consensus")
     # fold 0: the model is wrong and the docking score right; fold 1: the other way round
     folds = {"0": _two_pose_fold(False, True, "a"), "1": _two_pose_fold(True, False, "b")}
     chosen = consensus.choose_weights(folds, [0.0, 2.0])
@@ -277,7 +249,6 @@ def test_consensus_weights_are_chosen_on_the_other_folds_only():
 
 
 def test_consensus_writes_run_py_results_with_the_weights(tmp_path, capsys):
-    consensus = _study("consensus")
     _fold_scores(tmp_path, "0", "x", [0.9, 0.1, 0.40, 0.45])
     _fold_scores(tmp_path, "1", "x", [0.9, 0.1, 0.40, 0.45])
     peers = _peers(tmp_path, [("a", "a_p1", 0.9), ("a", "a_p2", 0.1), ("b", "b_p1", 0.2), ("b", "b_p2", 0.8)])
@@ -295,7 +266,6 @@ def test_consensus_writes_run_py_results_with_the_weights(tmp_path, capsys):
 
 
 def test_seed_mean_averages_per_complex_hits_and_transfer_counts_the_mean(tmp_path):
-    seed_mean, transfer = _study("seed_mean"), _study("transfer")
 
     def results(name, a, b):
         table = {"a": _hits(a, 1), "b": _hits(b, 0)}

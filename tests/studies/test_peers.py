@@ -1,8 +1,8 @@
 """Peer baseline (studies/peers): GNINA CNN scoring of docked poses and its evaluation."""
 
+import ast
 import csv
 import hashlib
-import importlib.util
 import json
 import subprocess
 import sys
@@ -12,27 +12,20 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from studies.peers import evaluate
+from studies.peers import gnina_parts as parts_lib
+
 ROOT = Path(__file__).resolve().parents[2]
 PEERS = ROOT / "studies" / "peers"
 GNINA_PYTHON = PEERS / ".venv-gnina" / "bin" / "python"
 REALDOCK_MANIFEST = ROOT / "studies" / "realdock" / "docked" / "manifest.csv"
+GNINA_SCORE = ["-m", "studies.peers.gnina_score"]  # run from the repository root: pecan is not installed there
 
 
-def _peers_module(name: str):
-    """A studies/peers script as a module (the folder is not a package)."""
-    spec = importlib.util.spec_from_file_location(f"peers_{name}", PEERS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-evaluate = _peers_module("evaluate")
 needs_gnina = pytest.mark.skipif(
     not GNINA_PYTHON.exists(),
     reason="GNINA peer environment absent: run studies/peers/setup.sh to create studies/peers/.venv-gnina",
 )
-parts_lib = _peers_module("gnina_parts")
 COLUMNS = ["complex_id", "record", "pose_id", "poses_sha256", "cnn_score_default2018", "cnn_affinity_default2018"]
 
 
@@ -96,6 +89,39 @@ def test_plan_key_changes_with_the_complexes_their_order_and_the_tag():
     assert len({key, parts_lib.plan_key(["b", "a"], "default"), parts_lib.plan_key(["a", "b"], "default2018")}) == 3
 
 
+GNINA_ENVIRONMENT = {"molgrid", "torch", "gninatorch", "numpy", "hostlist"}  # what setup.sh installs
+
+
+def _gnina_score_imports() -> tuple[set[str], list[str]]:
+    """gnina_score.py's top-level imports: the third-party top names, and its pecan/studies import statements."""
+    source = (PEERS / "gnina_score.py").read_text(encoding="utf-8")
+    third_party, ours = set(), []
+    for node in ast.parse(source).body:
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+        names += [node.module] if isinstance(node, ast.ImportFrom) and node.module else []
+        for name in names:
+            top = name.split(".")[0]
+            if top in ("pecan", "studies"):
+                ours.append(ast.get_source_segment(source, node))
+            elif top not in sys.stdlib_module_names and top != "__future__":
+                third_party.add(top)
+    return third_party, ours
+
+
+def test_gnina_score_imports_only_what_the_gnina_environment_has():
+    """The GNINA environment (numpy<2) has no pecan install and none of pecan's dependencies: gnina_score runs
+    from the repository root, so its pecan and studies imports must pull in nothing but the standard library
+    and python-hostlist."""
+    third_party, ours = _gnina_score_imports()
+    assert third_party <= GNINA_ENVIRONMENT, third_party - GNINA_ENVIRONMENT
+    assert "from studies.peers import gnina_parts" in ours and any(line.startswith("from pecan.") for line in ours)
+    probe = "\n".join(["import sys", *ours, "print(' '.join(sorted({m.split('.')[0] for m in sys.modules})))"])
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert done.returncode == 0, done.stderr
+    loaded = {m for m in done.stdout.split() if m not in sys.stdlib_module_names and not m.startswith("_")}
+    assert loaded <= {"pecan", "studies", "hostlist"}, loaded
+
+
 @pytest.mark.slow
 @needs_gnina
 def test_gnina_score_on_three_poses(tmp_path):
@@ -114,9 +140,9 @@ def test_gnina_score_on_three_poses(tmp_path):
     row["poses"] = str(poses)
     manifest = tmp_path / "manifest.csv"
     row[["complex_id", "receptor", "poses"]].to_csv(manifest, index=False)
-    command = [str(GNINA_PYTHON), str(PEERS / "gnina_score.py"), "--manifest", str(manifest)]
+    command = [str(GNINA_PYTHON), *GNINA_SCORE, "--manifest", str(manifest)]
     command += ["--out", str(out), "--complexes", "1uw6", "--limit", "3", "--threads", "1"]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "[1/1] 1uw6: 3 poses" in done.stdout
 
@@ -154,13 +180,13 @@ def test_gnina_score_on_three_poses(tmp_path):
     ]
 
     # A second run keeps the finished complex instead of scoring it again.
-    again = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    again = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert again.returncode == 0 and "3 poses kept" in again.stdout
     assert list(csv.DictReader(out.read_text().splitlines())) == rows
 
     # Poses redocked since (the file differs): the kept part scored other poses, so the complex is scored again.
     poses.write_text("$$$$\n".join(titles[:4]) + "$$$$\n")
-    third = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    third = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert third.returncode == 0, third.stdout + third.stderr
     assert "changed since" in third.stdout and "[1/1] 1uw6: 3 poses in" in third.stdout
     rescored = list(csv.DictReader(out.read_text().splitlines()))
@@ -187,7 +213,8 @@ def test_gnina_score_on_two_ranks_writes_what_one_process_writes(tmp_path):
     options = ["--manifest", str(manifest), "--limit", "2", "--models", "default2018", "--threads", "1"]
     one = tmp_path / "one.csv"
     done = subprocess.run(
-        [str(GNINA_PYTHON), str(PEERS / "gnina_score.py"), *options, "--out", str(one)],
+        [str(GNINA_PYTHON), *GNINA_SCORE, *options, "--out", str(one)],
+        cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=600,
@@ -201,11 +228,12 @@ def test_gnina_score_on_two_ranks_writes_what_one_process_writes(tmp_path):
             "--standalone",
             "--nproc-per-node",
             "2",
-            str(PEERS / "gnina_score.py"),
+            *GNINA_SCORE,
             *options,
             "--out",
             str(two),
         ],
+        cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=600,
