@@ -187,9 +187,17 @@ def check_against_records(
 
 
 def stopped_epochs(run_dir: Path) -> set[int]:
-    """The epochs a stop marker of epochs.jsonl says were split across processes (a stop inside the epoch)."""
+    """The epochs a stop marker of epochs.jsonl says were split across processes (a stop inside the epoch:
+    ``resumes: mid_epoch``; a marker written before that field says so in its message)."""
     markers = [r for r in report.read_records(run_dir / "epochs.jsonl", events=True) if r.get("event") == "stopped"]
-    return {int(r["epoch"]) for r in markers if "resumes at epoch" not in r.get("message", "")}
+    return {int(r["epoch"]) for r in markers if split_by_stop(r)}
+
+
+def split_by_stop(marker: dict[str, Any]) -> bool:
+    """Whether a stop marker's epoch goes on in a later process (a stop after the epoch's end does not)."""
+    if "resumes" in marker:
+        return marker["resumes"] == "mid_epoch"
+    return "resumes at epoch" not in str(marker.get("message", ""))
 
 
 def to_perfetto(events: list[dict[str, Any]]) -> dict[str, Any]:

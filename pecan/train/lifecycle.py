@@ -64,6 +64,8 @@ def stop_record(epoch: int, step: int, steps: int, signal_name: str, after_epoch
         "step": step,
         "steps_per_epoch": steps,
         "signal": signal_name,
+        # next_epoch: the epoch ended in this process; mid_epoch: a later process finishes it (and its record)
+        "resumes": "next_epoch" if after_epoch else "mid_epoch",
         "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "message": f"stopped at step {step} of epoch {epoch}; {resumes}",
     }

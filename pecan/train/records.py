@@ -16,7 +16,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 import torch
@@ -132,8 +132,11 @@ class RunFiles:
             log.info("plot: %s", path)
 
 
-def run_info(config, env, device: torch.device, threads, resumed_from, start_epoch: int) -> dict[str, Any]:
-    """What this start ran: config digest, git commit, package versions, world size, threads, tracing."""
+def run_info(
+    config, env, device: torch.device, threads, resumed_from, start_epoch: int, resume: Optional[dict] = None
+) -> dict[str, Any]:
+    """What this start ran: config digest, git commit, package versions, world size, threads, tracing, and for
+    a resume what became of the schedule and the global batch (resume.fit_schedule, global_batch_change)."""
     return {
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "config_digest": config.digest(),
@@ -152,6 +155,7 @@ def run_info(config, env, device: torch.device, threads, resumed_from, start_epo
         "device": str(device),
         "resumed_from": resumed_from,
         "start_epoch": start_epoch,
+        "resume": resume,
     }
 
 

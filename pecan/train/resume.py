@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from typing import Optional
+from typing import Any, Optional
 
 import numpy as np
 import torch
@@ -40,12 +40,16 @@ def maybe_resume(trainer) -> Optional[str]:
         trainer.load_state_dict(state)
     except (RuntimeError, KeyError, ValueError) as err:
         raise config_module.ConfigError(f"train.resume: checkpoint {path} does not fit this run: {err}") from err
-    schedule_note = fit_schedule(trainer, state)
+    schedule_note, trainer.resume_details = fit_schedule(trainer, state)
+    batch = global_batch_change(state, trainer)
+    if batch is not None:
+        trainer.resume_details["global_batch"] = batch
     main = trainer.env.is_main
     if main:
         ckpt.warn_changed_settings(state, trainer.config, path)
         warn_changed_data(state, trainer.data.train_index, path)
-        warn_global_batch(state, trainer, path)
+        if batch is not None:
+            warn_global_batch(batch, path, trainer.config.train.lr)
         at = f", step {trainer.position.done} of epoch {trainer.position.epoch + 1}" if trainer.position else ""
         log.info("resumed from %s after epoch %d%s; learning rate: %s", path, trainer.start_epoch, at, schedule_note)
         trainer.files.restore_missing(trainer.records, trainer.start_epoch)
@@ -64,8 +68,9 @@ def steps_left(trainer) -> int:
     return max((trainer.config.train.epochs - trainer.start_epoch) * steps - round(done), 0)
 
 
-def fit_schedule(trainer, state: CheckpointState) -> str:
-    """Fit the restored learning-rate schedule to this run's length; returns what the resume line says.
+def fit_schedule(trainer, state: CheckpointState) -> tuple[str, dict[str, Any]]:
+    """Fit the restored learning-rate schedule to this run's length; returns what the resume line says and
+    what runs.jsonl records (``resume``: schedule same, continue or restart, its steps then and now, the rate).
 
     The same length: the checkpoint's schedule, step for step. Another length (train.epochs changed, or the
     steps per epoch under another world size or batch): train.schedule_on_resume decides, continue (from the
@@ -79,8 +84,10 @@ def fit_schedule(trainer, state: CheckpointState) -> str:
         schedule = dataclasses.replace(schedule, total_steps=saved_epochs * trainer.steps_per_epoch())
         scheduler.lr_lambdas[0] = schedule
     total = step + steps_left(trainer)
+    details = {"at_step": step, "steps_before": schedule.total_steps, "steps": total}
     if schedule.total_steps == total:
-        return f"the checkpoint's schedule continues ({scheduler.get_last_lr()[0]:.3g} now)"
+        rate = scheduler.get_last_lr()[0]
+        return f"the checkpoint's schedule continues ({rate:.3g} now)", {"schedule": "same", **details, "lr": rate}
     restart = trainer.config.train.schedule_on_resume == "restart"
     fitted = schedule.extended(step, total, restart)
     scheduler.lr_lambdas[0] = fitted
@@ -88,39 +95,52 @@ def fit_schedule(trainer, state: CheckpointState) -> str:
     for group, rate in zip(trainer.optimizer.param_groups, rates):
         group["lr"] = rate
     scheduler._last_lr = rates
+    details = {"schedule": "restart" if restart else "continue", **details, "lr": rates[0]}
     length = f"the run now ends after {total} steps, not {schedule.total_steps}"
     if restart:
         return (
             f"{length}: warm restart (train.schedule_on_resume: restart), {rates[0]:.3g} now, up to "
             f"{scheduler.base_lrs[0]:.3g} and down to the floor over the {total - step} steps left"
-        )
+        ), details
     return (
         f"{length}: continued from {rates[0]:.3g} (train.schedule_on_resume: continue), annealed to "
         f"{fitted.floor * scheduler.base_lrs[0]:.3g} over the {total - step} steps left"
-    )
+    ), details
 
 
-def warn_global_batch(state: CheckpointState, trainer, path) -> None:
-    """One warning when the global batch (ranks x batch per rank) differs from the checkpoint's run: the
-    steps per epoch change with it, and train.lr is not scaled."""
+def global_batch_change(state: CheckpointState, trainer) -> Optional[dict[str, int]]:
+    """The global batch (ranks x batch per rank) of the checkpoint's run and of this one, where they differ."""
     ranks_then = int(state.world_size or 1)
     batch_then = int(state.saved_section("data").get("batch_size", trainer.config.data.batch_size))
     ranks_now, batch_now = trainer.env.world_size, trainer.config.data.batch_size
     if ranks_then * batch_then == ranks_now * batch_now:
-        return
+        return None
+    return {
+        "before": ranks_then * batch_then,
+        "ranks_before": ranks_then,
+        "batch_size_before": batch_then,
+        "now": ranks_now * batch_now,
+        "ranks": ranks_now,
+        "batch_size": batch_now,
+    }
+
+
+def warn_global_batch(batch: dict[str, int], path, lr: float) -> None:
+    """One warning when the global batch differs from the checkpoint's run: the steps per epoch change with
+    it, and train.lr is not scaled."""
     log.warning(
         "checkpoint %s was trained with a global batch of %d (%d rank(s) x batch %d); this run's is %d (%d "
         "rank(s) x batch %d): each optimizer step now averages over %s samples, the steps per epoch change with "
-        "it, and train.lr (%g) is not scaled",
+        "it, and train.lr (%g) is not scaled (recorded in runs.jsonl: resume.global_batch)",
         path,
-        ranks_then * batch_then,
-        ranks_then,
-        batch_then,
-        ranks_now * batch_now,
-        ranks_now,
-        batch_now,
-        "more" if ranks_now * batch_now > ranks_then * batch_then else "fewer",
-        trainer.config.train.lr,
+        batch["before"],
+        batch["ranks_before"],
+        batch["batch_size_before"],
+        batch["now"],
+        batch["ranks"],
+        batch["batch_size"],
+        "more" if batch["now"] > batch["before"] else "fewer",
+        lr,
     )
 
 

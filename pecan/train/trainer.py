@@ -94,6 +94,7 @@ class Trainer:
         self.records: list[dict[str, Any]] = []  # every epoch record so far; checkpoints carry them
         self.position: Optional[Position] = None  # where a mid-epoch checkpoint resumes
         self.resumed_from: Optional[str] = None  # the checkpoint this start resumed from
+        self.resume_details: Optional[dict[str, Any]] = None  # runs.jsonl's resume: schedule, global batch
         self.nonfinite_steps = 0
         self.last_batch = None  # the last good batch, replayed by a rank whose batch was all bad
         self._training_data: Optional[dict[str, Any]] = None  # training_data(), computed once
@@ -168,7 +169,15 @@ class Trainer:
         with named_write_errors(self.out_dir / "config.yaml"):
             config_module.save(self.config, self.out_dir / "config.yaml")
         self.files.append_run(
-            run_info(self.config, self.env, self.device, self.threads, self.resumed_from, self.start_epoch)
+            run_info(
+                self.config,
+                self.env,
+                self.device,
+                self.threads,
+                self.resumed_from,
+                self.start_epoch,
+                self.resume_details,
+            )
         )
 
     def steps_per_epoch(self) -> int:

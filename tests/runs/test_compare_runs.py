@@ -56,9 +56,14 @@ def test_incomplete_and_different_scale_are_flagged(tmp_path):
     assert "differ in scale" in text and "one replicate" in text
 
 
-def test_bad_directory_is_named(tmp_path):
-    with pytest.raises(SystemExit, match="nothing"):
+def test_bad_directory_is_named(tmp_path, capsys):
+    from pecan import cli
+    from pecan.runtime.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="nothing has no epochs.jsonl"):
         compare_runs.parse_groups([f"x={tmp_path / 'nothing'}"])
+    assert cli.main(["runs", "compare", f"x={tmp_path / 'nothing'}"]) != 0
+    assert "nothing has no epochs.jsonl" in capsys.readouterr().err
 
 
 def with_settings(run: Path, **settings) -> Path:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from pecan import report
 from pecan.train.components import CosineSchedule, cosine_schedule
 from tests.app_run import records, run
 
@@ -76,6 +77,21 @@ def test_a_resume_of_the_same_length_says_the_schedule_continues(tmp_path, data_
     assert code == 0, text
     assert "global batch of 4" in text and "this run's is 2" in text and "is not scaled" in text
     assert "the run now ends after" in text
+    # runs.jsonl records each start's resume: none, the same schedule, then the continued one and the batch.
+    starts = report.read_records(tmp_path / "run" / "runs.jsonl")
+    assert starts[0]["resume"] is None
+    assert starts[1]["resume"]["schedule"] == "same" and "global_batch" not in starts[1]["resume"]
+    resumed = starts[2]["resume"]
+    assert resumed["schedule"] == "continue" and resumed["steps"] > resumed["steps_before"] == resumed["at_step"]
+    assert resumed["lr"] == pytest.approx(records(tmp_path)[0]["lr"])  # the finished run's floor, continued
+    assert resumed["global_batch"] == {
+        "before": 4,
+        "ranks_before": 1,
+        "batch_size_before": 4,
+        "now": 2,
+        "ranks": 1,
+        "batch_size": 2,
+    }
 
 
 @pytest.mark.slow
