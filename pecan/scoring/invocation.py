@@ -2,7 +2,9 @@
 its numbers, that each file it names exists and is what its option says, and that its outputs can be written.
 A mistake is a ConfigError (exit 2) naming the option and the file, found in well under a second.
 
-- ``--receptor``: an existing file, not a ligand format (SDF, mol2).
+- ``--receptor``: an existing file, not a ligand format (SDF, mol2), nor a PDBQT: AutoDock's receptor PDBQT
+  keeps only polar hydrogens and writes AutoDock atom types where a PDB has elements, so it is refused at once
+  with the Open Babel command that writes it as a PDB with every hydrogen, as the model was trained.
 - ``--poses``: an existing file of a poses format (``POSE_SUFFIXES``) or a directory; not the receptor; a PDB
   or PDBQT that holds a protein (``RECEPTOR_RESIDUES`` amino-acid residues or more) is a receptor given as
   poses, and so is a PDBQT without a ligand's records (``ROOT``/``TORSDOF``, ``REMARK VINA RESULT``). A PDBQT
@@ -78,8 +80,16 @@ def existing_file(option: str, path: str) -> str:
     return path
 
 
-def check_receptor(path: Path) -> None:
-    """A receptor in a ligand format is a mix-up of --receptor and --poses."""
+def check_receptor(path: Path, where: str = "--receptor") -> None:
+    """A receptor in a ligand format is a mix-up of --receptor and --poses; a PDBQT receptor is refused with
+    the command that converts it (``where``: how the message names it, a manifest's row for one)."""
+    if path.suffix.lower() == ".pdbqt":
+        raise ConfigError(
+            f"{COMMAND}: {where} {path} is a PDBQT (AutoDock's receptor format: polar hydrogens only, AutoDock "
+            f"atom types instead of elements): give the receptor as a PDB with every hydrogen, as the model was "
+            f"trained on, e.g. obabel -ipdbqt {path} -opdb -h -O {path.with_suffix('.pdb').name} "
+            f"(or the PDB the PDBQT was prepared from)"
+        )
     if path.suffix.lower() in LIGAND_ONLY_SUFFIXES:
         raise ConfigError(
             f"{COMMAND}: --receptor {path} is a {path.suffix} file, a ligand format: the receptor is a PDB "

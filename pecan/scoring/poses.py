@@ -28,7 +28,7 @@ from pecan.runtime.manifest import check_unique_ids, read_manifest_frame
 from pecan.runtime.numbers import read_number
 from pecan.scoring.consensus import check_weight
 from pecan.scoring.inputs import GROUP_BY, PosesFile, poses_in
-from pecan.scoring.invocation import checkpoint_paths
+from pecan.scoring.invocation import check_receptor, checkpoint_paths
 from pecan.scoring.memory import StageClock
 from pecan.scoring.output import output_paths
 
@@ -128,6 +128,9 @@ def _given_rows(args: ScoreRequest) -> pd.DataFrame:
             if column in rows:  # relative paths resolve against the manifest's directory, as the converter's
                 rows[column] = [str((base / p.strip()).resolve()) if p.strip() else "" for p in rows[column]]
         rows["complex_id"] = rows["complex_id"].str.strip()
+        for complex_id, receptor in zip(rows["complex_id"], rows["receptor"]):
+            if receptor.lower().endswith(".pdbqt"):
+                check_receptor(Path(receptor), f"--manifest {args.manifest}, complex {complex_id}: receptor")
         return rows
     if not (args.receptor and args.poses):
         raise ConfigError("pecan score: give --receptor and --poses (or --manifest)")

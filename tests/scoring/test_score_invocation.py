@@ -62,6 +62,10 @@ CASES = {
         "holds a protein (40 amino-acid residues)",
     ),
     "receptor PDBQT as poses": (["--receptor", "rec.pdb", "--poses", "rec.pdbqt", "--out", "o.sdf"], "a receptor"),
+    "a PDBQT receptor": (
+        ["--receptor", "rec.pdbqt", "--poses", "poses.sdf", "--out", "o.sdf"],
+        "obabel -ipdbqt rec.pdbqt -opdb -h -O rec.pdb",
+    ),
     "poses as receptor": (["--receptor", "poses.sdf", "--poses", "lig.pdb", "--out", "o.sdf"], "a ligand format"),
     "unknown poses format": (["--receptor", "rec.pdb", "--poses", "rec.txt", "--out", "o.sdf"], "not found"),
     "missing checkpoint": (["nope.pt", "--receptor", "rec.pdb", "--poses", "poses.sdf", "--out", "o.sdf"], "nope.pt"),
@@ -133,3 +137,11 @@ def test_a_missing_config_exits_2_before_torch(tmp_path, command):
     code, stderr, torch_imported = pecan(tmp_path, *argv, "nope.yaml")
     assert code == 2 and "cannot read config file nope.yaml" in stderr
     assert not torch_imported
+
+
+def test_a_manifest_row_with_a_pdbqt_receptor_exits_2_naming_the_row_and_the_conversion(files):
+    (files / "m.csv").write_text("complex_id,receptor,poses\nc1,rec.pdbqt,poses.sdf\n")
+    code, stderr, _ = score(files, "--manifest", "m.csv", "--out", "o.sdf", "--device", "cpu")
+    assert code == 2, stderr[-2000:]
+    assert "--manifest m.csv, complex c1: receptor" in stderr and "obabel -ipdbqt" in stderr
+    assert "Traceback" not in stderr and not (files / "o.sdf").exists()
