@@ -37,6 +37,8 @@ setup(
         "mutation": ["mutmut>=3.3,<4"],
         # The parallel-file-system stand-in of benchmarks/slowfs.py (also needs libfuse3: Debian fuse3).
         "bench": ["mfusepy>=3.1"],
+        # pecan redock --engine dask: jobs on a running Dask cluster (pure-Python wheels, no MPI library).
+        "dist": ["distributed>=2024.1"],
     },
     entry_points={"console_scripts": ["pecan=pecan.cli:run"]},
 )
