@@ -107,3 +107,67 @@ def test_a_mid_epoch_resume_on_the_same_world_size_continues_the_share():
     resumed.skip_next(11)
     assert list(resumed) == full.indices()[11:].tolist()
     assert len(resumed) == len(full)
+
+
+class Requests:
+    """A prefetch callback that records, per call, the position in the iteration and the shard ids."""
+
+    def __init__(self):
+        self.calls, self.position = [], 0
+
+    def __call__(self, shard_ids):
+        self.calls.append((self.position, list(shard_ids)))
+
+
+def iterate(sampler, requests):
+    sampler.prefetch = requests
+    read = []
+    for index in sampler:
+        read.append(index)
+        requests.position += 1
+    return read
+
+
+@pytest.mark.parametrize("mode, window", [("window", 3), ("block", 1)])
+def test_prefetch_asks_for_each_shard_about_one_window_before_its_first_sample(mode, window):
+    sampler = ranks(2, mode=mode, window=window)[1]
+    requests = Requests()
+    read = iterate(sampler, requests)
+    assert read == sampler.indices().tolist()  # prefetching does not change the order
+    requested = {shard: position for position, shards in requests.calls for shard in shards}
+    shards = SHARDS[read]
+    assert sorted(requested) == sorted(set(shards.tolist()))  # each shard once
+    for shard, position in requested.items():
+        first = int(np.flatnonzero(shards == shard)[0])
+        assert position <= first  # before its first sample is gathered
+        assert first - position <= 10 * window  # but not more than one window ahead
+
+
+def test_prefetch_follows_a_resume_and_stays_off_for_global_order():
+    sampler = ranks(1, window=3)[0]
+    sampler.skip_next(100)
+    requests = Requests()
+    read = iterate(sampler, requests)
+    requested = [shard for _, shards in requests.calls for shard in shards]
+    assert set(requested) == set(SHARDS[read].tolist())
+    global_order = ranks(1, mode="global")[0]
+    requests = Requests()
+    iterate(global_order, requests)
+    assert requests.calls == []  # every shard is read from the start: nothing to read ahead
+
+
+def test_a_packed_training_set_reads_its_next_packs_ahead(setup):
+    from dataclasses import replace
+
+    from pecan.data.loader import make_dataset, make_sampler
+    from pecan.data.staging import PagePrefetch
+
+    cfg, frame, packs = setup
+    cfg = replace(cfg, shuffle="window")
+    dataset = make_dataset(cfg, frame, packs)
+    sampler = make_sampler(dataset, cfg, train=True, rank=0, world_size=1, seed=0)
+    assert isinstance(sampler.prefetch, PagePrefetch)
+    assert sorted(iter(sampler)) == list(range(len(dataset)))
+    sampler.prefetch.join()
+    assert sampler.prefetch.requested == len(packs)  # each pack once
+    assert make_sampler(dataset, cfg, train=False, rank=0, world_size=1, seed=0).prefetch is None
