@@ -9,6 +9,8 @@ import pandas as pd
 
 # Bookkeeping of which rank finished, not output.
 RANK_FILES = ".ranks"
+# The folder's plan names the rank, host and pid that wrote it (pecan.runtime.out_folder).
+PLAN_FILE = ".pecan.plan.json"
 
 
 def files_in(directory: Path) -> list[str]:
@@ -16,7 +18,7 @@ def files_in(directory: Path) -> list[str]:
     return sorted(
         str(p.relative_to(directory))
         for p in directory.rglob("*")
-        if p.is_file() and RANK_FILES not in p.relative_to(directory).parts
+        if p.is_file() and RANK_FILES not in p.relative_to(directory).parts and p.name != PLAN_FILE
     )
 
 

@@ -41,6 +41,13 @@ def parse_args(argv=None, prog: str | None = None) -> argparse.Namespace:
         action="store_true",
         help="drop the receptor's HETATM residues (metals, cofactors); waters are always dropped",
     )
+    parser.add_argument(
+        "--replace",
+        action="store_true",
+        help="--out holds the shards, index and failures.csv of another plan (other options or manifest): "
+        "remove them and write "
+        "this plan's (without it such a run is refused; a rerun of the same plan resumes)",
+    )
     add_share_options(parser, "shards")
     add_progress_option(parser)
     return parser.parse_args(argv)
@@ -94,6 +101,8 @@ def main(argv=None, prog: str | None = None) -> int:
 
 
 def _run(argv, prog: str | None) -> int:
+    from pecan.runtime.errors import OutDirInUse
+
     args = parse_args(argv, prog)
     from pecan.convert.complexes import Options
     from pecan.convert.run import convert, dry_run_lines, summary_line
@@ -125,8 +134,9 @@ def _run(argv, prog: str | None) -> int:
             args.workers,
             progress=progress_mode(args),
             place=place,
+            replace=args.replace,
         )
-    except (OSError, ValueError) as err:
+    except (OSError, ValueError, OutDirInUse) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     print(summary_line(summary))

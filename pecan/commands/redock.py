@@ -2,7 +2,7 @@
 
 Each complex starts from an RDKit ETKDG conformer (never the crystal geometry) and is docked into a box
 around the crystal ligand. Writes DIR/poses/<complex_id>.sdf (SD property docking_score), DIR/manifest.csv
-for `python scripts/convert_structures.py DIR/manifest.csv --out SHARDS`, DIR/redock.csv (seed, poses,
+for `pecan convert DIR/manifest.csv --out SHARDS`, DIR/redock.csv (seed, poses,
 best_docking_score, seconds per complex) and DIR/failures.csv. A rerun skips finished complexes. Under torchrun,
 srun or flux each rank docks every world_size-th complex of the manifest and the last rank to finish writes the
 tables; `--dry-run` prints each rank's share. Needs the dock extra (pip install -e '.[dock]') and Open Babel's
@@ -59,9 +59,36 @@ def parse_args(argv=None, prog: str | None = None) -> argparse.Namespace:
         help="seconds one complex's Vina search may take; past it the complex is recorded as failed "
         "(default 0: no limit)",
     )
+    parser.add_argument(
+        "--replace",
+        action="store_true",
+        help="--out holds the poses, records and tables of another plan (other options or manifest): "
+        "remove them and write "
+        "this plan's (without it such a run is refused; a rerun of the same plan resumes)",
+    )
     add_share_options(parser, "complexes")
+    add_engine_options(parser)
     add_progress_option(parser)
     return parser.parse_args(argv)
+
+
+def add_engine_options(parser: argparse.ArgumentParser) -> None:
+    """--engine, --scheduler-file, --costs: the jobs on a running Dask cluster, longest first (docs/redock.md)."""
+    parser.add_argument(
+        "--engine",
+        choices=("local", "dask"),
+        default="local",
+        help="local: this process's --workers (default); dask: the Dask cluster of --scheduler-file, each complex "
+        "handed to the next free worker, the longest first, a lost worker's complex docked again elsewhere "
+        "(the dist extra)",
+    )
+    parser.add_argument("--scheduler-file", type=Path, help="with --engine dask: the file `dask scheduler` wrote")
+    parser.add_argument(
+        "--costs",
+        type=Path,
+        help="with --engine dask: an earlier run's redock.csv; its seconds order the complexes (default: the "
+        "ligand's heavy atoms x (1 + rotatable bonds))",
+    )
 
 
 def _check(args: argparse.Namespace) -> str:
@@ -69,6 +96,8 @@ def _check(args: argparse.Namespace) -> str:
         return "--exhaustiveness, --n-poses, --workers and --cpu must be >= 1"
     if args.energy_range <= 0 or args.box_padding < 0 or args.box_size < 0 or args.timeout < 0:
         return "--energy-range must be > 0, --box-padding, --box-size and --timeout >= 0"
+    if (args.engine == "dask") != (args.scheduler_file is not None) or (args.costs and args.engine != "dask"):
+        return "--engine dask needs --scheduler-file, and --scheduler-file and --costs need --engine dask"
     return ""
 
 
@@ -104,6 +133,8 @@ def main(argv=None, prog: str | None = None) -> int:
 
 
 def _run(argv, prog: str | None) -> int:
+    from pecan.runtime.errors import OutDirInUse
+
     args = parse_args(argv, prog)
     problem = _check(args)
     if problem:
@@ -120,12 +151,27 @@ def _run(argv, prog: str | None) -> int:
             print("\n".join(lines) if place.rank == 0 else "", end="\n" if place.rank == 0 else "")
             return 0
         check_outputs(args)
-        summary = redock(args.manifest, args.out, options, args.workers, progress_mode(args), place)
+        engine = _engine(args, place)
+        summary = redock(
+            args.manifest, args.out, options, args.workers, progress_mode(args), place, args.replace, engine
+        )
     except ImportError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    except (OSError, ValueError) as err:
+    except (OSError, ValueError, OutDirInUse) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     print(summary_line(summary))
     return 0 if summary["complexes"] or not summary["merged"] else 1
+
+
+def _engine(args: argparse.Namespace, place):
+    """None for the local pool; the Dask engine (one client process, never one per launcher rank)."""
+    if args.engine == "local":
+        return None
+    if place.is_distributed:
+        raise ValueError(f"--engine dask runs in one process, the cluster's client; this is {place.describe()}")
+    from pecan.redock.engine import dask_engine
+    from pecan.redock.run import read_manifest
+
+    return dask_engine(read_manifest(args.manifest), args.scheduler_file, args.costs)

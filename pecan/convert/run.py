@@ -20,6 +20,8 @@ from pecan.convert.complexes import ComplexEntry, ConvertedComplex, Options, con
 from pecan.data import layout
 from pecan.data.index import IndexBuilder, IndexSettings
 from pecan.runtime.fileio import json_text, write_csv, write_text
+from pecan.runtime.out_folder import Plan as FolderPlan
+from pecan.runtime.out_folder import own_folder
 from pecan.runtime.pool import results_of
 from pecan.runtime.progress import Progress
 from pecan.runtime.shares import Place, remove_leftover_temps, share, share_lines
@@ -197,13 +199,38 @@ def convert(
     progress="auto",
     labels_optional: bool = True,
     place: Place = Place(),
+    replace: bool = False,
 ) -> dict:
     """Convert this rank's share of the manifest's shards (every shard for one rank); the rank that finds every
     shard of the plan finished writes <prefix>_all.csv and failures.csv. Returns the summary.
     Poses of a complex without a crystal ligand have no rmsd and no label: with ``labels_optional`` (plain
-    docking output to score) their index rows keep the label empty, else they are a DataError."""
+    docking output to score) their index rows keep the label empty, else they are a DataError.
+    ``out_dir`` is owned as pecan.runtime.out_folder says: a live run there, ranks given other options or a
+    folder holding another plan's shards (unless ``replace``) stop it before anything is written."""
     entries = read_manifest(Path(manifest))
-    out_dir.mkdir(parents=True, exist_ok=True)
+    ownership = own_folder(
+        out_dir, folder_plan(manifest, options, prefix, per_shard), place.rank, place.describe(), replace
+    )
+    try:
+        return _convert(entries, out_dir, options, prefix, per_shard, workers, progress, labels_optional, place)
+    finally:
+        ownership.release()
+
+
+def folder_plan(manifest: Path, options: Options, prefix: str, per_shard: int) -> FolderPlan:
+    """The output folder's plan: the options that change what is written, and the manifest."""
+    flags = {
+        "--pocket-radius": options.pocket_radius,
+        "--rmsd-threshold": options.rmsd_threshold,
+        "--drop-hetero": options.drop_hetero,
+        "--complexes-per-shard": max(per_shard, 1),
+        "--prefix": prefix,
+    }
+    written = (f"{prefix}_[0-9]*.hdf5", f".{prefix}_[0-9]*.done.json", f"{prefix}_all.csv", "failures.csv")
+    return FolderPlan.of("pecan convert", flags, Path(manifest), written)
+
+
+def _convert(entries, out_dir, options, prefix, per_shard, workers, progress, labels_optional, place) -> dict:
     jobs = plan(entries, out_dir, prefix, max(per_shard, 1), options)
     remove_stale_shards(out_dir, prefix, jobs)
     my_jobs = share(jobs, place.rank, place.world_size)

@@ -19,6 +19,8 @@ from pecan.redock.dock import SCORE_PROPERTY, DockJob, DockOptions, finished, in
 from pecan.runtime import shares
 from pecan.runtime.fileio import write_csv
 from pecan.runtime.manifest import check_unique_ids, read_manifest_frame
+from pecan.runtime.out_folder import Plan as FolderPlan
+from pecan.runtime.out_folder import own_folder
 from pecan.runtime.pool import Stopped, results_of
 from pecan.runtime.progress import Progress
 from pecan.runtime.shares import Place
@@ -69,7 +71,7 @@ def plan(frame: pd.DataFrame, out_dir: Path, options: DockOptions) -> list[DockJ
     ]
 
 
-def _run_all(jobs: list[DockJob], workers: int, progress, on_record) -> list[dict]:
+def _run_all(jobs: list[DockJob], workers: int, progress, on_record, results_of=results_of) -> list[dict]:
     # Finished complexes first, in this process (a record and a hash of the inputs each): the tables list
     # them from the first write on, so a rerun never shows a shorter manifest.csv while it catches up.
     order = {job.complex_id: k for k, job in enumerate(jobs)}
@@ -112,7 +114,7 @@ def _relative(path: Path, start: Path) -> str:
 
 
 def converter_manifest(frame: pd.DataFrame, records: list[dict], jobs: list[DockJob], out_dir: Path) -> pd.DataFrame:
-    """The rows `scripts/convert_structures.py` reads, for the complexes that docked; extra columns pass through."""
+    """The rows `pecan convert` reads, for the complexes that docked; extra columns pass through."""
     ok = {r["complex_id"] for r in records if r["status"] == "ok"}
     by_id = {job.complex_id: job for job in jobs}
     rows = []
@@ -137,15 +139,40 @@ def converter_manifest(frame: pd.DataFrame, records: list[dict], jobs: list[Dock
 
 
 def redock(
-    manifest: Path, out_dir: Path, options: DockOptions, workers: int = 1, progress="auto", place: Place = Place()
+    manifest: Path,
+    out_dir: Path,
+    options: DockOptions,
+    workers: int = 1,
+    progress="auto",
+    place: Place = Place(),
+    replace: bool = False,
+    engine=None,
 ) -> dict:
     """Redock this rank's share of the manifest (every row for one rank); writes poses/, records/, and (one
     rank: after every complex; several: the last rank to finish) manifest.csv, redock.csv, failures.csv.
-    Returns the summary."""
+    Returns the summary. ``out_dir`` is owned as pecan.runtime.out_folder says: a live run there, ranks given
+    other options or a folder holding another plan's outputs (unless ``replace``) stop it before anything is
+    written. ``engine`` (one process: pecan.runtime.engine_dask) runs the jobs instead of the local pool."""
     manifest = Path(manifest)
     frame = read_manifest(manifest)
     out_dir = Path(out_dir).resolve()
-    out_dir.mkdir(parents=True, exist_ok=True)
+    ownership = own_folder(out_dir, folder_plan(manifest, options), place.rank, place.describe(), replace)
+    try:
+        return _redock(frame, out_dir, options, workers, progress, place, engine)
+    finally:
+        ownership.release()
+
+
+def folder_plan(manifest: Path, options: DockOptions) -> FolderPlan:
+    """The output folder's plan: every docking option that changes a complex's poses, and the manifest."""
+    flags = {"--" + name.replace("_", "-"): value for name, value in options.identity().items()}
+    written = ("poses", "records", "receptors", "manifest.csv", "redock.csv", "failures.csv")
+    return FolderPlan.of("pecan redock", flags, manifest, written)
+
+
+def _redock(
+    frame: pd.DataFrame, out_dir: Path, options: DockOptions, workers: int, progress, place: Place, engine=None
+):
     jobs = plan(frame, out_dir, options)
     my_jobs = shares.share(jobs, place.rank, place.world_size)
     for job in my_jobs:  # a killed run's temporary files (no other rank writes these complexes' files)
@@ -158,6 +185,12 @@ def redock(
         write_csv(table[table["status"] != "ok"][["complex_id", "reason"]], out_dir / "failures.csv")
         write_csv(converter_manifest(frame, records, jobs, out_dir), out_dir / "manifest.csv")
 
+    if engine is not None:  # a lost worker's half-written files stay behind: removed once every job is back
+        records = _run_all(jobs, workers, progress, write_tables, engine.results_of)
+        for job in jobs:
+            remove_leftovers(job)
+        write_tables(records)
+        return {**_summary(records, out_dir), "merged": True, "rank": engine.describe()}
     if not place.is_distributed:
         records = _run_all(jobs, max(workers, 1), progress, write_tables)
         write_tables(records)
@@ -226,7 +259,7 @@ def summary_line(summary: dict) -> str:
     return (
         f"redocked {summary['complexes']} complexes ({summary['reused']} already finished), "
         f"{summary['poses']} poses; {summary['failed']} failed (see {summary['failures']}); "
-        f"convert with: python scripts/convert_structures.py {summary['manifest']} --out SHARDS"
+        f"convert with: pecan convert {summary['manifest']} --out SHARDS"
     )
 
 

@@ -13,6 +13,7 @@ pytest.importorskip("prolif", reason="needs the convert extra: pip install -e '.
 from pecan.convert.complexes import Options  # noqa: E402
 from pecan.convert.run import convert  # noqa: E402
 from pecan.data import layout  # noqa: E402
+from pecan.runtime.errors import ConfigError  # noqa: E402
 from tests.convert import structures as st  # noqa: E402
 
 ASYMMETRIC = "NCC(O)CCS"
@@ -185,7 +186,9 @@ def test_rerun_reuses_complete_shards_and_redoes_changed_ones(tmp_path):
     assert {k: again[k] for k in ("complexes", "poses", "positives")} == {
         k: first[k] for k in ("complexes", "poses", "positives")
     }
-    changed = convert(manifest, out, Options(rmsd_threshold=1.0), progress=False)
+    with pytest.raises(ConfigError, match=r"--rmsd-threshold 2.0 there, 1.0 here"):
+        convert(manifest, out, Options(rmsd_threshold=1.0), progress=False)  # another plan: asked for only
+    changed = convert(manifest, out, Options(rmsd_threshold=1.0), progress=False, replace=True)
     assert changed["reused_shards"] == 0 and changed["positives"] == 1
     assert not [p for p in out.iterdir() if p.name.endswith(".tmp")]
 
@@ -201,7 +204,7 @@ def test_rerun_with_fewer_shards_removes_the_old_ones(tmp_path):
     manifest = st.manifest(tmp_path / "m.csv", rows)
     out = tmp_path / "out"
     assert convert(manifest, out, Options(), per_shard=1, progress=False)["shards"] == 3
-    summary = convert(manifest, out, Options(), per_shard=2, progress=False)
+    summary = convert(manifest, out, Options(), per_shard=2, progress=False, replace=True)
     assert sorted(p.name for p in out.glob("*.hdf5")) == ["converted_0000.hdf5", "converted_0001.hdf5"]
     index = pd.read_csv(out / "converted_all.csv")
     assert summary["complexes"] == 3 and sorted(index["pdbid"].unique()) == ["c0", "c1", "c2"]

@@ -100,7 +100,7 @@ def test_rerun_skips_finished_complexes_and_redocks_changed_ones(docked):
     before = sdf.stat().st_mtime_ns
     again = redock(manifest, out, OPTIONS, progress=False)
     assert again["reused"] == 1 and sdf.stat().st_mtime_ns == before
-    changed = redock(manifest, out, DockOptions(exhaustiveness=1, n_poses=2, seed=5), progress=False)
+    changed = redock(manifest, out, DockOptions(exhaustiveness=1, n_poses=2, seed=5), progress=False, replace=True)
     assert changed["reused"] == 0 and sdf.stat().st_mtime_ns != before
     assert len(list(Chem.SDMolSupplier(str(sdf)))) <= 2
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from pecan.runtime import dir_lock
 from pecan.runtime.errors import OutDirInUse
 from pecan.train import run_dir
 from pecan.train.run_dir import LOCK_NAME, RunLock
@@ -103,7 +104,7 @@ def test_force_unlock_takes_a_live_lock(tmp_path):
 
 
 def test_heartbeat_refreshes_the_mtime_and_release_keeps_a_foreign_lock(tmp_path, monkeypatch):
-    monkeypatch.setattr(run_dir, "HEARTBEAT_S", 0.1)
+    monkeypatch.setattr(dir_lock, "HEARTBEAT_S", 0.1)
     lock = RunLock(tmp_path).acquire()
     path = tmp_path / LOCK_NAME
     os.utime(path, (time.time() - 3600, time.time() - 3600))
