@@ -13,7 +13,9 @@
 
 Each file is written under a temporary name beside its destination and, when the run succeeds, all are
 renamed onto their destinations together (``pecan.runtime.fileio.commit_together``): a failed or interrupted
-run, or one whose last rename fails, leaves no partial output and every earlier output in place.
+run, or one whose last rename fails, leaves no partial output and every earlier output in place. A write that
+fails (a full disk, a quota) is one StorageError naming the output and the reason (exit 1), and every temporary
+file is removed: closing the others after it, which may fail the same way, adds no second error.
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from pecan.runtime.fileio import commit_together, discard_temps, json_text, temp_beside
+from pecan.runtime.errors import StorageError
+from pecan.runtime.fileio import commit_together, discard_temps, json_text, named_write_errors, temp_beside
 from pecan.scoring.consensus import COLUMN as CONSENSUS
 from pecan.scoring.scores_csv import SCREEN_COLUMNS
 from pecan.scoring.sdf_text import rdkit_record, with_properties
@@ -80,6 +83,10 @@ class ScoredOutput:
         """Consecutive ligands' rows (``scores``: scores.csv's columns, each ligand in rank order) and records:
         ``groups`` holds per ligand its number, its molecules and SDF texts in the rows' order (texts None: RDKit
         renders each molecule) and whether its poses are labelled."""
+        with named_write_errors(self.paths["--out"]):
+            self._write_groups(scores, groups)
+
+    def _write_groups(self, scores: pd.DataFrame, groups: list[tuple]) -> None:
         consensus = scores[CONSENSUS].tolist() if CONSENSUS in scores else None  # --docking-weight > 0
         self._pending.append(scores[[*SCREEN_COLUMNS, *([CONSENSUS] if consensus is not None else [])]])
         columns = [scores[name].tolist() for name in ("complex_id", "pose_id", "pecan_score", "pecan_rank", "rmsd")]
@@ -114,12 +121,18 @@ class ScoredOutput:
     def flush(self) -> None:
         """Write the scores CSV rows of the groups written since the last flush (one pandas call a chunk)."""
         if self._pending:
+            with named_write_errors(self.paths["the scores CSV"]):
+                self._flush()
+
+    def _flush(self) -> None:
+        if self._pending:
             pd.concat(self._pending, ignore_index=True).to_csv(self._csv, header=self._header, index=False)
             self._header, self._pending = False, []
 
     def failure(self, complex_id: str, pose_id: str, source: str, reason: str, seq: int = 0) -> None:
         """One row of the failures file (``pose_id`` empty: the whole ligand)."""
-        self._failures.writerow(([seq] if self.part else []) + [complex_id, pose_id, source, reason])
+        with named_write_errors(self.paths["the failures CSV"]):
+            self._failures.writerow(([seq] if self.part else []) + [complex_id, pose_id, source, reason])
         if not self.first_failure:
             self.first_failure = f"ligand {complex_id} pose {pose_id or '(all)'}: {reason}"
         if pose_id:
@@ -132,24 +145,45 @@ class ScoredOutput:
         """Write the metrics JSON, close every file and rename each onto its destination."""
         self._close_writers()
         if self._header:  # nothing scored: scores.csv still gets its header
-            pd.DataFrame(columns=list(SCREEN_COLUMNS)).to_csv(self._temps["the scores CSV"], index=False)
-        self._temps["the metrics JSON"].write_text(json_text(values, indent=2, default=float))
+            with named_write_errors(self.paths["the scores CSV"]):
+                pd.DataFrame(columns=list(SCREEN_COLUMNS)).to_csv(self._temps["the scores CSV"], index=False)
+        with named_write_errors(self.paths["the metrics JSON"]):
+            self._temps["the metrics JSON"].write_text(json_text(values, indent=2, default=float))
         commit_together([(self._temps[what], path) for what, path in self.paths.items()])
 
     def abort(self, error: BaseException) -> None:
-        """Remove the temporary files; every destination keeps what it held."""
-        self._close_writers()
-        discard_temps(list(self._temps.values()))
+        """Remove the temporary files; every destination keeps what it held. ``error`` is already being raised:
+        a file that fails again as it is closed (a full disk) is closed and removed all the same, silently."""
+        try:
+            self._close_writers(quiet=True)
+        finally:
+            discard_temps(list(self._temps.values()))
 
-    def _close_writers(self) -> None:
-        if self._sdf is not None:
-            self.flush()
-            self._sdf.close()
-            self._csv.close()
-            self._failures_file.close()
-            if self._groups is not None:
-                self._groups.close()
-            self._sdf = None
+    def _close_writers(self, quiet: bool = False) -> None:
+        """Flush and close every file (each one even when another fails); StorageError naming the first that
+        failed, unless ``quiet``."""
+        if self._sdf is None:
+            return
+        first: StorageError | None = None
+        handles = [(None, self.flush), ("--out", self._sdf.close), ("the scores CSV", self._csv.close)]
+        handles.append(("the failures CSV", self._failures_file.close))
+        if self._groups is not None:
+            handles.append(("the groups log", self._groups.close))
+        self._sdf = None
+        if quiet:
+            self._pending = []  # nothing more is written
+        for what, close in handles:
+            try:
+                if what is None:
+                    if not quiet:
+                        close()
+                    continue
+                with named_write_errors(self.paths[what]):
+                    close()
+            except StorageError as err:
+                first = first or err
+        if first is not None and not quiet:
+            raise first
 
     def merge_parts(self, parts: list[Path]) -> None:
         """Join the ranks' committed parts (their ``--out`` paths, rank order) into this output in input order:
