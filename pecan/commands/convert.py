@@ -49,6 +49,15 @@ def parse_args(argv=None, prog: str | None = None) -> argparse.Namespace:
         "this plan's (without it such a run is refused; a rerun of the same plan resumes)",
     )
     add_share_options(parser, "shards")
+    parser.add_argument(
+        "--engine",
+        choices=("local", "dask"),
+        default="local",
+        help="local: this process's --workers (default); dask: each complex to the next free worker of the Dask "
+        "cluster of --scheduler-file, the largest poses file first, a lost worker's complex converted again "
+        "elsewhere (the dist extra)",
+    )
+    parser.add_argument("--scheduler-file", type=Path, help="with --engine dask: the file `dask scheduler` wrote")
     add_progress_option(parser)
     return parser.parse_args(argv)
 
@@ -113,6 +122,9 @@ def _run(argv, prog: str | None) -> int:
             file=sys.stderr,
         )
         return 2
+    if (args.engine == "dask") != (args.scheduler_file is not None):
+        print("error: --engine dask needs --scheduler-file, and --scheduler-file needs --engine dask", file=sys.stderr)
+        return 2
     options = Options(
         pocket_radius=args.pocket_radius, rmsd_threshold=args.rmsd_threshold, drop_hetero=args.drop_hetero
     )
@@ -135,9 +147,21 @@ def _run(argv, prog: str | None) -> int:
             progress=progress_mode(args),
             place=place,
             replace=args.replace,
+            engine=_engine(args, place),
         )
     except (OSError, ValueError, OutDirInUse) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     print(summary_line(summary))
     return 0 if summary["complexes"] or not summary["merged"] else 1
+
+
+def _engine(args: argparse.Namespace, place):
+    """None for the local pool; the Dask engine (one client process, never one per launcher rank)."""
+    if args.engine == "local":
+        return None
+    if place.is_distributed:
+        raise ValueError(f"--engine dask runs in one process, the cluster's client; this is {place.describe()}")
+    from pecan.convert.engine import dask_engine
+
+    return dask_engine(args.scheduler_file)

@@ -166,7 +166,7 @@ def remove_stale_shards(out_dir: Path, prefix: str, jobs: list[ShardJob]) -> lis
     return removed
 
 
-def _run_all(jobs: list[ShardJob], workers: int, progress) -> list[dict]:
+def _run_all(jobs: list[ShardJob], workers: int, progress, results_of=results_of) -> list[dict]:
     """Every shard of ``jobs``: finished ones reused, the others' complexes converted by the pool, each shard
     written as soon as its last complex is back."""
     found = [(job, finished_record(job)) for job in jobs]
@@ -200,19 +200,22 @@ def convert(
     labels_optional: bool = True,
     place: Place = Place(),
     replace: bool = False,
+    engine=None,
 ) -> dict:
     """Convert this rank's share of the manifest's shards (every shard for one rank); the rank that finds every
     shard of the plan finished writes <prefix>_all.csv and failures.csv. Returns the summary.
     Poses of a complex without a crystal ligand have no rmsd and no label: with ``labels_optional`` (plain
     docking output to score) their index rows keep the label empty, else they are a DataError.
     ``out_dir`` is owned as pecan.runtime.out_folder says: a live run there, ranks given other options or a
-    folder holding another plan's shards (unless ``replace``) stop it before anything is written."""
+    folder holding another plan's shards (unless ``replace``) stop it before anything is written.
+    ``engine`` (one process: pecan.convert.engine) converts the complexes instead of the local pool."""
     entries = read_manifest(Path(manifest))
     ownership = own_folder(
         out_dir, folder_plan(manifest, options, prefix, per_shard), place.rank, place.describe(), replace
     )
     try:
-        return _convert(entries, out_dir, options, prefix, per_shard, workers, progress, labels_optional, place)
+        args = (entries, out_dir, options, prefix, per_shard, workers, progress, labels_optional, place)
+        return _convert(*args, engine)
     finally:
         ownership.release()
 
@@ -230,12 +233,16 @@ def folder_plan(manifest: Path, options: Options, prefix: str, per_shard: int) -
     return FolderPlan.of("pecan convert", flags, Path(manifest), written)
 
 
-def _convert(entries, out_dir, options, prefix, per_shard, workers, progress, labels_optional, place) -> dict:
+def _convert(entries, out_dir, options, prefix, per_shard, workers, progress, labels_optional, place, engine=None):
     jobs = plan(entries, out_dir, prefix, max(per_shard, 1), options)
     remove_stale_shards(out_dir, prefix, jobs)
     my_jobs = share(jobs, place.rank, place.world_size)
     remove_leftover_temps([path for job in my_jobs for path in (job.path, job.record_path)])
-    mine = _run_all(my_jobs, workers, progress)
+    if engine is not None:  # one client, every shard; a lost worker's job is converted again elsewhere
+        mine = _run_all(my_jobs, workers, progress, engine.results_of)
+        place = Place(launcher=engine.describe())
+    else:
+        mine = _run_all(my_jobs, workers, progress)
     records = _every_record(jobs, mine)
     if records is None:  # another rank is still converting; the last to finish merges
         return {"rank": place.describe(), "merged": False, "shards": len(mine), "complexes": _sum(mine, "complexes")}
