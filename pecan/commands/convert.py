@@ -110,7 +110,7 @@ def main(argv=None, prog: str | None = None) -> int:
 
 
 def _run(argv, prog: str | None) -> int:
-    from pecan.runtime.errors import OutDirInUse
+    from pecan.runtime.errors import OutDirInUse, StorageError
 
     args = parse_args(argv, prog)
     from pecan.convert.complexes import Options
@@ -149,6 +149,12 @@ def _run(argv, prog: str | None) -> int:
             replace=args.replace,
             engine=_engine(args, place),
         )
+    except StorageError as err:  # a disk that fills or fails while shards are written: the run's fault, not the call's
+        print(
+            f"error: cannot write {err.strerror or err}; the shards finished so far are kept, rerun to resume",
+            file=sys.stderr,
+        )
+        return 1
     except (OSError, ValueError, OutDirInUse) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -80,7 +80,9 @@ def write_shard(
         for item in complexes
     )
     attrs = {"source": "converted", "score_properties": json.dumps(sorted(set(score_properties)))}
-    layout.write_shard(path, items, pose_group=pose_group, crystal_group=crystal_group, compression="lzf", attrs=attrs)
+    layout.write_shard(
+        path, items, pose_group=pose_group, crystal_group=crystal_group, compression="lzf", attrs=attrs, in_memory=True
+    )
 
 
 def _write_json(path: Path, payload: dict) -> None:

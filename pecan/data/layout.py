@@ -4,6 +4,7 @@ column names, their translation to the names code uses, and the one index CSV wr
 
 from __future__ import annotations
 
+import io
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -254,22 +255,36 @@ def write_shard(
     crystal_group: str = DEFAULT_CRYSTAL_GROUP,
     compression: Optional[str] = None,
     attrs: Optional[dict] = None,
+    in_memory: bool = False,
 ) -> None:
     """Write ``complexes`` as one shard in this layout, atomically (a temp file beside ``path``, then renamed).
     The crystal pose goes to ``crystal_group`` under its complex, whatever its sample's name; ``attrs`` become
-    attributes of the file's root (the converter's ``source`` and ``score_properties``)."""
+    attributes of the file's root (the converter's ``source`` and ``score_properties``). ``in_memory`` builds
+    the file in memory and writes its bytes at once: HDF5 crashes the process (SIGSEGV) when the disk fills
+    under it, a plain write raises ENOSPC (a StorageError naming ``path``)."""
     import h5py
 
-    from pecan.runtime.fileio import atomic_path
+    from pecan.runtime.fileio import atomic_path, atomic_write
 
-    with atomic_path(Path(path)) as temporary, h5py.File(temporary, "w") as h5:
-        h5.attrs.update(attrs or {})
-        for item in complexes:
-            group = h5.create_group(item.complex_id)
-            if not math.isnan(item.affinity):
-                group.attrs["affinity"] = item.affinity
-            docking = group.create_group(pose_group)
-            for sample in item.poses:
-                _write_sample(docking, sample.name, sample, compression)
-            if item.crystal is not None:
-                _write_sample(group, crystal_group, item.crystal, compression)
+    if not in_memory:
+        with atomic_path(Path(path)) as temporary, h5py.File(temporary, "w") as h5:
+            _fill_shard(h5, complexes, pose_group, crystal_group, compression, attrs)
+        return
+    image = io.BytesIO()
+    with h5py.File(image, "w") as h5:
+        _fill_shard(h5, complexes, pose_group, crystal_group, compression, attrs)
+    with atomic_write(Path(path)) as out:
+        out.write(image.getbuffer())
+
+
+def _fill_shard(h5, complexes, pose_group, crystal_group, compression, attrs) -> None:
+    h5.attrs.update(attrs or {})
+    for item in complexes:
+        group = h5.create_group(item.complex_id)
+        if not math.isnan(item.affinity):
+            group.attrs["affinity"] = item.affinity
+        docking = group.create_group(pose_group)
+        for sample in item.poses:
+            _write_sample(docking, sample.name, sample, compression)
+        if item.crystal is not None:
+            _write_sample(group, crystal_group, item.crystal, compression)

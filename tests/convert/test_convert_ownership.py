@@ -128,3 +128,18 @@ def test_a_live_lock_refuses_and_a_dead_ones_is_taken_over(tmp_path, caplog):
     summary = convert(manifest, out, Options(), progress=False)  # its owner is gone now: the lock is stale
     assert summary["complexes"] == 1 and "taking over the lock of a dead run" in caplog.text
     assert not (out / ".pecan.lock").exists()
+
+
+@pytest.mark.slow
+def test_a_full_disk_is_exit_1_naming_the_shard_and_leaves_no_partial_shard(tmp_path, mounts):
+    folder = tmp_path / "inputs"
+    manifest = _manifest(folder, "manifest.csv", [f"c{k}" for k in range(8)])
+    crystal = st.ligand("NCC(O)CCS", seed=3)
+    # 20 poses a complex: one 4-complex shard is larger than the 64 KiB file system (HDF5 used to crash: rc 139)
+    st.write_sdf(folder / "lig.sdf", [crystal, st.moved(crystal, translation=(0, 3.0, 0))] * 10)
+    out = mounts.tmpfs(tmp_path / "full", size="64k") / "out"
+    code, output = _run(_command(manifest, out, "--complexes-per-shard", "4"))
+    assert code == 1, output[-3000:]
+    assert f"{out / 'converted_0000.hdf5'}: disk full (ENOSPC)" in output
+    assert "Traceback" not in output and "h5py" not in output
+    assert sorted(p.name for p in out.iterdir()) == [PLAN_NAME]  # no shard, no temp file, the lock released
