@@ -60,6 +60,14 @@ def _crossdocked_parser(commands) -> None:
         help="a PDBbind name index (INDEX_general_PL_name.*): the reserved filter also matches its UniProt IDs "
         "and protein names (repeatable)",
     )
+    parser.add_argument(
+        "--engine",
+        choices=("local", "dask"),
+        default="local",
+        help="local: read every complex in this process (default); dask: chunks of 100 complexes to the next free "
+        "worker of the Dask cluster of --scheduler-file, the most lines first (the dist extra)",
+    )
+    parser.add_argument("--scheduler-file", type=Path, help="with --engine dask: the file `dask scheduler` wrote")
 
 
 def parse_args(argv=None, prog: str | None = None) -> argparse.Namespace:
@@ -117,9 +125,16 @@ def run_crossdocked(args: argparse.Namespace) -> int:
     columns = tuple(c.strip() for c in args.columns.split(",") if c.strip())
     if not columns or columns[0] != "label":
         raise ConfigError(f"--columns must start with label, got {args.columns!r}")
+    if (args.engine == "dask") != (args.scheduler_file is not None):
+        raise ConfigError("--engine dask needs --scheduler-file, and --scheduler-file needs --engine dask")
     root = args.root or args.types[0].parent
     options = CrossDockedOptions(columns, args.check_rmsd, merged_indexes(args.index))
-    selection, _, notes = read_crossdocked(args.types, root, args.out, options)
+    engine = None
+    if args.engine == "dask":
+        from pecan.sources.crossdocked_jobs import dask_engine
+
+        engine = dask_engine(args.scheduler_file)
+    selection, _, notes = read_crossdocked(args.types, root, args.out, options, engine)
     print(summary_line("crossdocked", selection, args.out / "manifest.csv", args.out / "excluded.csv"))
     print("\n".join(notes))
     if not names_known(options.names):

@@ -21,6 +21,7 @@ from pecan.sources.crossdocked import (
     pose_molecules,
     reserved,
 )
+from pecan.sources.crossdocked_jobs import read_all
 from pecan.sources.selection import Selection, relative, write_selection
 from pecan.sources.types_file import DEFAULT_COLUMNS, read_types
 
@@ -158,13 +159,12 @@ def rmsd_agreement(poses: pd.DataFrame, tolerance: float = 0.5) -> str:
     )
 
 
-def read_crossdocked(types_files: list[Path], root: Path, out: Path, options: CrossDockedOptions):
-    """Every complex of ``types_files`` -> OUT; returns (selection, pose table, extra summary lines)."""
+def read_crossdocked(types_files: list[Path], root: Path, out: Path, options: CrossDockedOptions, engine=None):
+    """Every complex of ``types_files`` -> OUT; returns (selection, pose table, extra summary lines). ``engine``
+    (pecan.sources.crossdocked_jobs) reads the complexes in chunks on a cluster's workers."""
     lines = [line for path in types_files for line in read_types(path, options.columns)]
     selection = Selection()
-    pose_rows = []
-    for entry in group_lines(lines, root):
-        pose_rows += convert_complex(entry, out, options, selection)
+    pose_rows = read_all(list(group_lines(lines, root)), out, options, selection, convert_complex, engine)
     poses = pd.DataFrame(pose_rows, columns=list(POSE_COLUMNS))
     write_csv(poses, out / "poses.csv")
     notes = [f"splits: {len(write_splits(selection.rows, out)) // 2} folds -> {out / 'splits'}"]
