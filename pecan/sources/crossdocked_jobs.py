@@ -64,6 +64,9 @@ def read_all(entries: Sequence[Complex], out: Path, options, selection: Selectio
     with engine.results_of(read_chunk, jobs) as results:
         for position, rows, excluded, poses in results:
             done[position] = (rows, excluded, poses)
+    for folder in (out / "poses", out / "crystals"):  # what a worker killed mid-write left (this run's folder)
+        for temp in folder.glob(".*.tmp") if folder.is_dir() else ():
+            temp.unlink(missing_ok=True)
     pose_rows = []
     for position in range(len(jobs)):
         rows, excluded, poses = done[position]
