@@ -171,7 +171,10 @@ def _figures(results: dict | None) -> str:
         lines += [
             "",
             "PECAN's ranking here is its consensus with the docking score (`--docking-weight`), each held-out fold's "
-            f"weight chosen on the other folds' poses ({chosen}); its pose AUC is the model's probability's.",
+            f"weight chosen on the other folds' poses ({chosen}); its pose AUC is the model score's, pooled over every "
+            "pose of every complex (it also rewards scoring one ligand's poses above another's; `pecan score` prints "
+            "the AUC within each ligand beside it, and the held-out per-pose scores behind this table are not "
+            "committed, so that figure is not given here).",
         ]
     diff = pooled["top1_difference"]
     lines += [
@@ -251,7 +254,8 @@ def _score_meaning(state: CheckpointState, weight: float) -> str:
         else ""
     )
     return _bullet(
-        "- A score (`pecan_score`) is the model's probability for one pose from its structure alone: it does not "
+        "- A score (`pecan_score`, 0 to 1) is the model's for one pose from its structure alone, not a calibrated "
+        "probability (near-native poses may score below 0.5: read it as a ranking within the ligand): it does not "
         f"depend on the other poses scored with it.{consensus} Scores rank the poses of one ligand; they are not "
         "comparable across ligands."
     )
@@ -286,8 +290,9 @@ def card_text(
     )
     return f"""# PECAN pretrained rescorer: `{checkpoint.name}`
 
-An EGNN ({parameters:,} parameters, {size:.2f} MB) that scores docked protein–ligand poses: the probability
-that a pose is within 2 A heavy-atom RMSD of the crystal pose. `pecan score --receptor R.pdb --poses P.sdf
+An EGNN ({parameters:,} parameters, {size:.2f} MB) that scores docked protein–ligand poses: higher for a pose
+nearer the crystal pose (trained towards poses within 2 A heavy-atom RMSD; not a calibrated probability).
+`pecan score --receptor R.pdb --poses P.sdf
 --out S.sdf` uses it when no checkpoint is given{ranked}.
 
 ## Training data
@@ -325,7 +330,10 @@ cross-validation (single-linkage protein clusters at 30% sequence identity, so n
 test complex shares that identity with a training one).
 
 {_figures(results)}
-GNINA's training data overlaps these PDB entries, so its figures here are optimistic.
+GNINA's training data overlaps these PDB entries, so its figures here are optimistic. The shipped checkpoint
+itself trained on the corpus's PoseBusters, Astex and CASF-2013 complexes (all but those held out to choose its
+epoch): its own scores of those sets are in-sample, not a benchmark; the figures above are the recipe's
+cluster-split folds, each fold's model scoring only complexes it never trained on.
 
 ## Do not use it for
 - Binding affinity or ranking different ligands by potency: it scores poses of one ligand against each other.

@@ -1,8 +1,9 @@
 """scores.csv, what `pecan predict` and `pecan score` write: its columns, and reading one back.
 
-One row per scored pose: ``complex_id``, ``pose_id``, ``split``, ``pecan_score`` (the model's probability that
-the pose is near-native), ``pecan_rank`` (1 = best within its complex), ``docking_score``, ``rmsd``, ``label``
-(docs/scoring.md). A file written before these names reads back under them: ``complex``, ``pose``,
+One row per scored pose: ``complex_id``, ``pose_id``, ``split``, ``pecan_score`` (the sigmoid of the model's
+logit: higher = nearer native, not a calibrated probability, comparable only within one ligand), ``pecan_rank``
+(1 = best within its complex), ``docking_score``, ``rmsd``, ``label`` (docs/scoring.md). A file written
+before these names reads back under them: ``complex``, ``pose``,
 ``score`` and ``rank`` were the old names (``OLD_NAMES``).
 """
 

@@ -78,7 +78,7 @@ def check_unique_poses(index: pd.DataFrame) -> None:
 def scored_poses(
     dataset, poses: pd.DataFrame, logits: np.ndarray, ids: np.ndarray, docking_weight: float = 0.0
 ) -> pd.DataFrame:
-    """scores.csv rows of the scored ``poses`` (their index): PECAN's score (the probability of near-native)
+    """scores.csv rows of the scored ``poses`` (their index): PECAN's score (the sigmoid of the logit; not calibrated)
     and rank within the complex (1 = best), the docking score, rmsd and label; the logit beside them. With
     ``docking_weight`` > 0 the rank follows the consensus with the docking score (``pecan.scoring.consensus``),
     written beside the score; a pose without a docking score is then a DataError naming it."""

@@ -149,3 +149,11 @@ def test_setup_installs_every_file_of_the_shipped_model():
     assert pretrained.SHIPPED.name in shipped and pretrained.CHECKPOINT.name in shipped
     missed = [name for name in shipped if not any(fnmatch.fnmatch(name, pattern) for pattern in patterns)]
     assert not missed, f"setup.py package_data misses {missed}"
+
+
+def test_the_card_calls_no_score_a_probability_and_names_its_in_sample_sets():
+    card = pretrained.CARD.read_text()
+    assert "the probability" not in card and "model's probability" not in card
+    assert card.count("not a calibrated") >= 2
+    assert "PoseBusters, Astex and CASF-2013 complexes" in card and "in-sample" in card
+    assert "pooled over every pose of every complex" in card
