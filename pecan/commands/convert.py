@@ -11,12 +11,11 @@ Needs the convert extra (pip install -e '.[convert]'), imported only when this c
 from __future__ import annotations
 
 import argparse
-import shlex
 import sys
 from pathlib import Path
 
 from pecan.commands import add_progress_option, progress_mode
-from pecan.commands.shares import add_share_options, place_of
+from pecan.commands.shares import add_share_options, place_of, rerun_command, stopped_place
 
 
 def parse_args(argv=None, prog: str | None = None) -> argparse.Namespace:
@@ -103,7 +102,7 @@ def main(argv=None, prog: str | None = None) -> int:
             words = [*(prog or "pecan convert").split(), *(sys.argv[1:] if argv is None else argv)]
             print(
                 f"stopped by {stop.name}: the shards finished so far are kept; resume with the same command: "
-                + " ".join(shlex.quote(word) for word in words),
+                + rerun_command(words, stopped_place()),
                 file=sys.stderr,
             )
             return stop.exit_code

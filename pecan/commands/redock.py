@@ -12,12 +12,11 @@ obabel for PDB receptors. See docs/redock.md.
 from __future__ import annotations
 
 import argparse
-import shlex
 import sys
 from pathlib import Path
 
 from pecan.commands import add_progress_option, progress_mode
-from pecan.commands.shares import add_share_options, place_of
+from pecan.commands.shares import add_share_options, place_of, rerun_command, stopped_place
 from pecan.runtime.keywords import same_named
 
 
@@ -127,7 +126,7 @@ def main(argv=None, prog: str | None = None) -> int:
             from pecan.redock.run import stopped_line
 
             words = [*(prog or "pecan redock").split(), *(sys.argv[1:] if argv is None else argv)]
-            command = " ".join(shlex.quote(word) for word in words)
+            command = rerun_command(words, stopped_place())
             print(stopped_line(stop, command), file=sys.stderr)
             return stop.exit_code
 

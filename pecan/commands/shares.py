@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from pecan.runtime.shares import Place
 
@@ -35,3 +36,39 @@ def place_of(args: argparse.Namespace) -> Place:
         raise ValueError("--ranks needs --dry-run and must be >= 1 (a real run takes its ranks from the launcher)")
     place = discover_place()
     return Place(0, args.ranks, "--ranks") if args.ranks else place
+
+
+def rerun_command(words: list[str], place: Place, launcher_line: list[str] | None = None) -> str:
+    """The command line that resumes this run, with its launcher as it was started: torchrun's agent command
+    (read from the parent process), ``srun -n N`` or ``flux run -n N`` before ``words``; one rank: ``words``."""
+    import shlex
+
+    if place.launcher == "torchrun":
+        agent = _parent_command() if launcher_line is None else launcher_line
+        if any(Path(word).name == "torchrun" or word == "torch.distributed.run" for word in agent[:3]):
+            return shlex.join(agent)
+        return shlex.join(words) + f" (on each of the {place.world_size} ranks, as torchrun started them)"
+    if place.launcher == "slurm":
+        return shlex.join(["srun", "-n", str(place.world_size), *words])
+    if place.launcher == "flux":
+        return shlex.join(["flux", "run", "-n", str(place.world_size), *words])
+    return shlex.join(words)
+
+
+def _parent_command() -> list[str]:
+    """The parent process's command line ([] where /proc cannot tell)."""
+    import os
+
+    try:
+        raw = Path(f"/proc/{os.getppid()}/cmdline").read_bytes()
+    except OSError:
+        return []
+    return [word.decode(errors="replace") for word in raw.split(b"\0") if word]
+
+
+def stopped_place() -> Place:
+    """This process's place for a stop message (one rank where the launcher's environment cannot be read)."""
+    try:
+        return discover_place()
+    except ValueError:
+        return Place()

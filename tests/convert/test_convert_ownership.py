@@ -4,6 +4,7 @@ different options exit 2 naming the option and both values, a stale lock is take
 
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -14,13 +15,15 @@ import pytest
 pytest.importorskip("rdkit", reason="needs the convert extra: pip install -e '.[convert]'")
 pytest.importorskip("prolif", reason="needs the convert extra: pip install -e '.[convert]'")
 
+from pecan.commands.shares import rerun_command  # noqa: E402
 from pecan.convert.complexes import Options  # noqa: E402
 from pecan.convert.run import convert  # noqa: E402
 from pecan.runtime.errors import ConfigError, OutDirInUse  # noqa: E402
 from pecan.runtime.out_folder import PLAN_NAME  # noqa: E402
+from pecan.runtime.shares import Place  # noqa: E402
 from tests.convert import structures as st  # noqa: E402
 from tests.ddp import free_port, rank_env  # noqa: E402
-from tests.procs import clean_env, running, wait_for  # noqa: E402
+from tests.procs import clean_env, running, signal_when, torchrun, wait_for  # noqa: E402
 
 
 def _manifest(folder, name, ids):
@@ -143,3 +146,29 @@ def test_a_full_disk_is_exit_1_naming_the_shard_and_leaves_no_partial_shard(tmp_
     assert f"{out / 'converted_0000.hdf5'}: disk full (ENOSPC)" in output
     assert "Traceback" not in output and "h5py" not in output
     assert sorted(p.name for p in out.iterdir()) == [PLAN_NAME]  # no shard, no temp file, the lock released
+
+
+@pytest.mark.slow
+@pytest.mark.multiprocess
+def test_a_stopped_rank_under_torchrun_prints_the_torchrun_command_to_resume(tmp_path):
+    manifest = _manifest(tmp_path, "manifest.csv", [f"c{k}" for k in range(40)])
+    out = tmp_path / "out"
+    pecan = ["-m", "pecan", "convert", str(manifest), "--out", str(out), "--complexes-per-shard", "1"]
+    command = torchrun("--standalone", "--nproc-per-node", "2", *pecan, "--progress", "off")
+    with running(command, env=clean_env()) as agent:
+        _, stderr, _ = signal_when(agent, lambda: list(out.glob(".*.done.json")), signal.SIGINT, to_group=True)
+    hints = [line for line in stderr.splitlines() if "resume with the same command: " in line]
+    assert hints, stderr[-3000:]
+    for hint in hints:  # each rank names the launcher line it was started by, not `python -m pecan convert`
+        assert hint.split("resume with the same command: ", 1)[1] == shlex.join(command), hint
+
+
+def test_the_resume_hint_repeats_srun_and_flux_with_their_rank_count():
+    words = ["pecan", "convert", "m.csv", "--out", "my out"]
+    assert rerun_command(words, Place(1, 4, "slurm")) == "srun -n 4 pecan convert m.csv --out 'my out'"
+    assert rerun_command(words, Place(0, 2, "flux")) == "flux run -n 2 pecan convert m.csv --out 'my out'"
+    assert rerun_command(words, Place()) == "pecan convert m.csv --out 'my out'"
+    agent = ["/usr/bin/python3", "/venv/bin/torchrun", "--nproc-per-node", "2", "-m", "pecan", "convert", "m.csv"]
+    assert rerun_command(words, Place(1, 2, "torchrun"), launcher_line=agent) == shlex.join(agent)
+    started_by_hand = rerun_command(words, Place(1, 2, "torchrun"), launcher_line=["bash"])
+    assert started_by_hand.endswith("(on each of the 2 ranks, as torchrun started them)")
