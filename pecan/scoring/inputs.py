@@ -27,6 +27,7 @@ back with the scores.
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Optional
@@ -95,6 +96,9 @@ def iter_records(path: Path, score_property: str = "") -> Iterator[Record]:
 
         yield from (Record(None, title(mol), mol) for mol in read_pdbqt_poses(path, score_property or "docking_score"))
         return
+    if path.suffix.lower() == ".mol2":
+        yield from mol2_records(path)
+        return
     if path.suffix.lower() not in (".sdf", ".sd"):
         yield from (Record(None, title(mol), mol) for mol in chem.read_ligands(path))
         return
@@ -104,6 +108,43 @@ def iter_records(path: Path, score_property: str = "") -> Iterator[Record]:
     with open(path, "rb") as handle:
         for text in split_records(handle):
             yield Record(text, record_title(text), parser=parser)
+
+
+def mol2_records(path: Path) -> Iterator[Record]:
+    """The molecules of a mol2 file as the converter reads them (``chemistry.read_ligands``); a block RDKit
+    cannot read is a record without a molecule, and a warning gives RDKit's own reason (Open Babel's mol2 often
+    types atoms aromatic outside a ring, which RDKit refuses), not just that it failed."""
+    from rdkit import Chem
+
+    from pecan.convert.chemistry import ConversionError
+
+    if not path.exists():
+        raise ConversionError(f"{path}: file not found")
+    text = path.read_text(errors="replace")
+    starts = [m.start() for m in re.finditer(r"^@<TRIPOS>MOLECULE", text, flags=re.M)]
+    for number, (start, end) in enumerate(zip(starts, [*starts[1:], len(text)]), start=1):
+        block = text[start:end]
+        mol = Chem.MolFromMol2Block(block, removeHs=False)
+        if mol is None:
+            log.warning("poses %s, mol2 molecule %d: RDKit cannot read it: %s", path, number, mol2_reason(block))
+            yield Record(None, block.split("\n", 2)[1].strip() if block.count("\n") >= 2 else "", None)
+        else:
+            yield Record(None, title(mol), mol)
+
+
+def mol2_reason(block: str) -> str:
+    """Why RDKit refuses a mol2 block: its sanitisation error, read without sanitising and sanitised apart."""
+    from rdkit import Chem, rdBase
+
+    with rdBase.BlockLogs():
+        mol = Chem.MolFromMol2Block(block, sanitize=False, removeHs=False)
+        if mol is None:
+            return "its atom or bond records cannot be read (not a TRIPOS mol2 RDKit knows)"
+        try:
+            Chem.SanitizeMol(mol)
+        except Exception as err:  # RDKit's sanitisation errors are of several types
+            return f"{type(err).__name__}: {err}"
+    return "RDKit's mol2 reader refused it (sanitised apart it passes: a mol2 substructure it cannot clean up)"
 
 
 def title(mol) -> str:
