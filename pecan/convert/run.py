@@ -24,7 +24,7 @@ from pecan.runtime.out_folder import Plan as FolderPlan
 from pecan.runtime.out_folder import own_folder
 from pecan.runtime.pool import results_of
 from pecan.runtime.progress import Progress
-from pecan.runtime.shares import Place, remove_leftover_temps, share, share_lines
+from pecan.runtime.shares import Place, progress_label, remove_leftover_temps, share, share_lines
 
 log = logging.getLogger(__name__)
 
@@ -168,7 +168,9 @@ def remove_stale_shards(out_dir: Path, prefix: str, jobs: list[ShardJob]) -> lis
     return removed
 
 
-def _run_all(jobs: list[ShardJob], workers: int, progress, results_of=results_of) -> list[dict]:
+def _run_all(
+    jobs: list[ShardJob], workers: int, progress, results_of=results_of, desc: str = "converting"
+) -> list[dict]:
     """Every shard of ``jobs``: finished ones reused, the others' complexes converted by the pool, each shard
     written as soon as its last complex is back."""
     found = [(job, finished_record(job)) for job in jobs]
@@ -180,7 +182,7 @@ def _run_all(jobs: list[ShardJob], workers: int, progress, results_of=results_of
     # heartbeat: a complex with many poses can take minutes, and a batch log must still show life.
     reused = sum(r["entries"] for r in records)
     total = sum(len(j.entries) for j in jobs)
-    with Progress(total, "converting", "complex", progress, heartbeat=True, already_done=reused) as bar:
+    with Progress(total, desc, "complex", progress, heartbeat=True, already_done=reused) as bar:
         with results_of(convert_one, complexes, workers) as results:
             for shard, position, converted in results:
                 slots[shard][position] = converted
@@ -244,7 +246,7 @@ def _convert(entries, out_dir, options, prefix, per_shard, workers, progress, la
         mine = _run_all(my_jobs, workers, progress, engine.results_of)
         place = Place(launcher=engine.describe())
     else:
-        mine = _run_all(my_jobs, workers, progress)
+        mine = _run_all(my_jobs, workers, progress, desc=progress_label("converting", place))
     records = _every_record(jobs, mine)
     if records is None:  # another rank is still converting; the last to finish merges
         return {"rank": place.describe(), "merged": False, "shards": len(mine), "complexes": _sum(mine, "complexes")}

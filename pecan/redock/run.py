@@ -71,7 +71,9 @@ def plan(frame: pd.DataFrame, out_dir: Path, options: DockOptions) -> list[DockJ
     ]
 
 
-def _run_all(jobs: list[DockJob], workers: int, progress, on_record, results_of=results_of) -> list[dict]:
+def _run_all(
+    jobs: list[DockJob], workers: int, progress, on_record, results_of=results_of, desc: str = "redocking"
+) -> list[dict]:
     # Finished complexes first, in this process (a record and a hash of the inputs each): the tables list
     # them from the first write on, so a rerun never shows a shorter manifest.csv while it catches up.
     order = {job.complex_id: k for k, job in enumerate(jobs)}
@@ -89,7 +91,7 @@ def _run_all(jobs: list[DockJob], workers: int, progress, on_record, results_of=
         on_record(records)
 
     try:
-        with Progress(len(jobs), "redocking", "complex", progress, heartbeat=True, already_done=len(records)) as bar:
+        with Progress(len(jobs), desc, "complex", progress, heartbeat=True, already_done=len(records)) as bar:
             if records:
                 on_record(records)
             with results_of(run_job, todo, workers) as results:
@@ -196,7 +198,8 @@ def _redock(
         write_tables(records)
         return {**_summary(records, out_dir), "merged": True, "rank": place.describe()}
     shares.clear_rank_file(out_dir, place)
-    mine = _run_all(my_jobs, max(workers, 1), progress, lambda records: None)
+    label = shares.progress_label("redocking", place)
+    mine = _run_all(my_jobs, max(workers, 1), progress, lambda records: None, desc=label)
     key = plan_key(jobs)
     shares.write_rank_file(out_dir, place, key, [r["complex_id"] for r in mine if r["reused"]])
     records = merged_records(jobs, out_dir, place.world_size, key)

@@ -38,6 +38,12 @@ class Place:
         return f"rank {self.rank} of {self.world_size} ({self.launcher})"
 
 
+def progress_label(verb: str, place: Place) -> str:
+    """What a rank's progress lines start with: ``converting``, or ``converting (rank 1 of 4)`` under several
+    ranks, whose lines interleave in one job log."""
+    return f"{verb} (rank {place.rank} of {place.world_size})" if place.is_distributed else verb
+
+
 def share(jobs: Sequence[T], rank: int, world_size: int) -> list[T]:
     """The jobs rank ``rank`` runs: every ``world_size``-th, from position ``rank`` (round-robin over the plan)."""
     return list(jobs[rank::world_size])

@@ -22,7 +22,7 @@ from pecan.runtime.errors import ConfigError, OutDirInUse  # noqa: E402
 from pecan.runtime.out_folder import PLAN_NAME  # noqa: E402
 from pecan.runtime.shares import Place  # noqa: E402
 from tests.convert import structures as st  # noqa: E402
-from tests.ddp import free_port, rank_env  # noqa: E402
+from tests.ddp import free_port, rank_env, run_ranks_ok  # noqa: E402
 from tests.procs import clean_env, running, signal_when, torchrun, wait_for  # noqa: E402
 
 
@@ -172,3 +172,14 @@ def test_the_resume_hint_repeats_srun_and_flux_with_their_rank_count():
     assert rerun_command(words, Place(1, 2, "torchrun"), launcher_line=agent) == shlex.join(agent)
     started_by_hand = rerun_command(words, Place(1, 2, "torchrun"), launcher_line=["bash"])
     assert started_by_hand.endswith("(on each of the 2 ranks, as torchrun started them)")
+
+
+@pytest.mark.slow
+@pytest.mark.multiprocess
+def test_progress_lines_under_two_ranks_carry_the_rank(tmp_path):
+    manifest = _manifest(tmp_path, "manifest.csv", ["c0", "c1", "c2", "c3"])
+    command = [sys.executable, "-m", "pecan", "convert", str(manifest), "--out", str(tmp_path / "out")]
+    output = run_ranks_ok(command + ["--complexes-per-shard", "1", "--progress", "lines"], nprocs=2)
+    lines = [line for line in output.splitlines() if " complex" in line and "| " in line]
+    assert lines, output[-3000:]
+    assert {line.split(":")[0].strip() for line in lines} == {"converting (rank 0 of 2)", "converting (rank 1 of 2)"}

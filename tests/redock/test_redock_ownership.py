@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from pecan import cli
-from tests.ddp import free_port, rank_env
+from tests.ddp import free_port, rank_env, run_ranks
 from tests.procs import clean_env, launcher_free
 
 
@@ -54,3 +54,12 @@ def test_another_plan_is_refused_unless_replace_and_the_same_plan_resumes(manife
     assert cli.main(_argv(manifest, out, "--seed", "9", "--replace")) == 1
     assert not (out / "records" / "stray.json").exists()  # the earlier plan's records went with it
     assert (out / "redock.csv").exists()
+
+
+@pytest.mark.multiprocess
+def test_progress_lines_under_two_ranks_carry_the_rank(manifest, tmp_path):
+    command = [sys.executable, "-m", "pecan", *_argv(manifest, tmp_path / "out")][:-2] + ["--progress", "lines"]
+    codes, output = run_ranks(command, nprocs=2, check=False)  # every complex fails: a merging rank exits 1
+    assert 1 in codes and set(codes) <= {0, 1}, output  # (both merge when they finish together)
+    lines = [line for line in output.splitlines() if " complex" in line and "| " in line]
+    assert {line.split(":")[0].strip() for line in lines} == {"redocking (rank 0 of 2)", "redocking (rank 1 of 2)"}
