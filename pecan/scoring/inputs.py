@@ -106,8 +106,31 @@ def iter_records(path: Path, score_property: str = "") -> Iterator[Record]:
         raise chem.ConversionError(f"{path}: file not found")
     parser = RecordParser()
     with open(path, "rb") as handle:
-        for text in split_records(handle):
+        for number, text in enumerate(split_records(handle)):
+            if number == 0:
+                warn_if_converted_pdbqt(path, text)
             yield Record(text, record_title(text), parser=parser)
+
+
+def converted_pdbqt(text: bytes) -> bool:
+    """Whether an SDF record is Open Babel's conversion of Vina PDBQT output: its program line is Open
+    Babel's and it carries the PDBQT's ``REMARK VINA RESULT`` as a property."""
+    lines = text.split(b"\n", 2)
+    return len(lines) > 1 and b"OpenBabel" in lines[1] and b"VINA RESULT" in text
+
+
+def warn_if_converted_pdbqt(path: Path, first: bytes) -> None:
+    """One warning when a poses SDF is Open Babel's conversion of a PDBQT: a PDBQT keeps no bond orders, so
+    the molecule's chemistry is Open Babel's guess from the geometry (docs/scoring.md: which conversions are
+    sound)."""
+    if converted_pdbqt(first):
+        log.warning(
+            "poses %s were converted from Vina PDBQT by Open Babel (its program line, a REMARK VINA RESULT "
+            "property): a PDBQT keeps no bond orders, so their chemistry (bond orders, charges, hydrogens) is Open "
+            "Babel's guess from the geometry, which PECAN cannot check; give the Meeko PDBQT itself (its REMARK "
+            "SMILES rebuild the ligand), or SDF written with the ligand's own chemistry (docs/scoring.md)",
+            path,
+        )
 
 
 def mol2_records(path: Path) -> Iterator[Record]:

@@ -1,4 +1,5 @@
-"""A mol2 molecule RDKit cannot read: the warning gives RDKit's own reason, not only that it failed."""
+"""Chemists' files as they come: a mol2 molecule RDKit cannot read warns with RDKit's own reason; an Open Babel
+conversion of Vina PDBQT poses is flagged (its bond orders are a guess)."""
 
 import logging
 
@@ -35,3 +36,24 @@ def test_an_unreadable_mol2_molecule_is_a_record_without_a_molecule_and_rdkits_r
     assert records[0].mol.GetNumAtoms() == 2 and records[1].mol is None
     assert f"poses {path}, mol2 molecule 2: RDKit cannot read it" in caplog.text
     assert "non-ring atom 0 marked aromatic" in caplog.text
+
+
+OPEN_BABEL_FROM_PDBQT = (
+    "vina_out\n OpenBabel12082603223D\n\n  2  1  0  0  0  0  0  0  0  0999 V2000\n"
+    "    0.0000    0.0000    0.0000 C   0  0  0  0  0  0  0  0  0  0  0  0\n"
+    "    1.5400    0.0000    0.0000 C   0  0  0  0  0  0  0  0  0  0  0  0\n"
+    "  1  2  1  0  0  0  0\nM  END\n>  <MODEL>\n1\n\n>  <REMARK>\n VINA RESULT:    -7.1      0.000      0.000\n\n$$$$\n"
+)
+
+
+def test_an_open_babel_conversion_of_a_pdbqt_is_flagged_once(tmp_path, caplog):
+    path = tmp_path / "converted.sdf"
+    path.write_text(OPEN_BABEL_FROM_PDBQT * 3)
+    with caplog.at_level(logging.WARNING, logger="pecan"):
+        assert len(list(iter_records(path))) == 3
+    assert caplog.text.count("converted from Vina PDBQT by Open Babel") == 1
+    caplog.clear()
+    path.write_text(OPEN_BABEL_FROM_PDBQT.replace("VINA RESULT", "a note"))
+    with caplog.at_level(logging.WARNING, logger="pecan"):
+        list(iter_records(path))
+    assert "converted from Vina PDBQT" not in caplog.text
