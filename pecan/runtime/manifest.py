@@ -34,7 +34,17 @@ def read_manifest_frame(path: Path, required: tuple[str, ...], optional: tuple[s
 
 
 def check_unique_ids(frame: pd.DataFrame, path: Path) -> None:
-    """A complex_id given twice is a ValueError naming the first repeated one."""
+    """A complex_id given twice is a ValueError naming the first repeated one; so is one that cannot name a
+    file or an HDF5 group (a ``/`` or ``\\`` in it, ``.`` or ``..``), naming its line, before any work (such an
+    id used to fail only when the index was built, after every shard was written)."""
+    ids = frame["complex_id"].astype(str).str.strip()
+    unnameable = ids.str.contains(r"[/\\]", regex=True) | ids.isin([".", ".."])
+    if unnameable.any():
+        row = int(unnameable.to_numpy().argmax())
+        raise ValueError(
+            f"manifest {path}, line {row + 2}: complex_id {ids.iloc[row]!r} cannot name a file or a shard group "
+            "(no '/', '\\', '.' or '..'); rename it"
+        )
     duplicated = frame["complex_id"][frame["complex_id"].duplicated()]
     if len(duplicated):
         raise ValueError(f"manifest {path}: complex_id {duplicated.iloc[0]!r} appears more than once")

@@ -15,6 +15,7 @@ import pytest
 pytest.importorskip("rdkit", reason="needs the convert extra: pip install -e '.[convert]'")
 pytest.importorskip("prolif", reason="needs the convert extra: pip install -e '.[convert]'")
 
+from pecan import cli  # noqa: E402
 from pecan.commands.shares import rerun_command  # noqa: E402
 from pecan.convert.complexes import Options  # noqa: E402
 from pecan.convert.run import convert  # noqa: E402
@@ -183,3 +184,13 @@ def test_progress_lines_under_two_ranks_carry_the_rank(tmp_path):
     lines = [line for line in output.splitlines() if " complex" in line and "| " in line]
     assert lines, output[-3000:]
     assert {line.split(":")[0].strip() for line in lines} == {"converting (rank 0 of 2)", "converting (rank 1 of 2)"}
+
+
+@pytest.mark.parametrize("bad", ["ab/cd", "..", "x\\y"])
+def test_a_complex_id_that_cannot_name_a_group_is_refused_up_front_naming_its_line(tmp_path, capsys, bad):
+    manifest = _manifest(tmp_path, "manifest.csv", ["c0", bad, "c2"])
+    out = tmp_path / "out"
+    assert cli.main(_command(manifest, out)[3:]) == 2
+    err = capsys.readouterr().err
+    assert f"manifest {manifest}, line 3: complex_id {bad!r} cannot name a file or a shard group" in err, err
+    assert not out.exists() or not list(out.glob("*.hdf5"))

@@ -59,7 +59,7 @@ def test_key_changes_with_inputs_and_options(tmp_path):
     [
         ([{"complex_id": "a", "receptor": "r.pdb"}], "missing column(s) crystal_ligand"),
         ([{"complex_id": "a", "receptor": "r", "crystal_ligand": "l"}] * 2, "'a' appears more than once"),
-        ([{"complex_id": "../a", "receptor": "r", "crystal_ligand": "l"}], "cannot be a file name"),
+        ([{"complex_id": "../a", "receptor": "r", "crystal_ligand": "l"}], "line 2: complex_id '../a' cannot name"),
     ],
 )
 def test_bad_manifest_names_the_file_and_the_problem(tmp_path, rows, message):
