@@ -92,6 +92,7 @@ def run_pdbbind(args: argparse.Namespace) -> int:
     merged = merged_indexes(indexes)
     selection = read_pdbbind(args.roots, merged, options, args.out.parent)
     columns = ("complex_id", "receptor", *(("poses", "score_property") if args.poses else ()), "crystal_ligand")
+    check_pdbbind_outputs(args.out, indexes, selection)
     excluded = write_selection(selection, args.out, columns)
     print(summary_line("pdbbind", selection, args.out, excluded))
     if not indexes:
@@ -111,6 +112,19 @@ def run_pdbbind(args: argparse.Namespace) -> int:
                 f"reserved filter matched them by PDB entry only"
             )
     return 0 if selection.rows else 1
+
+
+def check_pdbbind_outputs(out: Path, indexes: list[Path], selection) -> None:
+    """--out and excluded.csv beside it may be neither an INDEX file nor a file a kept complex reads (its
+    receptor, crystal ligand, poses): ConfigError (exit 2) before anything is written."""
+    from pecan.runtime import outputs
+
+    base = out.parent
+    inputs = [("an INDEX file", path) for path in indexes]
+    for column in ("receptor", "crystal_ligand", "poses"):
+        inputs += [(f"a {column} file", base / row[column]) for row in selection.rows if row.get(column)]
+    written = [("--out", out), ("its excluded.csv", base / "excluded.csv")]
+    outputs.check_outputs("pecan sources pdbbind", written, inputs)
 
 
 def run_crossdocked(args: argparse.Namespace) -> int:

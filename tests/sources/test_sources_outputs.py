@@ -1,0 +1,27 @@
+"""`pecan sources pdbbind` never writes over what it reads: an --out naming an INDEX file or a kept complex's
+ligand or receptor is exit 2 naming both, and the file is left as it was."""
+
+import pytest
+
+pytest.importorskip("rdkit", reason="needs the convert extra: pip install -e '.[convert]'")
+
+from pecan.commands.sources import main  # noqa: E402
+from tests.sources.test_pdbbind import pdbbind  # noqa: E402, F401 (the fixture)
+
+
+@pytest.mark.parametrize(
+    "target, named",
+    [
+        ("index/INDEX_general_PL_data.2020", "an INDEX file"),
+        ("1h36/1h36_ligand.sdf", "a crystal_ligand file"),
+        ("1h36/1h36_protein.pdb", "a receptor file"),
+    ],
+)
+def test_an_out_that_is_an_input_is_exit_2_and_leaves_it_as_it_was(pdbbind, capsys, target, named):  # noqa: F811
+    out = pdbbind / target
+    before = out.read_bytes()
+    assert main(["pdbbind", str(pdbbind), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"pecan sources pdbbind: --out {out} is {named}" in err and "would be overwritten" in err, err
+    assert out.read_bytes() == before
+    assert not (out.parent / "excluded.csv").exists()
