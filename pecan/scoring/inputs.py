@@ -112,6 +112,37 @@ def iter_records(path: Path, score_property: str = "") -> Iterator[Record]:
             yield Record(text, record_title(text), parser=parser)
 
 
+def check_scores_present(files: list[PosesFile], needs_docking_score: bool, docking_weight: float) -> None:
+    """Before the model loads: when the model takes docking scores or ranks by a consensus with them, the first
+    record of each SDF poses file (without ``--scores-csv``) must hold the score property; ConfigError naming
+    the file, the property and the ways out (``--docking-weight 0`` for poses without scores, e.g. an ML
+    docking program's). Every record is checked again as its ligand is scored."""
+    from pecan.scoring.sdf_text import split_records
+
+    if not needs_docking_score and not docking_weight:
+        return
+    for item in files:
+        if item.scores is not None or item.path.suffix.lower() not in (".sdf", ".sd") or not item.path.is_file():
+            continue
+        with open(item.path, "rb") as handle:
+            first = next(iter(split_records(handle)), None)
+        header = re.compile(rb"^>[^\n]*<" + re.escape(item.score_property.encode()) + rb">", re.MULTILINE)
+        if first is None or (item.score_property and header.search(first)):
+            continue
+        needs = (
+            "the checkpoint's model takes each pose's docking score (model.use_docking_score)"
+            if needs_docking_score
+            else f"--docking-weight {docking_weight:g} ranks by a consensus with each pose's docking score"
+        )
+        alone = "; or rank by the model alone with --docking-weight 0 (poses without docking scores, e.g. ML docking)"
+        way_out = "" if needs_docking_score else alone
+        raise ConfigError(
+            f"pecan score: {needs}, but the first record of {item.path} has no SD property "
+            f"{item.score_property!r}; name the property holding it with --score-property, or give the scores "
+            f"with --scores-csv FILE --score-column NAME{way_out}"
+        )
+
+
 def converted_pdbqt(text: bytes) -> bool:
     """Whether an SDF record is Open Babel's conversion of Vina PDBQT output: its program line is Open
     Babel's and it carries the PDBQT's ``REMARK VINA RESULT`` as a property."""

@@ -27,7 +27,7 @@ from pecan.runtime.errors import ConfigError, NotANumber
 from pecan.runtime.manifest import check_unique_ids, read_manifest_frame
 from pecan.runtime.numbers import read_number
 from pecan.scoring.consensus import check_weight
-from pecan.scoring.inputs import GROUP_BY, PosesFile, poses_in
+from pecan.scoring.inputs import GROUP_BY, PosesFile, check_scores_present, poses_in
 from pecan.scoring.invocation import check_receptor, checkpoint_paths
 from pecan.scoring.memory import StageClock
 from pecan.scoring.output import output_paths
@@ -199,6 +199,7 @@ def score_job(args: ScoreRequest, clock: StageClock):
         check_unique_ids(rows, Path(args.manifest))
     files = poses_files(args, rows)
     check_outputs(args, rows, files)
+    check_scores_present(files, score_property_default(state)[1], args.docking_weight)
     raw = mapping_from_checkpoint(states[0])
     raw["data"].update(data_dir=".")  # the config asks for a data source; nothing is read from it
     raw["train"].update(device=args.device)

@@ -57,3 +57,32 @@ def test_an_open_babel_conversion_of_a_pdbqt_is_flagged_once(tmp_path, caplog):
     with caplog.at_level(logging.WARNING, logger="pecan"):
         list(iter_records(path))
     assert "converted from Vina PDBQT" not in caplog.text
+
+
+def test_poses_without_docking_scores_are_refused_before_the_model_loads_naming_docking_weight_0(tmp_path):
+    from pecan.commands import score as score_command
+    from pecan.runtime.errors import ConfigError
+    from pecan.scoring.memory import StageClock
+    from pecan.scoring.poses import score_job
+
+    (tmp_path / "rec.pdb").write_text(
+        "ATOM      1  CA  ALA A   1       0.000   0.000   0.000  1.00  0.00           C\nEND\n"
+    )
+    (tmp_path / "diffdock.sdf").write_text(ETHANE_SDF)
+    argv = ["--receptor", str(tmp_path / "rec.pdb"), "--poses", str(tmp_path / "diffdock.sdf")]
+    request = score_command.request(score_command.parse_args([*argv, "--out", str(tmp_path / "o.sdf")]))
+    assert request.docking_weight > 0  # the shipped model ranks by its consensus with the docking score
+    with pytest.raises(ConfigError, match=r"diffdock\.sdf has no SD property 'docking_score'.*--docking-weight 0"):
+        score_job(request, StageClock())
+    alone = score_command.request(
+        score_command.parse_args([*argv, "--docking-weight", "0", "--out", str(tmp_path / "o.sdf")])
+    )
+    assert score_job(alone, StageClock()) is not None
+
+
+ETHANE_SDF = (
+    "ethane\n     RDKit          3D\n\n  2  1  0  0  0  0  0  0  0  0999 V2000\n"
+    "    0.0000    0.0000    0.0000 C   0  0  0  0  0  0  0  0  0  0  0  0\n"
+    "    1.5400    0.0000    0.0000 C   0  0  0  0  0  0  0  0  0  0  0  0\n"
+    "  1  2  1  0\nM  END\n$$$$\n"
+)
