@@ -5,6 +5,7 @@ crystal ligands as SDF), OUT/splits/ (the fold files' complexes) and OUT/exclude
 from __future__ import annotations
 
 import io
+import logging
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +25,8 @@ from pecan.sources.crossdocked import (
 from pecan.sources.crossdocked_jobs import read_all
 from pecan.sources.selection import Selection, relative, write_selection
 from pecan.sources.types_file import DEFAULT_COLUMNS, read_types
+
+log = logging.getLogger(__name__)
 
 POSE_COLUMNS = ("complex_id", "pose_id", "types_file", "line", "label", "affinity", "rmsd", "recomputed_rmsd")
 
@@ -144,6 +147,11 @@ def write_splits(rows: list[dict], out: Path) -> list[Path]:
         for part, ids in (("train", train), ("test", test)):
             path = out / "splits" / f"fold{fold}_{part}.csv"
             written.append(write_csv(pd.DataFrame({"complex_id": ids}), path))
+    # A fold file an earlier run wrote and this one does not (other types files) would pair this manifest
+    # with another run's split.
+    for stale in sorted(set((out / "splits").glob("fold*_*.csv")) - set(written)):
+        stale.unlink()
+        log.warning("removed %s: a fold file of an earlier run that this run's types files do not name", stale)
     return written
 
 

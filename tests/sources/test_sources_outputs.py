@@ -1,12 +1,14 @@
-"""`pecan sources pdbbind` never writes over what it reads: an --out naming an INDEX file or a kept complex's
-ligand or receptor is exit 2 naming both, and the file is left as it was."""
+"""What `pecan sources` writes: pdbbind never writes over what it reads (an --out naming an INDEX file or a kept
+complex's ligand or receptor is exit 2 naming both, the file left as it was); a crossdocked rerun leaves no fold
+file of an earlier run behind."""
 
 import pytest
 
 pytest.importorskip("rdkit", reason="needs the convert extra: pip install -e '.[convert]'")
 
 from pecan.commands.sources import main  # noqa: E402
-from tests.sources.test_pdbbind import pdbbind  # noqa: E402, F401 (the fixture)
+from tests.sources.test_crossdocked import crossdocked, run  # noqa: E402, F401 (a fixture)
+from tests.sources.test_pdbbind import pdbbind  # noqa: E402, F401 (a fixture)
 
 
 @pytest.mark.parametrize(
@@ -25,3 +27,15 @@ def test_an_out_that_is_an_input_is_exit_2_and_leaves_it_as_it_was(pdbbind, caps
     assert f"pecan sources pdbbind: --out {out} is {named}" in err and "would be overwritten" in err, err
     assert out.read_bytes() == before
     assert not (out.parent / "excluded.csv").exists()
+
+
+def test_a_rerun_removes_the_fold_files_it_no_longer_writes(crossdocked, tmp_path, caplog):  # noqa: F811
+    root, types = crossdocked
+    out = tmp_path / "out"
+    (types / "it2_tt_v1.1_0_train0.types").rename(types / "it2_tt_v1.1_0_train3.types")
+    assert run(root, types, out) == 0
+    assert sorted(p.name for p in (out / "splits").iterdir()) == ["fold3_test.csv", "fold3_train.csv"]
+    (types / "it2_tt_v1.1_0_train3.types").rename(types / "it2_tt_v1.1_0_train0.types")
+    assert run(root, types, out) == 0
+    assert sorted(p.name for p in (out / "splits").iterdir()) == ["fold0_test.csv", "fold0_train.csv"]
+    assert "removed " in caplog.text and "fold3_train.csv" in caplog.text
