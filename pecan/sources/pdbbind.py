@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from pecan.runtime.errors import DataError
+from pecan.runtime.errors import ConfigError, DataError
 from pecan.runtime.numbers import number_or_none
 from pecan.sources.reserved import reserved_reason
 from pecan.sources.selection import Selection, relative
@@ -146,6 +146,17 @@ class PdbbindOptions:
     receptor: str = "protein"
     poses: str = ""
     score_property: str = ""
+
+    def __post_init__(self) -> None:
+        """``poses`` is a path template whose one field is ``{id}``: ConfigError naming --poses otherwise."""
+        try:
+            self.poses.format(id="1abc")
+        except (IndexError, KeyError, ValueError) as err:
+            raise ConfigError(
+                f"pecan sources pdbbind: --poses {self.poses!r} is not a poses file template: its one field is "
+                f"{{id}}, the PDB code (e.g. '{{id}}_docked.sdf'; a literal brace is written twice): "
+                f"{type(err).__name__}: {err}"
+            ) from None
 
 
 def _complex_row(folder: Path, complex_id: str, options: PdbbindOptions, base: Path) -> tuple[dict, str]:

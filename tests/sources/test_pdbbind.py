@@ -188,6 +188,15 @@ def test_poses_make_a_convert_manifest(pdbbind, tmp_path, real_pose_text):
     assert excluded_reasons(tmp_path)["5nmr"] == "reserved test protein: PDE2A"
 
 
+@pytest.mark.parametrize("template", ["{0}", "{name}_docked.sdf", "{id_docked.sdf"])
+def test_a_poses_template_without_the_id_field_is_exit_2_naming_the_option(pdbbind, tmp_path, capsys, template):
+    argv = ["pdbbind", str(pdbbind), "--out", str(tmp_path / "m.csv"), "--poses", template]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"--poses {template!r} is not a poses file template" in err and "Traceback" not in err
+    assert not (tmp_path / "m.csv").exists()
+
+
 def test_nothing_usable_is_exit_1_and_a_missing_folder_exit_2(tmp_path, capsys):
     (tmp_path / "empty").mkdir()
     assert main(["pdbbind", str(tmp_path / "empty"), "--out", str(tmp_path / "m.csv")]) == 1
