@@ -66,15 +66,15 @@ def cpu_model() -> str:
 def complex_molecules(entry):
     """The pocket as the converter cuts it, and the crystal and pose molecules with hydrogens."""
     from pecan.convert import chemistry as chem
-    from pecan.convert.complexes import _with_hydrogens
+    from pecan.convert.complexes import with_hydrogens
 
     receptor = chem.read_receptor(entry.receptor)
     crystal = chem.read_ligands(entry.crystal_ligand)[0] if entry.crystal_ligand else None
     poses = [m for m in chem.read_ligands(entry.poses) if m is not None]
     ligands = [chem.heavy_positions(m) for m in [crystal, *poses] if m is not None]
     pocket = chem.pocket_submol(receptor, ligands, 8.0)
-    crystal = _with_hydrogens(crystal) if crystal is not None else None
-    return pocket, crystal, [_with_hydrogens(m) for m in poses]
+    crystal = with_hydrogens(crystal) if crystal is not None else None
+    return pocket, crystal, [with_hydrogens(m) for m in poses]
 
 
 class SameFailure(RuntimeError):

@@ -65,7 +65,7 @@ def sampled_hash(path: Path, span: int = 1 << 18) -> str:
 
 def timed(step) -> float:
     """Seconds ``step()`` took (hash memo cleared first, so nothing is reused from an earlier step)."""
-    identity._HASHES.clear()
+    identity.forget_hashes()
     start = time.perf_counter()
     step()
     return time.perf_counter() - start

@@ -129,13 +129,13 @@ def child(args: argparse.Namespace) -> int:
     timed_method(clock, PreparedReceptor, "pocket_residues", "receptor")
     timed_method(clock, PocketCache, "get", "receptor")
     timed_method(clock, GroupConverter, "receptor", "receptor")
-    counts = GroupConverter._counts
+    counts = GroupConverter.interaction_counts
 
     def timed_counts(*args):
         with clock.timed("interactions"):
             return counts(*args)
 
-    GroupConverter._counts = staticmethod(timed_counts)
+    GroupConverter.interaction_counts = staticmethod(timed_counts)
     work = Path(args.work)
     poses = work / f"poses_{args.child}.sdf"
     out = work / f"scored_{args.child}.sdf"

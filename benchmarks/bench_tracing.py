@@ -101,12 +101,12 @@ def in_process(work: Path, repeats: int) -> dict:
     per_sample: dict[str, list[float]] = {"off": [], "on": []}
     for repeat in range(repeats):
         for name in ("off", "on") if repeat % 2 == 0 else ("on", "off"):  # ABBA: no order advantage
-            tracing._state["enabled"] = name == "on"
+            tracing.set_recording(name == "on")
             start = time.perf_counter()
             for batch in batches:
                 dataset.__getitems__(batch)
             per_sample[name].append((time.perf_counter() - start) / len(indices) * 1e3)
-    tracing._state["enabled"] = True
+    tracing.set_recording(True)
     event_us = event_cost_us()
     tracing.finalize()
     median = {k: statistics.median(v) for k, v in per_sample.items()}

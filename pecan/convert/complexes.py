@@ -103,7 +103,7 @@ def pose_ids(complex_id: str, mols: list) -> list[str]:
     return names if usable else [f"{complex_id}_pose{k}" for k in range(1, len(mols) + 1)]
 
 
-def _with_hydrogens(mol):
+def with_hydrogens(mol):
     """ProLIF needs explicit hydrogens; add them (with coordinates) to a pose that has none."""
     if any(a.GetAtomicNum() == 1 for a in mol.GetAtoms()):
         return mol
@@ -197,7 +197,7 @@ class ComplexConverter:
         attrs = {"rmsd": float(rmsd), "score": score}
         if not np.isnan(rmsd):
             attrs["label"] = int(rmsd < self.options.rmsd_threshold)
-        attrs.update(counter.counts(_with_hydrogens(mol)))
+        attrs.update(counter.counts(with_hydrogens(mol)))
         return Sample(  # float32, as the shard writer stores them (half the memory for `pecan score`)
             pose_id or layout.DEFAULT_CRYSTAL_GROUP.rpartition("/")[2],
             np.concatenate([ligand, protein]).astype(np.float32),

@@ -188,6 +188,12 @@ def set_context(**values: Any) -> None:
         _state["typed_context"] = _typed(_state["context"])
 
 
+def set_recording(on: bool) -> None:
+    """Switch event recording on or off in a process whose tracer is set up (a benchmark times the same work
+    with and without events); a process without a tracer stays without one."""
+    _state["enabled"] = bool(on) and _state["instance"] is not None
+
+
 _KEY = 0  # dftracer's TagType.KEY: the argument is a key of the event (a test checks the installed value)
 
 

@@ -24,7 +24,7 @@ import numpy as np
 
 from pecan.convert import chemistry as chem
 from pecan.convert.chemistry import ConversionError
-from pecan.convert.complexes import ConvertedComplex, Options, Sample, _with_hydrogens, pose_ids
+from pecan.convert.complexes import ConvertedComplex, Options, Sample, pose_ids, with_hydrogens
 from pecan.data import layout
 
 # Distances this close to the pocket radius are recomputed exactly as the converter computes them.
@@ -324,7 +324,9 @@ class GroupConverter:
             except ConversionError as err:
                 result.failures.append({"complex_id": group.complex_id, "pose_id": pose_id, "reason": str(err)})
         kinds_of = [prepared[id(r[1])][0] for r in ready]
-        for (pose_id, mol, rmsd, *rows), counts in zip(ready, self._counts(pocket, [r[1] for r in ready], kinds_of)):
+        for (pose_id, mol, rmsd, *rows), counts in zip(
+            ready, self.interaction_counts(pocket, [r[1] for r in ready], kinds_of)
+        ):
             result.poses.append(self._sample(group, mol, pose_id, rmsd, rows, counts))
         if not result.poses:
             raise ConversionError("no pose could be converted (see the pose rows)")
@@ -341,10 +343,10 @@ class GroupConverter:
         return ligand, ligand_vdw, protein, protein_vdw
 
     @staticmethod
-    def _counts(pocket: Pocket, mols: list, kinds: list) -> list[dict]:
+    def interaction_counts(pocket: Pocket, mols: list, kinds: list) -> list[dict]:
         """The interaction counts of the poses (with hydrogens added where a pose's topology has none), counted
         together with their topology signatures."""
-        poses = [mol if kind.has_hydrogens else _with_hydrogens(mol) for mol, kind in zip(mols, kinds)]
+        poses = [mol if kind.has_hydrogens else with_hydrogens(mol) for mol, kind in zip(mols, kinds)]
         signatures = [kind.key if kind.has_hydrogens else topology(pose) for pose, kind in zip(poses, kinds)]
         return pocket.counter.counts_many(poses, signatures)
 

@@ -16,7 +16,7 @@ from rdkit.Geometry import Point3D  # noqa: E402
 
 from pecan.convert import chemistry as chem  # noqa: E402
 from pecan.convert import contact_geometry as geo  # noqa: E402
-from pecan.convert.complexes import _with_hydrogens  # noqa: E402
+from pecan.convert.complexes import with_hydrogens  # noqa: E402
 from pecan.convert.contacts import ContactCounter, topology_signature  # noqa: E402
 from pecan.convert.examples import prolif_data  # noqa: E402
 from pecan.convert.interactions import InteractionCounter  # noqa: E402
@@ -94,7 +94,7 @@ def vina():
     poses = chem.read_ligands(data / "vina_output.sdf")
     crystal = chem.read_ligands(data / "lig.pdb")[0]
     pocket = converter_pocket(data / "rec.pdb", [crystal, *poses])
-    return pocket, [_with_hydrogens(m) for m in [crystal, *poses]]
+    return pocket, [with_hydrogens(m) for m in [crystal, *poses]]
 
 
 # ---------------------------------------------------------------------------- arithmetic
@@ -157,7 +157,7 @@ def test_implicit_hbond_complex():
     poses = chem.read_ligands(data / "1.D_protonated.sdf")
     crystal = chem.read_ligands(data / "1.D.sdf")[0]
     pocket = converter_pocket(data / "receptor.pdb", [crystal, *poses])
-    totals = compare(pocket, [_with_hydrogens(m) for m in [crystal, *poses]])
+    totals = compare(pocket, [with_hydrogens(m) for m in [crystal, *poses]])
     assert totals["num_hbonds"] > 0 and totals["pbond"] > 0
 
 
@@ -350,7 +350,7 @@ def test_batches_and_topology_changes(vina):
     nitrogen.SetFormalCharge(1)
     charged.UpdatePropertyCache(strict=False)
     assert topology_signature(charged) != topology_signature(poses[0])
-    other = _with_hydrogens(chem.read_ligands(prolif_data() / "implicitHbond/1.D_protonated.sdf")[0])
+    other = with_hydrogens(chem.read_ligands(prolif_data() / "implicitHbond/1.D_protonated.sdf")[0])
     mixed = [poses[1], charged, other, poses[2], poses[1]]
     reference = InteractionCounter(pocket)
     assert counter.counts_many(mixed) == [reference.counts(m) for m in mixed]

@@ -234,3 +234,15 @@ def test_stale_pack_where_nothing_is_writable_is_an_error_naming_the_shard(tmp_p
     )
     with pytest.raises(DataError, match=f"{shard}: .*packs"):
         ensure_packed([shard], params, cache)
+
+
+def test_forget_hashes_makes_the_next_fingerprint_read_the_file_again(tmp_path, monkeypatch):
+    path = write(tmp_path / "a.hdf5", b"pecan" * 100)
+    hashed = []
+    blake2b = identity.hashlib.blake2b
+    monkeypatch.setattr(identity.hashlib, "blake2b", lambda **kw: hashed.append(1) or blake2b(**kw))
+    identity.forget_hashes()
+    first = identity.content_hash(path)
+    assert identity.content_hash(path) == first and len(hashed) == 1  # memoised: read once
+    identity.forget_hashes()
+    assert identity.content_hash(path) == first and len(hashed) == 2  # read again

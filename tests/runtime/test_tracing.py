@@ -182,6 +182,32 @@ def test_event_arguments_keep_their_types_and_nesting(tmp_path):
     assert reduce["dur"] == 25 and reduce["args"]["bytes"] == 1024 and reduce["args"]["step"] == 7
 
 
+RECORDING_SCRIPT = """
+import sys
+sys.path.insert(0, {root!r})
+from pecan.runtime import tracing
+tracing.set_recording(True)
+assert not tracing.is_enabled()  # no tracer set up: switching recording on does not make one
+assert tracing.setup(True, {trace!r})
+for name, on in (("first", True), ("paused", False), ("again", True)):
+    tracing.set_recording(on)
+    assert tracing.is_enabled() is on
+    for _ in range(20):  # several events a phase: a trace of one or two events was left unwritten by dftracer
+        with tracing.span("compute", name):
+            pass
+tracing.finalize()
+"""
+
+
+@pytest.mark.slow
+def test_recording_switched_off_and_on_records_only_the_spans_while_on(tmp_path, native_tracer):
+    script = tmp_path / "recording.py"
+    script.write_text(RECORDING_SCRIPT.format(root=str(ROOT), trace=str(tmp_path / "traces")))
+    run_checked([sys.executable, str(script)], timeout=120)
+    names = {e["name"] for e in events(tmp_path / "traces") if e["cat"] == "compute"}
+    assert names == {"first", "again"}
+
+
 def load_script(name: str):
     import importlib.util
 
