@@ -36,6 +36,11 @@ def test_a_two_rank_checkpoint_resumed_by_one_process_trains_each_sample_once(tm
     out = run_ok(app_argv(path, *ONE_EPOCH, f"train.out_dir={one}"), timeout=240)
     unseen = full["samples"] - 2 * 5 * 4  # 2 ranks x 5 steps x batch 4 seen before the checkpoint
     assert f"continuing epoch 1 with the {unseen} samples not yet seen (of {full['samples']})" in out
+    # The global batch halves with the ranks: said once, and recorded with this start.
+    assert "global batch of 8 (2 rank(s) x batch 4); this run's is 4 (1 rank(s) x batch 4)" in out
+    assert out.count("global batch of 8") == 1
+    resume = report.read_records(one / "runs.jsonl")[-1]["resume"]
+    assert resume["global_batch"]["before"] == 8 and resume["global_batch"]["now"] == 4
     (resumed,) = report.read_records(one / "epochs.jsonl")
     assert resumed["samples"] == full["samples"] == state["position"]["samples"] + unseen
     assert resumed["samples_before_resume"] == 40
