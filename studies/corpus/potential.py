@@ -34,8 +34,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from pecan.data import layout  # noqa: E402
-from pecan.redock.ranking import bootstrap_interval, top_k_hits  # noqa: E402
+from pecan.data import layout
+from pecan.redock.ranking import bootstrap_interval, top_k_hits
 from studies.realdock.conversion import convert
 
 HERE = Path(__file__).resolve().parent

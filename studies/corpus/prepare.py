@@ -33,7 +33,7 @@ import numpy as np
 
 from pecan.sources import reserved
 from studies.corpus import clusters
-from studies.realdock.prepare import git_show, pdb_lines, perceive, resolve, xyz  # noqa: E402
+from studies.realdock.prepare import git_show, pdb_lines, perceive, resolve, xyz
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]

@@ -26,7 +26,7 @@ from pathlib import Path
 import pandas as pd
 
 from pecan.data.layout import write_index_csv
-from pecan.pretrained import CARD, CHECKPOINT, SHIPPED, card_text, slim_checkpoint  # noqa: E402
+from pecan.pretrained import CARD, CHECKPOINT, SHIPPED, card_text, slim_checkpoint
 from studies.realdock.conversion import convert
 from studies.realdock.teacher import with_teacher
 
