@@ -248,6 +248,9 @@ def _convert(entries, out_dir, options, prefix, per_shard, workers, progress, la
     else:
         mine = _run_all(my_jobs, workers, progress, desc=progress_label("converting", place))
     records = _every_record(jobs, mine)
+    if records is None:  # failures.csv as far as known, to look at before the last rank ends
+        write_failures(_every_record(jobs, mine, partial=True), out_dir)
+        records = _every_record(jobs, mine)  # the last rank may have merged meanwhile: never leave the partial file
     if records is None:  # another rank is still converting; the last to finish merges
         return {"rank": place.describe(), "merged": False, "shards": len(mine), "complexes": _sum(mine, "complexes")}
     summary = merge(records, out_dir, prefix, options.rmsd_threshold, labels_optional)
@@ -258,26 +261,34 @@ def _sum(records: list[dict], key: str) -> int:
     return sum(r[key] for r in records)
 
 
-def _every_record(jobs: list[ShardJob], mine: list[dict]) -> Optional[list[dict]]:
+def _every_record(jobs: list[ShardJob], mine: list[dict], partial: bool = False) -> Optional[list[dict]]:
     """The record of every shard in the plan (this rank's from its run, the others' from their sidecars), in
-    shard order; None while some shard is not finished."""
+    shard order; None while some shard is not finished (``partial``: the finished ones)."""
     ran = {r["shard"]: r for r in mine}
     records = []
     for job in jobs:
         record = ran.get(job.path.name) or finished_record(job)
+        if record is None and partial:
+            continue
         if record is None:
             return None
         records.append({"reused": False, **record})
     return records
 
 
-def merge(records: list[dict], out_dir: Path, prefix: str, rmsd_threshold: float, labels_optional: bool) -> dict:
-    """failures.csv and <prefix>_all.csv from every shard's record and file (written atomically); the summary."""
+def write_failures(records: list[dict], out_dir: Path) -> pd.DataFrame:
+    """failures.csv from the shards' records, in shard order (written atomically); returns its rows."""
     failures = pd.DataFrame(
         [{OLD_FAILURE_NAMES.get(k, k): v for k, v in f.items()} for r in records for f in r["failures"]],
         columns=list(FAILURE_COLUMNS),
     )
     write_csv(failures, out_dir / "failures.csv")
+    return failures
+
+
+def merge(records: list[dict], out_dir: Path, prefix: str, rmsd_threshold: float, labels_optional: bool) -> dict:
+    """failures.csv and <prefix>_all.csv from every shard's record and file (written atomically); the summary."""
+    failures = write_failures(records, out_dir)
     shards = [out_dir / r["shard"] for r in records if r["complexes"]]
     index_path = out_dir / f"{prefix}_all.csv"
     if shards:

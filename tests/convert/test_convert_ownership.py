@@ -194,3 +194,20 @@ def test_a_complex_id_that_cannot_name_a_group_is_refused_up_front_naming_its_li
     err = capsys.readouterr().err
     assert f"manifest {manifest}, line 3: complex_id {bad!r} cannot name a file or a shard group" in err, err
     assert not out.exists() or not list(out.glob("*.hdf5"))
+
+
+@pytest.mark.slow
+@pytest.mark.multiprocess
+def test_a_ranks_failures_are_in_failures_csv_before_the_last_rank_finishes(tmp_path):
+    manifest = _manifest(tmp_path, "manifest.csv", ["c0", "c1"])
+    rows = pd.read_csv(manifest, dtype=str)
+    gone = {"complex_id": "gone", "receptor": "nope.pdb", "poses": "nope.sdf", "crystal_ligand": ""}
+    pd.concat([pd.DataFrame([gone]), rows]).to_csv(manifest, index=False)  # shard 0 (rank 0's): the missing one
+    out, port = tmp_path / "out", free_port()
+    code, output = _run(_command(manifest, out), env=rank_env(0, 2, port))
+    assert code == 0 and not (out / "converted_all.csv").exists(), output
+    failures = pd.read_csv(out / "failures.csv", keep_default_na=False)
+    assert list(failures["complex_id"]) == ["gone"]  # rank 1 has not started yet
+    code, output = _run(_command(manifest, out), env=rank_env(1, 2, port))
+    assert code == 0 and "converted 2 complexes" in output, output
+    assert list(pd.read_csv(out / "failures.csv", keep_default_na=False)["complex_id"]) == ["gone"]
