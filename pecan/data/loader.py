@@ -25,7 +25,7 @@ from pecan.data.packing import ensure_packed, pack_shard_at
 from pecan.data.sample import passthrough_collate
 from pecan.data.sampler import ShardAwareSampler
 from pecan.data.settings import ReaderSettings
-from pecan.data.staging import PagePrefetch, StageReport, stage
+from pecan.data.staging import StageReport, stage
 from pecan.runtime import collectives, tracing
 from pecan.runtime.keywords import same_named
 
@@ -191,9 +191,8 @@ def make_dataset(
 
 
 def make_sampler(dataset, cfg: DataConfig, *, train: bool, rank: int, world_size: int, seed: int) -> ShardAwareSampler:
-    """Training: shuffled and padded; evaluation: in order, every sample exactly once. Under the block and
-    window orders a packed training set's next packs are read ahead (pecan.data.staging.PagePrefetch)."""
-    sampler = ShardAwareSampler(
+    """Training: shuffled and padded; evaluation: in order, every sample exactly once."""
+    return ShardAwareSampler(
         len(dataset),
         shard_ids=dataset.table.shard_id,
         complex_codes=dataset.table.complex_code,
@@ -204,9 +203,6 @@ def make_sampler(dataset, cfg: DataConfig, *, train: bool, rank: int, world_size
         seed=seed,
         pad=train,
     )
-    if train and isinstance(dataset, PackedDataset):
-        sampler.prefetch = PagePrefetch(dataset.pack_paths)
-    return sampler
 
 
 # The contract's fields (pecan.data.schema), the batch's bookkeeping and the worker's I/O counters.

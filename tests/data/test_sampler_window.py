@@ -154,20 +154,3 @@ def test_prefetch_follows_a_resume_and_stays_off_for_global_order():
     requests = Requests()
     iterate(global_order, requests)
     assert requests.calls == []  # every shard is read from the start: nothing to read ahead
-
-
-def test_a_packed_training_set_reads_its_next_packs_ahead(setup):
-    from dataclasses import replace
-
-    from pecan.data.loader import make_dataset, make_sampler
-    from pecan.data.staging import PagePrefetch
-
-    cfg, frame, packs = setup
-    cfg = replace(cfg, shuffle="window")
-    dataset = make_dataset(cfg, frame, packs)
-    sampler = make_sampler(dataset, cfg, train=True, rank=0, world_size=1, seed=0)
-    assert isinstance(sampler.prefetch, PagePrefetch)
-    assert sorted(iter(sampler)) == list(range(len(dataset)))
-    sampler.prefetch.join()
-    assert sampler.prefetch.requested == len(packs)  # each pack once
-    assert make_sampler(dataset, cfg, train=False, rank=0, world_size=1, seed=0).prefetch is None
