@@ -64,13 +64,14 @@ def cluster(folder: Path, workers: int = 2, timeout: float = 120) -> Iterator[tu
     # before a longer one was submitted): docs/launching.md says the same for real clusters.
     env = clean_env(DASK_DISTRIBUTED__SCHEDULER__WORKER_SATURATION="1.0")
     python = [sys.executable, "-m"]
+    logs = [open(folder / "scheduler.log", "w")]
     started = [
         subprocess.Popen(
             [*python, "distributed.cli.dask_scheduler", "--scheduler-file", str(scheduler_file)]
             + ["--port", "0", "--no-dashboard", "--host", "127.0.0.1"],
             env=env,
             stdout=subprocess.DEVNULL,
-            stderr=open(folder / "scheduler.log", "w"),
+            stderr=logs[0],
             start_new_session=True,
         )
     ]
@@ -80,13 +81,15 @@ def cluster(folder: Path, workers: int = 2, timeout: float = 120) -> Iterator[tu
             worker = [*python, "distributed.cli.dask_worker", "--scheduler-file", str(scheduler_file)]
             worker += ["--nthreads", "1", "--no-nanny", "--no-dashboard", "--preload", str(HERE)]
             worker += ["--host", "127.0.0.1"]
-            log = open(folder / f"worker{k}.log", "w")
-            started.append(subprocess.Popen(worker, env=env, stdout=log, stderr=log, start_new_session=True))
+            logs.append(open(folder / f"worker{k}.log", "w"))
+            started.append(subprocess.Popen(worker, env=env, stdout=logs[-1], stderr=logs[-1], start_new_session=True))
         _wait(lambda: _workers_up(scheduler_file) >= workers, timeout, f"{workers} workers")
         yield scheduler_file, started[1:]
     finally:
         for process in reversed(started):
             kill_group(process)
+        for log in logs:
+            log.close()
 
 
 def _workers_up(scheduler_file: Path) -> int:
