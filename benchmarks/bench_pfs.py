@@ -61,6 +61,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--repeats", type=int, default=2, help="steady-state epochs after the first")
     parser.add_argument("--ranks", type=int, default=0, help="also a run with this many ranks (0: none)")
     parser.add_argument("--rank-levels", nargs="+", default=["reopen", "packed"], choices=LEVELS)
+    parser.add_argument("--rank-repeats", type=int, default=2, help="steady-state epochs of the multi-rank run")
     parser.add_argument("--out", default="")
     parser.add_argument("--rank-child", default="", help=argparse.SUPPRESS)  # JSON job of one rank
     return parser.parse_args(argv)
@@ -169,8 +170,9 @@ def measure_pair(storages: list[Storage], level: str, workers: int, subset: list
             "steady_metadata_ops": 0,
             "samples": samples,
         }
-    for _ in range(args.repeats):
-        for storage in storages:  # alternated, so machine noise hits both storages alike
+    for repeat in range(args.repeats):
+        # alternated, in turned order every other round (ABBA), so machine noise and position hit both alike
+        for storage in storages if repeat % 2 == 0 else storages[::-1]:
             storage.reset_ops()
             _, seconds, samples = timed_epoch(loaders[storage.name])
             row = rows[storage.name]
@@ -319,7 +321,7 @@ def run_latency(args, latency_ms: float, subset: list[int]) -> dict:
         if args.ranks:
             for level in args.rank_levels:
                 for storage in storages:
-                    row = run_ranks(storage, level, args.ranks, subset, args.repeats)
+                    row = run_ranks(storage, level, args.ranks, subset, args.rank_repeats)
                     result["ranks"].append({**row, "latency_ms": latency_ms})
     return result
 
