@@ -203,10 +203,32 @@ def _redock(
     key = plan_key(jobs)
     shares.write_rank_file(out_dir, place, key, [r["complex_id"] for r in mine if r["reused"]])
     records = merged_records(jobs, out_dir, place.world_size, key)
+    if records is None:  # failures.csv as far as known, to look at before the last rank ends
+        write_failures(failed_so_far(jobs), out_dir)
+        records = merged_records(jobs, out_dir, place.world_size, key)  # never leave it partial after the merge
     if records is None:  # another rank is still docking; the last to finish merges
         return {**_summary(mine, out_dir), "merged": False, "rank": place.describe()}
     write_tables(records)
     return {**_summary(records, out_dir), "merged": True, "rank": place.describe()}
+
+
+def failed_so_far(jobs: list[DockJob]) -> list[dict]:
+    """The records of this plan's complexes that failed so far (any rank's), in manifest order."""
+    failed = []
+    for job in jobs:
+        try:
+            record = json.loads(job.record_path.read_text())
+        except (OSError, ValueError):
+            continue
+        if record.get("key") == job.key and record.get("status") != "ok":
+            failed.append(record)
+    return failed
+
+
+def write_failures(records: list[dict], out_dir: Path) -> None:
+    """failures.csv (complex_id, reason) of the failed ones among ``records``."""
+    rows = [{"complex_id": r["complex_id"], "reason": r.get("reason", "")} for r in records if r["status"] != "ok"]
+    write_csv(pd.DataFrame(rows, columns=["complex_id", "reason"]), out_dir / "failures.csv")
 
 
 def plan_key(jobs: list[DockJob]) -> str:

@@ -5,6 +5,7 @@ and both values; a folder of another plan is refused unless --replace; a rerun o
 import subprocess
 import sys
 
+import pandas as pd
 import pytest
 
 from pecan import cli
@@ -63,3 +64,16 @@ def test_progress_lines_under_two_ranks_carry_the_rank(manifest, tmp_path):
     assert 1 in codes and set(codes) <= {0, 1}, output  # (both merge when they finish together)
     lines = [line for line in output.splitlines() if " complex" in line and "| " in line]
     assert {line.split(":")[0].strip() for line in lines} == {"redocking (rank 0 of 2)", "redocking (rank 1 of 2)"}
+
+
+@pytest.mark.multiprocess
+def test_a_ranks_failures_are_in_failures_csv_before_the_last_rank_finishes(manifest, tmp_path):
+    out, port = tmp_path / "out", free_port()
+    command = [sys.executable, "-m", "pecan", *_argv(manifest, out)]
+    first = subprocess.run(command, env=rank_env(0, 2, port), capture_output=True, text=True, timeout=300)
+    assert first.returncode == 0 and not (out / "redock.csv").exists(), first.stderr[-3000:]
+    failures = pd.read_csv(out / "failures.csv", keep_default_na=False)
+    assert list(failures["complex_id"]) == ["a"] and failures["reason"][0]  # rank 1 (complex b) has not started
+    last = subprocess.run(command, env=rank_env(1, 2, port), capture_output=True, text=True, timeout=300)
+    assert last.returncode == 1 and (out / "redock.csv").exists(), last.stderr[-3000:]  # nothing docked: exit 1
+    assert list(pd.read_csv(out / "failures.csv", keep_default_na=False)["complex_id"]) == ["a", "b"]
