@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
-from pecan.runtime.errors import ConfigError
+from pecan.runtime.errors import ConfigError, OutDirInUse
 
 
 def _pdbbind_parser(commands) -> None:
@@ -127,6 +128,19 @@ def check_pdbbind_outputs(out: Path, indexes: list[Path], selection) -> None:
     outputs.check_outputs("pecan sources pdbbind", written, inputs)
 
 
+@contextmanager
+def folder_lock(out: Path):
+    """Hold --out's lock while the reader writes there (pecan.runtime.dir_lock, the rules of training's
+    out_dir): a second reader into a live run's folder is OutDirInUse (exit 2) naming it; a stale lock is taken over."""
+    from pecan.runtime.dir_lock import Folder, RunLock
+
+    lock = RunLock(out, 600.0, folder=Folder("--out", "the 10 min limit of a lock", "")).acquire()
+    try:
+        yield lock
+    finally:
+        lock.release()
+
+
 def run_crossdocked(args: argparse.Namespace) -> int:
     """Read the types files, write the poses, manifest, splits and excluded.csv, print the summary."""
     from pecan.sources.crossdocked_run import CrossDockedOptions, read_crossdocked
@@ -148,7 +162,8 @@ def run_crossdocked(args: argparse.Namespace) -> int:
         from pecan.sources.crossdocked_jobs import dask_engine
 
         engine = dask_engine(args.scheduler_file)
-    selection, _, notes = read_crossdocked(args.types, root, args.out, options, engine)
+    with folder_lock(args.out):
+        selection, _, notes = read_crossdocked(args.types, root, args.out, options, engine)
     print(summary_line("crossdocked", selection, args.out / "manifest.csv", args.out / "excluded.csv"))
     print("\n".join(notes))
     if not names_known(options.names):
@@ -167,6 +182,6 @@ def main(argv=None, prog: str | None = None) -> int:
     except ImportError as err:
         print(f"error: {err} (pip install -e '.[convert]')", file=sys.stderr)
         return 2
-    except (OSError, ValueError) as err:
+    except (OSError, ValueError, OutDirInUse) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

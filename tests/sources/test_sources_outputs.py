@@ -1,6 +1,11 @@
 """What `pecan sources` writes: pdbbind never writes over what it reads (an --out naming an INDEX file or a kept
 complex's ligand or receptor is exit 2 naming both, the file left as it was); a crossdocked rerun leaves no fold
-file of an earlier run behind."""
+file of an earlier run behind, and its --out is locked as training's out_dir is."""
+
+import json
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -39,3 +44,26 @@ def test_a_rerun_removes_the_fold_files_it_no_longer_writes(crossdocked, tmp_pat
     assert run(root, types, out) == 0
     assert sorted(p.name for p in (out / "splits").iterdir()) == ["fold0_test.csv", "fold0_train.csv"]
     assert "removed " in caplog.text and "fold3_train.csv" in caplog.text
+
+
+def test_a_crossdocked_out_held_by_a_live_reader_is_exit_2_and_a_dead_ones_lock_is_taken_over(
+    crossdocked,  # noqa: F811
+    tmp_path,
+    capsys,
+):
+    root, types = crossdocked
+    out = tmp_path / "out"
+    out.mkdir()
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        lock = {"host": os.uname().nodename, "pid": sleeper.pid, "job_id": "", "token": "x"}
+        (out / ".pecan.lock").write_text(json.dumps(lock))
+        assert run(root, types, out) == 2
+        err = capsys.readouterr().err
+        assert f"--out {out} is in use by another run" in err and f"pid {sleeper.pid}" in err, err
+        assert not (out / "manifest.csv").exists()
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    assert run(root, types, out) == 0  # its owner is gone: the lock is stale, taken over and released at the end
+    assert (out / "manifest.csv").exists() and not (out / ".pecan.lock").exists()
