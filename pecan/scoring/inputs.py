@@ -114,10 +114,10 @@ def iter_records(path: Path, score_property: str = "") -> Iterator[Record]:
 
 def check_scores_present(files: list[PosesFile], needs_docking_score: bool, docking_weight: float) -> None:
     """Before the model loads: when the model takes docking scores or ranks by a consensus with them, the first
-    record of each SDF poses file (without ``--scores-csv``) must hold the score property; ConfigError naming
-    the file, the property and the ways out (``--docking-weight 0`` for poses without scores, e.g. an ML
-    docking program's). Every record is checked again as its ligand is scored."""
-    from pecan.scoring.sdf_text import split_records
+    record of each SDF poses file (without ``--scores-csv``; when RDKit can read it) must hold the score
+    property; ConfigError naming the file, the property and the ways out (``--docking-weight 0`` for poses
+    without scores, e.g. an ML docking program's). Every record is checked again as its ligand is scored."""
+    from pecan.scoring.sdf_text import RecordParser, split_records
 
     if not needs_docking_score and not docking_weight:
         return
@@ -128,6 +128,8 @@ def check_scores_present(files: list[PosesFile], needs_docking_score: bool, dock
             first = next(iter(split_records(handle)), None)
         header = re.compile(rb"^>[^\n]*<" + re.escape(item.score_property.encode()) + rb">", re.MULTILINE)
         if first is None or (item.score_property and header.search(first)):
+            continue
+        if RecordParser()(first) is None:  # an unreadable record is a failure row of its ligand, as before
             continue
         needs = (
             "the checkpoint's model takes each pose's docking score (model.use_docking_score)"
