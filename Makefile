@@ -9,7 +9,7 @@ CONSTRAINTS := constraints-cpu.txt
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -c $(CONSTRAINTS) -e '.[dev,trace-native,plots,convert,dock]'
+	$(PY) -m pip install -q -c $(CONSTRAINTS) -e '.[dev,trace-native,plots,convert,dock,dist,bench]'
 
 venv: $(PY)
 
