@@ -26,7 +26,9 @@ from pathlib import Path
 import pandas as pd
 
 from pecan.data.layout import write_index_csv
-from pecan.pretrained import CARD, CHECKPOINT, SHIPPED, card_text, slim_checkpoint
+from pecan.pretrained import CARD, CHECKPOINT, SHIPPED
+from release.card import card_text
+from release.checkpoint import slim_checkpoint
 from studies.realdock.conversion import convert
 from studies.realdock.teacher import with_teacher
 
