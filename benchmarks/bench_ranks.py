@@ -33,6 +33,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from pecan.runtime.out_folder import PLAN_NAME
+
 ROOT = Path(__file__).resolve().parents[1]
 STUDY = ROOT / "studies" / "realdock"
 RANK_FILES = ".ranks"
@@ -147,11 +149,12 @@ def launch(args, tool: str, manifest: Path, out: Path, ranks: int, logs: Path) -
 
 
 def output_files(directory: Path) -> list[str]:
-    """Every file under ``directory``, relative, sorted; the ranks' own records left out."""
+    """Every file under ``directory``, relative, sorted; the ranks' own records and the folder's plan record (it
+    names the launch that wrote it) left out."""
     return sorted(
         str(p.relative_to(directory))
         for p in directory.rglob("*")
-        if p.is_file() and RANK_FILES not in p.relative_to(directory).parts
+        if p.is_file() and RANK_FILES not in p.relative_to(directory).parts and p.name != PLAN_NAME
     )
 
 

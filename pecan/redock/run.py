@@ -72,8 +72,9 @@ def plan(frame: pd.DataFrame, out_dir: Path, options: DockOptions) -> list[DockJ
 
 
 def _run_all(
-    jobs: list[DockJob], workers: int, progress, on_record, results_of=results_of, desc: str = "redocking"
+    jobs: list[DockJob], workers: int, progress, on_record, run_jobs=None, desc: str = "redocking"
 ) -> list[dict]:
+    run_jobs = run_jobs or results_of  # the local pool unless an engine's; looked up at call time
     # Finished complexes first, in this process (a record and a hash of the inputs each): the tables list
     # them from the first write on, so a rerun never shows a shorter manifest.csv while it catches up.
     order = {job.complex_id: k for k, job in enumerate(jobs)}
@@ -94,7 +95,7 @@ def _run_all(
         with Progress(len(jobs), desc, "complex", progress, heartbeat=True, already_done=len(records)) as bar:
             if records:
                 on_record(records)
-            with results_of(run_job, todo, workers) as results:
+            with run_jobs(run_job, todo, workers) as results:
                 for record in results:
                     add(record)
                     bar.update(1)
@@ -166,10 +167,12 @@ def redock(
 
 
 def folder_plan(manifest: Path, options: DockOptions) -> FolderPlan:
-    """The output folder's plan: every docking option that changes a complex's poses, and the manifest."""
+    """The output folder's plan: every docking option that changes a complex's poses, and the manifest. A later
+    run may bring another manifest with the same options (complexes are kept per id and redocked when their
+    inputs change), so the plan grows with it."""
     flags = {"--" + name.replace("_", "-"): value for name, value in options.identity().items()}
     written = ("poses", "records", "receptors", "manifest.csv", "redock.csv", "failures.csv")
-    return FolderPlan.of("pecan redock", flags, manifest, written)
+    return FolderPlan.of("pecan redock", flags, manifest, written, grows=True)
 
 
 def _redock(

@@ -9,7 +9,9 @@ the manifest's bytes. Every rank compares its own plan with it:
 - another digest written by the same launch (torchrun's run id, Slurm's job and step, flux's job id):
   the ranks were given different options; ConfigError (exit 2) naming the option and both values;
 - another digest from an earlier run: refused the same way, unless ``replace`` (``--replace``), which removes
-  the outputs that earlier plan listed and records the new one.
+  the outputs that earlier plan listed and records the new one; a plan whose outputs are kept per manifest row
+  and keyed by their own inputs (``grows``: `pecan redock`) may come back with another manifest and the same
+  options: finished rows are reused, new ones done, and the plan records the new manifest.
 
 Ranks do not wait for each other (they meet only through files), so a rank that comes first writes the plan
 (an exclusive link: one writer wins) and the others compare with it.
@@ -71,12 +73,21 @@ class Plan:
     manifest_sha256: str
     outputs: tuple[str, ...] = ()
     launch: str = field(default_factory=launch_id)
+    grows: bool = False  # a later run may bring another manifest with the same options (outputs kept per row)
 
     @classmethod
-    def of(cls, command: str, options: Mapping[str, object], manifest: Path, outputs: tuple[str, ...]) -> "Plan":
+    def of(
+        cls,
+        command: str,
+        options: Mapping[str, object],
+        manifest: Path,
+        outputs: tuple[str, ...],
+        grows: bool = False,
+    ) -> "Plan":
         """The plan of a run reading ``manifest`` with ``options``."""
         text = {name: str(value) for name, value in options.items()}
-        return cls(command, text, str(Path(manifest).resolve()), file_digest(Path(manifest)), tuple(outputs))
+        manifest_path, digest = str(Path(manifest).resolve()), file_digest(Path(manifest))
+        return cls(command, text, manifest_path, digest, tuple(outputs), grows=grows)
 
     @property
     def digest(self) -> str:
@@ -181,7 +192,7 @@ def remove_outputs(out_dir: Path, record: dict) -> list[Path]:
 
 def settle_plan(out_dir: Path, plan: Plan, rank: int, rank_name: str, replace: bool) -> str:
     """Compare this rank's plan with the folder's (see the module docstring); returns what happened:
-    'new', 'same' or 'replaced'. Rank 0 calls it with the lock held."""
+    'new', 'same', 'grown' or 'replaced'. Rank 0 calls it with the lock held."""
     path = out_dir / PLAN_NAME
     mine = plan.record(rank_name)
     deadline = time.monotonic() + REPLACE_WAIT_S
@@ -195,6 +206,11 @@ def settle_plan(out_dir: Path, plan: Plan, rank: int, rank_name: str, replace: b
             return "same"
         if plan.launch and record.get("launch") == plan.launch:
             raise disagreement(out_dir, record, plan)
+        if plan.grows and [what for what, _, _ in differences(record, plan)] == [MANIFEST]:
+            if rank == 0:
+                write_text(path, json_text(mine))
+                log.info("%s: another manifest with the same options: finished complexes are reused", out_dir)
+            return "grown"
         if not replace:
             raise another_plan(out_dir, record, plan)
         if rank == 0:

@@ -113,7 +113,7 @@ def test_command_line(docked, tmp_path, capsys):
     assert "missing column(s) crystal_ligand" in capsys.readouterr().err
     assert pecan_main(["redock", str(bad), "--out", str(tmp_path / "o"), "--n-poses", "0"]) == 2
     # The command line's settings below, finished once through the API (whichever tests ran before).
-    redock(_manifest(out.parent), out, DockOptions(exhaustiveness=1, n_poses=2, seed=5), progress=False)
+    redock(_manifest(out.parent), out, DockOptions(exhaustiveness=1, n_poses=2, seed=5), progress=False, replace=True)
     code = pecan_main(
         [
             "redock",
@@ -173,7 +173,8 @@ def test_a_rerun_lists_every_finished_complex_before_it_docks_anything(docked, m
     from pecan.redock import run as redock_run
 
     _, out = docked
-    redock(_manifest(out.parent), out, OPTIONS, progress=False)  # 1s2g finished with these options
+    redock(_manifest(out.parent), out, OPTIONS, progress=False, replace=True)  # 1s2g finished with these options
+    # Another manifest with the same options: the plan grows (finished complexes kept), no --replace needed.
     manifest = _manifest(out.parent, [{"complex_id": "later", "receptor": "r.pdb", "crystal_ligand": "l.sdf"}])
     seen = []
 
