@@ -1,7 +1,7 @@
 """`pecan sources pdbbind|crossdocked ...`: the field's training sets, as distributed, -> PECAN's manifests.
 
 ``pecan sources pdbbind DIR [DIR ...] --out MANIFEST.csv`` writes a `pecan redock` manifest (a `pecan convert`
-manifest with ``--poses``) with the INDEX files' columns, and excluded.csv beside it.
+manifest with ``--poses``) with the INDEX files' columns, and its excluded rows beside it.
 ``pecan sources crossdocked TYPES [TYPES ...] --root DATA --out DIR`` writes DIR/manifest.csv (a `pecan convert`
 manifest), DIR/poses/, DIR/poses.csv, DIR/splits/ and DIR/excluded.csv.
 Both leave out the reserved test proteins and say how many they removed. See docs/own-data.md.
@@ -20,7 +20,13 @@ from pecan.runtime.errors import ConfigError, OutDirInUse
 def _pdbbind_parser(commands) -> None:
     parser = commands.add_parser("pdbbind", help="a PDBbind-style folder -> a redock (or convert) manifest")
     parser.add_argument("roots", type=Path, nargs="+", help="folders of <id>/<id>_protein.pdb, ..._ligand.sdf")
-    parser.add_argument("--out", type=Path, required=True, help="the manifest CSV (excluded.csv goes beside it)")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        required=True,
+        help="the manifest CSV; its left-out rows go beside it (excluded.csv for manifest.csv, NAME.excluded.csv "
+        "for NAME.csv)",
+    )
     parser.add_argument(
         "--index",
         type=Path,
@@ -116,15 +122,16 @@ def run_pdbbind(args: argparse.Namespace) -> int:
 
 
 def check_pdbbind_outputs(out: Path, indexes: list[Path], selection) -> None:
-    """--out and excluded.csv beside it may be neither an INDEX file nor a file a kept complex reads (its
-    receptor, crystal ligand, poses): ConfigError (exit 2) before anything is written."""
+    """--out and its excluded rows' file beside it may be neither an INDEX file nor a file a kept complex reads
+    (its receptor, crystal ligand, poses): ConfigError (exit 2) before anything is written."""
     from pecan.runtime import outputs
+    from pecan.sources.selection import excluded_path
 
     base = out.parent
     inputs = [("an INDEX file", path) for path in indexes]
     for column in ("receptor", "crystal_ligand", "poses"):
         inputs += [(f"a {column} file", base / row[column]) for row in selection.rows if row.get(column)]
-    written = [("--out", out), ("its excluded.csv", base / "excluded.csv")]
+    written = [("--out", out), (f"its {excluded_path(out).name}", excluded_path(out))]
     outputs.check_outputs("pecan sources pdbbind", written, inputs)
 
 

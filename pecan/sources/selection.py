@@ -35,15 +35,23 @@ def relative(path: Path, base: Path) -> str:
     return os.path.relpath(Path(path).resolve(), Path(base).resolve())
 
 
+def excluded_path(manifest: Path) -> Path:
+    """Where a manifest's left-out rows go: ``excluded.csv`` beside ``manifest.csv``, ``<stem>.excluded.csv``
+    beside any other name, so two manifests in one folder keep their own exclusions."""
+    manifest = Path(manifest)
+    name = "excluded.csv" if manifest.name == "manifest.csv" else f"{manifest.stem}.excluded.csv"
+    return manifest.with_name(name)
+
+
 def write_selection(selection: Selection, manifest: Path, columns: tuple[str, ...]) -> Path:
-    """Write the manifest (``columns`` first, then every carried column) and excluded.csv beside it; returns the
-    excluded.csv path."""
+    """Write the manifest (``columns`` first, then every carried column) and its excluded rows beside it
+    (``excluded_path``); returns that path."""
     frame = pd.DataFrame(selection.rows)
     if frame.empty:
         frame = pd.DataFrame(columns=list(columns))
     frame = frame[[*columns, *(c for c in frame.columns if c not in columns)]]
     write_csv(frame, manifest)
-    excluded = manifest.parent / "excluded.csv"
+    excluded = excluded_path(manifest)
     write_csv(pd.DataFrame(selection.excluded, columns=list(EXCLUDED_COLUMNS)), excluded)
     return excluded
 

@@ -1,6 +1,7 @@
 """`pecan sources pdbbind`: a PDBbind-style folder -> a redock (or convert) manifest plus excluded.csv."""
 
 import math
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -77,8 +78,10 @@ def pdbbind(tmp_path, real_pose_text, real_pocket_text):
     return root
 
 
-def excluded_reasons(path):
-    frame = pd.read_csv(path / "excluded.csv", dtype=str, keep_default_na=False)
+def excluded_reasons(path, manifest="m.csv"):
+    """The excluded rows' reasons of the manifest ``path / manifest`` (excluded.csv beside manifest.csv)."""
+    name = "excluded.csv" if manifest == "manifest.csv" else f"{Path(manifest).stem}.excluded.csv"
+    frame = pd.read_csv(path / name, dtype=str, keep_default_na=False)
     return dict(zip(frame["complex_id"], frame["reason"]))
 
 
@@ -151,7 +154,7 @@ def test_folder_becomes_a_redock_manifest_with_every_exclusion_and_its_reason(pd
     assert row["receptor"].endswith("1h36_protein.pdb") and row["crystal_ligand"].endswith("1h36_ligand.sdf")
     assert (row["affinity"], row["resolution"], row["year"], row["uniprot"]) == ("6.20", "1.80", "2003", "P04035")
     assert list(pd.read_csv(out).columns[:3]) == ["complex_id", "receptor", "crystal_ligand"]
-    reasons = excluded_reasons(out.parent)
+    reasons = excluded_reasons(out.parent, out.name)
     assert reasons["1oyt"] == "reserved test protein: thrombin"  # by PDB entry
     assert reasons["7thr"] == "reserved test protein: thrombin"  # by UniProt accession
     assert reasons["5nmr"] == "reserved test protein: PDE2A"  # by protein name
@@ -174,7 +177,7 @@ def test_a_code_in_two_folders_is_read_once(pdbbind, tmp_path, real_pose_text, r
     assert list(manifest["complex_id"]) == ["1h36", "2tpi", "6new"]  # 2tpi has its pocket, not its protein
     assert manifest["receptor"][0].endswith("1h36_pocket.pdb") and "refined" not in manifest["receptor"][0]
     assert manifest["protein"][2] == ""  # no index entry: carried columns blank
-    assert excluded_reasons(tmp_path)["1h36"].startswith("duplicate: 1h36 already read from ")
+    assert excluded_reasons(tmp_path, out.name)["1h36"].startswith("duplicate: 1h36 already read from ")
 
 
 def test_poses_make_a_convert_manifest(pdbbind, tmp_path, real_pose_text):
@@ -185,7 +188,7 @@ def test_poses_make_a_convert_manifest(pdbbind, tmp_path, real_pose_text):
     (entry,) = read_convert_manifest(out)  # pecan convert's own reader accepts it
     assert entry.poses.name == "1h36_docked.sdf" and entry.poses.exists() and entry.crystal_ligand.exists()
     assert entry.affinity == pytest.approx(6.2) and entry.score_property == "vina"
-    assert excluded_reasons(tmp_path)["5nmr"] == "reserved test protein: PDE2A"
+    assert excluded_reasons(tmp_path, "convert.csv")["5nmr"] == "reserved test protein: PDE2A"
 
 
 @pytest.mark.parametrize("template", ["{0}", "{name}_docked.sdf", "{id_docked.sdf"])
@@ -259,9 +262,26 @@ def test_poses_template_may_be_absolute_and_a_missing_poses_file_is_excluded(pdb
     assert main(["pdbbind", str(pdbbind), "--out", str(out), "--poses", str(docked / "{id}.sdf")]) == 0
     (entry,) = read_convert_manifest(out)
     assert entry.poses == docked / "1h36.sdf"
-    assert excluded_reasons(tmp_path)["4bad"].startswith("unreadable ligand")  # the ligand is checked first
+    assert excluded_reasons(tmp_path, out.name)["4bad"].startswith("unreadable ligand")  # the ligand is checked first
     (pdbbind / "6abc").mkdir()
     for name in ("6abc_protein.pdb", "6abc_ligand.sdf"):
         (pdbbind / "6abc" / name).write_text((pdbbind / "1h36" / name.replace("6abc", "1h36")).read_text())
     assert main(["pdbbind", str(pdbbind), "--out", str(out), "--poses", str(docked / "{id}.sdf")]) == 0
-    assert excluded_reasons(tmp_path)["6abc"] == f"missing file: poses {docked / '6abc.sdf'}"
+    assert excluded_reasons(tmp_path, out.name)["6abc"] == f"missing file: poses {docked / '6abc.sdf'}"
+
+
+def test_two_manifests_in_one_folder_keep_their_own_exclusions(pdbbind, tmp_path, real_pose_text):
+    """A redock manifest and a convert manifest written into one folder: each keeps its own excluded rows (the
+    convert manifest leaves out the complexes without poses, the redock one does not)."""
+    (pdbbind / "1h36" / "1h36_docked.sdf").write_text(real_pose_text)
+    (pdbbind / "6abc").mkdir()  # a complex without docked poses: kept for redocking, left out of conversion
+    for name in ("6abc_protein.pdb", "6abc_ligand.sdf"):
+        (pdbbind / "6abc" / name).write_text((pdbbind / "1h36" / name.replace("6abc", "1h36")).read_text())
+    redock, convert = tmp_path / "redock.csv", tmp_path / "convert.csv"
+    assert main(["pdbbind", str(pdbbind), "--out", str(redock)]) in (0, 1)
+    argv = ["pdbbind", str(pdbbind), "--out", str(convert), "--poses", "{id}_docked.sdf", "--score-property", "vina"]
+    assert main(argv) == 0
+    redock_reasons = excluded_reasons(tmp_path, "redock.csv")
+    convert_reasons = excluded_reasons(tmp_path, "convert.csv")
+    assert convert_reasons["6abc"].startswith("missing file: poses") and "6abc" not in redock_reasons
+    assert not (tmp_path / "excluded.csv").exists()
