@@ -41,7 +41,8 @@ import pandas as pd
 from pecan.runtime import fileio
 
 CGROUP_ROOT = Path("/sys/fs/cgroup/memory")
-# "+prefetch": the sampler hands each shard's id to PagePrefetch about one window before its first sample.
+# "+prefetch": the sampler hands each shard's id to PagePrefetch about one window before its first sample
+# (benchmarks/prefetch.py).
 ORDERS = ("global", "block", "block+prefetch", "window", "window+prefetch", "complex", "balanced")
 
 
@@ -103,10 +104,9 @@ def read_bytes() -> int:
 
 def reader(args) -> dict:
     """One run: gather batches in the order's sequence (rank 0 of 1, epoch 0) for up to ``--seconds``."""
+    from benchmarks.prefetch import PagePrefetch, PrefetchingSampler
     from pecan.data.packed import PackedDataset
     from pecan.data.sample import COUNTER_FIELDS
-    from pecan.data.sampler import ShardAwareSampler
-    from pecan.data.staging import PagePrefetch
 
     index = pd.read_pickle(args.index)
     dataset = PackedDataset(index.drop(columns="pack"), dict(zip(index["shard"], index["pack"])))
@@ -114,7 +114,7 @@ def reader(args) -> dict:
     # A complex of one copy is its own complex (a larger data set has distinct complexes in every shard).
     complexes = pd.factorize(pd.Series(table.shard_id.astype(np.int64) << 32 | table.complex_code))[0]
     mode, _, prefetch = args.reader.partition("+")
-    sampler = ShardAwareSampler(
+    sampler = PrefetchingSampler(
         len(dataset), shard_ids=table.shard_id, complex_codes=complexes, mode=mode, window=args.window
     )
     if prefetch:

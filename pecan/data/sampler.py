@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 import math
-from typing import Callable, Iterable, Iterator, Optional
+from typing import Iterable, Iterator, Optional
 
 import numpy as np
 import torch
@@ -56,9 +56,6 @@ class ShardAwareSampler(torch.utils.data.Sampler[int]):
         self.shuffle, self.mode, self.seed, self.pad, self.window = shuffle, mode, seed, pad, window
         self.epoch = 0
         self.skip = 0
-        # Called with the ids of shards a rank is about to read (block and window modes; shard_ids needed):
-        # pecan.data.staging.PagePrefetch asks the kernel to read their packs ahead.
-        self.prefetch: Optional[Callable[[np.ndarray], None]] = None
         # Parts of this epoch seen under another world size or batch size: [(world_size, per_rank)] each.
         self.seen_before: list[tuple[int, int]] = []
         # Samples one epoch draws: the data size, except balanced mode's groups x draws per group.
@@ -158,32 +155,7 @@ class ShardAwareSampler(torch.utils.data.Sampler[int]):
 
     def __iter__(self) -> Iterator[int]:
         skip, self.skip = self.skip, 0
-        indices = self.indices()[skip:]
-        if self.prefetch is None or self._strided() or self.mode not in ("block", "window"):
-            return iter(indices.tolist())
-        return self._prefetching(indices)
-
-    def _prefetching(self, indices: np.ndarray) -> Iterator[int]:
-        """Yield ``indices``, handing ``prefetch`` each shard's id about one window (block: one shard) of
-        samples before the shard's first sample, so its pages are read ahead while the current window's are
-        gathered (a page-cache miss in the gather then is rare, not one synchronous read per page)."""
-        shards = self.shard_ids[indices]
-        ahead = self._window_samples()
-        shard_list, first = np.unique(shards, return_index=True)
-        trigger = np.maximum(first - ahead, 0)
-        by_trigger = np.argsort(trigger, kind="stable")
-        next_call = 0
-        for position, index in enumerate(indices.tolist()):
-            if next_call < len(by_trigger) and trigger[by_trigger[next_call]] <= position:
-                end = next_call + int(np.searchsorted(trigger[by_trigger[next_call:]], position, side="right"))
-                self.prefetch(shard_list[by_trigger[next_call:end]])
-                next_call = end
-            yield index
-
-    def _window_samples(self) -> int:
-        """Samples in one window of the order (block: one shard), on average."""
-        shards = len(np.unique(self.shard_ids)) or 1
-        return math.ceil(self.num_samples / shards) * (self.window if self.mode == "window" else 1)
+        return iter(self.indices()[skip:].tolist())
 
     def __len__(self) -> int:
         if self.pad:

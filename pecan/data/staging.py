@@ -17,9 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import shutil
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -142,41 +140,6 @@ def stage_subset(
     report = stage([Path(s) for s in sources if str(s) in needed], stage_dir, check)
     report.mapping.update({str(s): str(s) for s in sources if str(s) not in needed})
     return report
-
-
-class PagePrefetch:
-    """``ShardAwareSampler.prefetch`` for packs: ask the kernel to read the packs of the given shard ids into
-    the page cache now (posix_fadvise WILLNEED, on a background thread), so a reader that gathers from the
-    current window does not wait on one synchronous page-cache miss per page of the next."""
-
-    def __init__(self, pack_paths: list[Optional[Path]]) -> None:
-        self.pack_paths = pack_paths
-        self.requested = 0
-        self._last: Optional[threading.Thread] = None
-
-    def __call__(self, shard_ids) -> None:
-        paths = [self.pack_paths[i] for i in shard_ids if self.pack_paths[i] is not None]
-        self.requested += len(paths)
-        self._last = threading.Thread(target=_will_need, args=(paths,), daemon=True)
-        self._last.start()
-
-    def join(self) -> None:
-        """Wait until the last request was handed to the kernel."""
-        if self._last is not None:
-            self._last.join()
-
-
-def _will_need(paths: list[Path]) -> None:
-    for path in paths:
-        try:
-            fd = os.open(path, os.O_RDONLY)
-        except OSError as err:  # the reader opens it too, and reports the error there
-            log.debug("prefetch of %s skipped: %s", path, err)
-            continue
-        try:
-            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_WILLNEED)
-        finally:
-            os.close(fd)
 
 
 def _check_space(stage_dir: Path, todo: list[tuple[Path, Path, dict]]) -> None:

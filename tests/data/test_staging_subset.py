@@ -1,8 +1,6 @@
 """Staging one node's share: under the window order a node copies only the packs its ranks read this epoch,
 removes the last epoch's other copies first, and so stages a data set larger than its local disk."""
 
-import os
-
 import numpy as np
 import pytest
 
@@ -69,42 +67,3 @@ def test_a_share_fits_a_disk_the_whole_set_does_not(tmp_path, sources, mounts):
 def test_a_needed_file_that_is_not_a_source_is_an_error(tmp_path, sources):
     with pytest.raises(ValueError, match="not sources"):
         staging.stage_subset(sources[:2], {sources[3]}, tmp_path / "stage")
-
-
-def _read_bytes():
-    line = next(x for x in open("/proc/self/io").read().splitlines() if x.startswith("read_bytes:"))
-    return int(line.split()[1])
-
-
-def _evict(path):
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-    finally:
-        os.close(fd)
-
-
-def _disk_bytes_to_read(path):
-    before = _read_bytes()
-    path.read_bytes()
-    return _read_bytes() - before
-
-
-def test_page_prefetch_reads_the_packs_of_the_given_shards_into_the_page_cache(tmp_path):
-    paths = []
-    for i in range(3):
-        path = tmp_path / f"p{i}.pecanpack"
-        path.write_bytes(os.urandom(1 << 20))
-        paths.append(path)
-    _evict(paths[0])
-    if _disk_bytes_to_read(paths[0]) == 0:
-        pytest.skip("this file system does not report block reads in /proc/self/io (e.g. tmpfs)")
-    for path in paths:
-        _evict(path)
-    prefetch = staging.PagePrefetch([paths[0], None, paths[2]])
-    prefetch(np.array([0, 1]))  # shard 1 has no pack (skipped): nothing to read
-    prefetch.join()
-    assert prefetch.requested == 1
-    assert _disk_bytes_to_read(paths[0]) == 0  # already in the page cache
-    assert _disk_bytes_to_read(paths[2]) > 0  # not asked for: still read from disk
