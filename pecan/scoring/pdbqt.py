@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 
 from pecan.runtime.errors import ConfigError, ConversionError
+from pecan.runtime.numbers import read_number
 
 VINA_RESULT = re.compile(r"^REMARK VINA RESULT:\s*(\S+)", re.MULTILINE)
 
@@ -34,9 +35,13 @@ def check_readable(path: Path) -> None:
         raise ConfigError(f"pecan score: PDBQT poses need Meeko (the dock extra: pip install -e '.[dock]'): {err}")
 
 
-def vina_scores(text: str) -> list[float]:
-    """The first number of each ``REMARK VINA RESULT`` line, in order."""
-    return [float(value) for value in VINA_RESULT.findall(text)]
+def vina_scores(text: str, where: str = "PDBQT") -> list[float]:
+    """The first number of each ``REMARK VINA RESULT`` line, in order, read as every docking score is
+    (``pecan.runtime.numbers``: a ``nan`` or a word is NotANumber naming ``where`` and the pose)."""
+    return [
+        read_number(value, f"{where}: REMARK VINA RESULT of pose {k}")
+        for k, value in enumerate(VINA_RESULT.findall(text), 1)
+    ]
 
 
 def read_pdbqt_poses(path: Path, score_property: str) -> list:
@@ -49,7 +54,7 @@ def read_pdbqt_poses(path: Path, score_property: str) -> list:
         text = path.read_text()
     except (OSError, UnicodeDecodeError) as err:
         raise ConversionError(f"{path}: cannot be read: {err}") from err
-    scores = vina_scores(text)
+    scores = vina_scores(text, str(path))
     try:
         rebuilt = RDKitMolCreate.from_pdbqt_mol(PDBQTMolecule(text, skip_typing=True))
     except Exception as err:  # Meeko's own parse errors are of many types

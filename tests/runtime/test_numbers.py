@@ -54,3 +54,12 @@ def test_vina_result_among_vinas_other_remarks_is_its_energy():
     assert read_docking_score(remarks, "x") == -7.3
     with pytest.raises(NotANumber):  # two results: which one is meant is a guess
         read_docking_score(" VINA RESULT: -7.3 0 0\n VINA RESULT: -6.1 1 2", "x")
+
+
+def test_a_vina_pdbqt_remark_is_read_as_every_docking_score():
+    from pecan.scoring.pdbqt import vina_scores
+
+    text = "MODEL 1\nREMARK VINA RESULT:    \u22129.1      0.000      0.000\nENDMDL\n"
+    assert vina_scores(text, "out.pdbqt") == [-9.1]
+    with pytest.raises(NotANumber, match="out.pdbqt: REMARK VINA RESULT of pose 2: 'nan' is not a number"):
+        vina_scores(text + "MODEL 2\nREMARK VINA RESULT:    nan      0.000      0.000\nENDMDL\n", "out.pdbqt")
